@@ -1,0 +1,1 @@
+"""The ``failover`` command line: dev stack, demo, pipeline runs, health status, simulator."""

@@ -1,0 +1,81 @@
+"""The normalized request and reply every adapter speaks, whatever the wire format."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Priority(StrEnum):
+    """How much a message matters when the context has to be cut to fit a window."""
+
+    CRITICAL = "critical"
+    SUPPORTING = "supporting"
+    BACKGROUND = "background"
+
+
+class ToolCall(BaseModel):
+    """A tool call the model asked for (assistant side) with parsed JSON arguments."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Message(BaseModel):
+    """One conversation turn. ``tool`` messages carry a tool result for ``tool_call_id``."""
+
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    priority: Priority = Priority.SUPPORTING
+
+
+class ChatRequest(BaseModel):
+    """A provider-neutral completion request.
+
+    ``json_schema`` asks for structured output; ``prefill`` continues an assistant turn
+    (used to resume a cut stream on routes that declare prefill support).
+    """
+
+    system: str | None = None
+    messages: list[Message] = Field(min_length=1)
+    max_tokens: int = Field(default=512, ge=1, le=200_000)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    stop: list[str] = Field(default_factory=list)
+    json_schema: dict[str, Any] | None = None
+    prefill: str | None = None
+    stream: bool = True
+
+
+class FinishReason(StrEnum):
+    STOP = "stop"
+    LENGTH = "length"
+    TOOL_CALLS = "tool_calls"
+    CONTENT_FILTER = "content_filter"
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ChatReply(BaseModel):
+    """A complete, successful reply. A cut or truncated stream is never a ChatReply."""
+
+    text: str
+    endpoint: str
+    model: str
+    finish_reason: FinishReason
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    ttft_ms: float | None = None
+    latency_ms: float = 0.0
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    malformed_events_skipped: int = 0

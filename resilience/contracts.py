@@ -1,0 +1,152 @@
+"""The values that cross layers: outcomes, health snapshots, attempts and agent outputs.
+
+All are pydantic models so they travel through Temporal's pydantic data converter.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from providers.errors import ErrorClass
+from providers.models import Usage
+
+
+class BreakerState(StrEnum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+    FORCED_OPEN = "forced_open"
+    FORCED_CLOSED = "forced_closed"
+
+
+class CallOutcome(BaseModel):
+    """One observation of a route: a real call or a probe."""
+
+    route: str
+    at: float = Field(description="epoch seconds when the call finished")
+    ok: bool
+    error_class: ErrorClass | None = None
+    latency_ms: float = Field(default=0.0, ge=0.0)
+    ttft_ms: float | None = None
+    semantic_failure: bool = False
+    counts_against_route: bool = True
+    retry_after_s: float | None = None
+    probe: bool = False
+    trial: bool = False  # a half-open trial call
+
+
+class WindowStats(BaseModel):
+    """Aggregates of one route over a rolling window."""
+
+    window_s: float = 0.0
+    calls: int = 0
+    errors: int = 0
+    semantic_failures: int = 0
+    slow_calls: int = 0
+    error_rate: float = 0.0
+    semantic_failure_rate: float = 0.0
+    slow_call_rate: float = 0.0
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    ttft_p50_ms: float | None = None
+    ttft_p95_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    enough_samples: bool = False
+
+
+class RouteHealth(BaseModel):
+    """What the planner knows about one route at one instant."""
+
+    route: str
+    breaker: BreakerState = BreakerState.CLOSED
+    open_until: float | None = None
+    breaker_reason: str | None = None
+    stats: WindowStats = Field(default_factory=WindowStats)
+    sla_demoted: bool = False
+    last_probe_at: float | None = None
+    last_probe_ok: bool | None = None
+
+
+class HealthSnapshot(BaseModel):
+    """Health of a set of routes, as read from the health store at ``taken_at``."""
+
+    taken_at: float
+    routes: dict[str, RouteHealth] = Field(default_factory=dict)
+    store_degraded: bool = False  # the shared store was unreachable; this is a local view
+
+    def get(self, route: str) -> RouteHealth:
+        return self.routes.get(route) or RouteHealth(route=route)
+
+
+class Capability(StrEnum):
+    FULL = "full"
+    DEGRADED = "degraded"
+    STATIC = "static"
+
+
+class ReasonCode(StrEnum):
+    MODEL_UNAVAILABLE = "MODEL_UNAVAILABLE"
+    BREAKER_OPEN = "BREAKER_OPEN"
+    RATE_LIMITED = "RATE_LIMITED"
+    LATENCY_BUDGET_EXCEEDED = "LATENCY_BUDGET_EXCEEDED"
+    SLA_DEMOTED = "SLA_DEMOTED"
+    STREAM_INTERRUPTED = "STREAM_INTERRUPTED"
+    SEMANTIC_FAILURE = "SEMANTIC_FAILURE"
+    CONTEXT_TRUNCATED = "CONTEXT_TRUNCATED"
+    CONTEXT_TOO_LONG = "CONTEXT_TOO_LONG"
+    CONTENT_FILTERED = "CONTENT_FILTERED"
+    SMALLER_MODEL = "SMALLER_MODEL"
+    STANDBY_ROUTE = "STANDBY_ROUTE"
+    CACHED_RESPONSE = "CACHED_RESPONSE"
+    STATIC_FALLBACK = "STATIC_FALLBACK"
+    HEDGED = "HEDGED"
+    PREFILL_CONTINUATION = "PREFILL_CONTINUATION"
+    HUMAN_PROVIDED = "HUMAN_PROVIDED"
+    ACCEPTED_DEGRADED = "ACCEPTED_DEGRADED"
+    UPSTREAM_DEGRADED = "UPSTREAM_DEGRADED"
+
+
+class AttemptRecord(BaseModel):
+    """One step of the failover history: a route tried (or skipped) and how it went."""
+
+    route: str
+    tier: int
+    started_at: float
+    finished_at: float | None = None
+    outcome: str = Field(description="'ok', 'skipped', 'cancelled' or an ErrorClass value")
+    error: str | None = None
+    latency_ms: float | None = None
+    ttft_ms: float | None = None
+    hedge: bool = False
+    note: str = ""
+
+
+class AgentOutput(BaseModel):
+    """A role's answer with its degradation contract."""
+
+    role: str
+    content: str
+    data: dict[str, Any] | list[Any] | None = None
+    capability: Capability
+    tier: int = Field(ge=0, le=3)
+    route: str | None = None
+    model: str | None = None
+    reason_codes: list[ReasonCode] = Field(default_factory=list)
+    confidence: float = Field(ge=0.0, le=1.0)
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    cache_age_s: float | None = None
+
+    @property
+    def degraded(self) -> bool:
+        return self.capability is not Capability.FULL or self.tier > 0
+
+    @property
+    def substitutions(self) -> int:
+        return sum(1 for a in self.attempts if a.outcome not in ("ok", "cancelled"))

@@ -1,0 +1,1 @@
+"""OpenTelemetry setup and the names of every instrument agent-failover emits."""
