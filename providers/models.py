@@ -24,6 +24,20 @@ class ToolCall(BaseModel):
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    # The arguments text exactly as the model sent it, kept only when it did not parse as a
+    # JSON object: adapters record a malformed call instead of crashing, and
+    # providers.validate turns it into MalformedToolCallError.
+    raw_arguments: str | None = None
+
+
+class ToolSpec(BaseModel):
+    """A tool the model may call: a name, what it does, and a JSON Schema for its arguments."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
 class Message(BaseModel):
@@ -52,6 +66,7 @@ class ChatRequest(BaseModel):
     json_schema: dict[str, Any] | None = None
     prefill: str | None = None
     stream: bool = True
+    tools: list[ToolSpec] = Field(default_factory=list)
 
 
 class FinishReason(StrEnum):

@@ -56,6 +56,8 @@ class WindowStats(BaseModel):
     ttft_p95_ms: float | None = None
     ttft_p99_ms: float | None = None
     enough_samples: bool = False
+    probes: int = 0  # how many of ``calls`` were health probes (they feed latency stats too)
+    latency_samples: int = 0  # how many latencies the percentiles were computed from
 
 
 class RouteHealth(BaseModel):
@@ -108,6 +110,8 @@ class ReasonCode(StrEnum):
     HUMAN_PROVIDED = "HUMAN_PROVIDED"
     ACCEPTED_DEGRADED = "ACCEPTED_DEGRADED"
     UPSTREAM_DEGRADED = "UPSTREAM_DEGRADED"
+    INVALID_REQUEST = "INVALID_REQUEST"
+    ESCALATED = "ESCALATED"
 
 
 class AttemptRecord(BaseModel):

@@ -1,0 +1,449 @@
+"""The IO side of one resilient call: model attempts, role context, cache, probes.
+
+``LLMActivities`` receives the policy, the shared HTTP client and the stores at
+construction (nothing global to patch). Every health observation is timestamped on the
+workflow's clock (``input.now`` plus the real time the activity took), so the same code
+is exact in production and under the time-skipping test server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.models import (
+    AttemptFailure,
+    CachedAnswer,
+    CacheLookupInput,
+    CacheStoreInput,
+    CallModelInput,
+    CallModelResult,
+    ForceRouteInput,
+    HealthTable,
+    HealthTableInput,
+    PipelineRoles,
+    PipelineRolesInput,
+    ProbeInput,
+    ProbeResult,
+    RoleContext,
+    RoleContextInput,
+)
+from providers.client import Budgets
+from providers.errors import ProviderError
+from providers.models import ChatRequest, Message
+from providers.registry import complete
+from providers.validate import validate_reply
+from resilience.breaker import Transition
+from resilience.config import PolicyConfig
+from resilience.contracts import CallOutcome
+from resilience.sla import evaluate_sla
+from stores.cache import CachedEntry, ResponseCache
+from stores.health import HealthStore
+from telemetry import names
+from telemetry.setup import meter
+
+log = logging.getLogger(__name__)
+
+#: Error type of the ApplicationError raised when a breaker refuses the call.
+BREAKER_REJECTED = "breaker_rejected"
+#: Heartbeat cadence while waiting for the first token (cancellation rides on heartbeats).
+HEARTBEAT_EVERY_S = 1.0
+#: Prompt of the health probe: tiny, deterministic, cheap.
+PROBE_PROMPT = "Reply with the single word: pong"
+
+
+class LLMActivities:
+    """Activities bound to one worker's policy, HTTP client and stores."""
+
+    def __init__(
+        self,
+        policy: PolicyConfig,
+        http: httpx.AsyncClient,
+        health: HealthStore,
+        cache: ResponseCache,
+        *,
+        task_queue_for: Callable[[str], str],
+        connect_timeout_s: float = 5.0,
+    ) -> None:
+        self._policy = policy
+        self._http = http
+        self._health = health
+        self._cache = cache
+        self._task_queue_for = task_queue_for
+        self._connect_s = connect_timeout_s
+        m = meter()
+        self._attempts = m.create_counter(names.ATTEMPTS)
+        self._latency = m.create_histogram(names.ATTEMPT_LATENCY, unit="ms")
+        self._ttft = m.create_histogram(names.TTFT, unit="ms")
+        self._transitions = m.create_counter(names.BREAKER_TRANSITIONS)
+        self._probes = m.create_counter(names.PROBES)
+        self._cache_lookups = m.create_counter(names.CACHE_LOOKUPS)
+
+    # -- role context -----------------------------------------------------------------
+
+    @activity.defn(name="role_context")
+    async def role_context(self, inp: RoleContextInput) -> RoleContext:
+        """The role's policy, its routes' endpoints and a fresh health snapshot.
+
+        Runs as a local activity before each plan. SLA demotion is evaluated here with
+        the pure :func:`resilience.sla.evaluate_sla` and persisted, so hysteresis state
+        survives across calls and workers.
+        """
+        role = self._policy.role(inp.role)
+        routes = self._policy.routes_for(inp.role)
+        snap = await self._health.snapshot(
+            routes,
+            now=inp.now,
+            window_s=role.sla.window_s,
+            min_calls=role.sla.min_samples,
+            role=inp.role,
+        )
+        for route in routes:
+            rh = snap.get(route)
+            verdict = evaluate_sla(rh.sla_demoted, rh.stats, role.sla, self._policy.hysteresis_margin)
+            if verdict.demoted != rh.sla_demoted:
+                await self._health.set_sla_demoted(inp.role, route, verdict.demoted)
+                snap.routes[route] = rh.model_copy(update={"sla_demoted": verdict.demoted})
+        subset = self._policy.model_copy(
+            update={
+                "endpoints": {r: self._policy.endpoint(r) for r in routes},
+                "roles": {inp.role: role},
+            }
+        )
+        return RoleContext(
+            role=role, policy=subset, snapshot=snap, task_queue=self._task_queue_for(inp.role)
+        )
+
+    @activity.defn(name="pipeline_roles")
+    async def pipeline_roles(self, inp: PipelineRolesInput) -> PipelineRoles:
+        """Which roles play planner, critic, synthesis and specialists; which are critical."""
+        stages = {"planner", "critic", "synthesis"}
+        missing = sorted(stages - set(self._policy.roles))
+        if missing:
+            raise ApplicationError(
+                f"policy has no role(s) {missing}; the pipeline needs planner, critic and synthesis",
+                type="policy_error",
+                non_retryable=True,
+            )
+        specialists = [r for r in self._policy.roles if r not in stages]
+        if not specialists:
+            raise ApplicationError(
+                "policy defines no specialist role (any role besides planner/critic/synthesis)",
+                type="policy_error",
+                non_retryable=True,
+            )
+        return PipelineRoles(
+            specialists=specialists,
+            critical=[n for n, r in self._policy.roles.items() if r.critical],
+        )
+
+    # -- one model attempt --------------------------------------------------------------
+
+    @activity.defn(name="call_model")
+    async def call_model(self, inp: CallModelInput) -> CallModelResult:
+        """One attempt on one route: admit, stream, validate, record, classify."""
+        endpoint = self._policy.endpoint(inp.route)
+        settings = self._policy.breaker_for(inp.route)
+        started = time.monotonic()
+        admission = await self._health.admit(inp.route, settings, self._now(inp.now, started))
+        if not admission.permitted:
+            raise ApplicationError(
+                f"breaker for route {inp.route!r} rejected the call "
+                f"({admission.reason.value if admission.reason else 'open'})",
+                type=BREAKER_REJECTED,
+                non_retryable=True,
+            )
+        budgets = Budgets(
+            connect_s=min(self._connect_s, inp.timeout_ms / 1000),
+            ttft_s=inp.ttft_budget_ms / 1000,
+            idle_s=inp.idle_budget_ms / 1000,
+            total_s=inp.timeout_ms / 1000,
+        )
+        progress = _Progress()
+        beat = asyncio.create_task(_heartbeat_loop(progress))
+        try:
+            reply = await complete(
+                self._http, endpoint, inp.request, budgets, on_progress=progress.update
+            )
+            data = validate_reply(reply, inp.output_schema, endpoint=inp.route)
+        except ProviderError as err:
+            elapsed_ms = (time.monotonic() - started) * 1000
+            await self._record_failure(inp, err, elapsed_ms, admission.trial, started)
+            raise _to_application_error(inp.route, err, elapsed_ms) from err
+        except asyncio.CancelledError:
+            # A hedge loser or a workflow cancel: not the route's fault, free the trial slot.
+            if admission.trial:
+                await self._health.release_trial(inp.route, self._now(inp.now, started))
+            raise
+        finally:
+            beat.cancel()
+        outcome = CallOutcome(
+            route=inp.route,
+            at=self._now(inp.now, started),
+            ok=True,
+            latency_ms=reply.latency_ms,
+            ttft_ms=reply.ttft_ms,
+            trial=admission.trial,
+        )
+        await self._record(outcome, settings)
+        self._attempts.add(1, {"route": inp.route, "role": inp.role, "outcome": "ok"})
+        self._latency.record(reply.latency_ms, {"route": inp.route, "role": inp.role})
+        if reply.ttft_ms is not None:
+            self._ttft.record(reply.ttft_ms, {"route": inp.route})
+        return CallModelResult(reply=reply, data=data, trial=admission.trial)
+
+    async def _record_failure(
+        self, inp: CallModelInput, err: ProviderError, elapsed_ms: float, trial: bool, t0: float
+    ) -> None:
+        cls = err.classification
+        outcome = CallOutcome(
+            route=inp.route,
+            at=self._now(inp.now, t0),
+            ok=False,
+            error_class=err.error_class,
+            latency_ms=elapsed_ms,
+            semantic_failure=cls.semantic,
+            counts_against_route=cls.counts_against_route,
+            retry_after_s=err.retry_after,
+            trial=trial,
+        )
+        await self._record(outcome, self._policy.breaker_for(inp.route))
+        self._attempts.add(
+            1, {"route": inp.route, "role": inp.role, "outcome": err.error_class.value}
+        )
+
+    async def _record(self, outcome: CallOutcome, settings: Any) -> Transition | None:
+        transition = await self._health.record(outcome, settings)
+        if transition is not None:
+            log.warning(
+                "breaker %s: %s -> %s (%s)",
+                transition.route,
+                transition.from_state.value,
+                transition.to_state.value,
+                transition.reason.value,
+            )
+            self._transitions.add(
+                1,
+                {
+                    "route": transition.route,
+                    "from": transition.from_state.value,
+                    "to": transition.to_state.value,
+                    "reason": transition.reason.value,
+                },
+            )
+        return transition
+
+    @staticmethod
+    def _now(base: float, started_monotonic: float) -> float:
+        return base + (time.monotonic() - started_monotonic)
+
+    # -- health probes ------------------------------------------------------------------
+
+    @activity.defn(name="probe_endpoint")
+    async def probe_endpoint(self, inp: ProbeInput) -> ProbeResult:
+        """Send a tiny completion to one endpoint and record it as a probe (or trial).
+
+        An open breaker whose open duration has not lapsed is not probed: probing it
+        would be hammering a route we already know is down.
+        """
+        endpoint = self._policy.endpoint(inp.route)
+        settings = self._policy.breaker_for(inp.route)
+        started = time.monotonic()
+        admission = await self._health.admit(inp.route, settings, inp.now)
+        if not admission.permitted:
+            b = await self._health.breaker(inp.route)
+            return ProbeResult(route=inp.route, ok=False, skipped=True, breaker=b.state)
+        probes = self._policy.probes
+        request = ChatRequest(
+            messages=[Message(role="user", content=PROBE_PROMPT)],
+            max_tokens=probes.max_tokens,
+            temperature=0.0,
+        )
+        budgets = Budgets(
+            connect_s=min(self._connect_s, probes.timeout_s),
+            ttft_s=probes.timeout_s,
+            idle_s=probes.timeout_s,
+            total_s=probes.timeout_s,
+        )
+        try:
+            reply = await complete(self._http, endpoint, request, budgets)
+            validate_reply(reply, None, endpoint=inp.route)
+        except ProviderError as err:
+            cls = err.classification
+            elapsed_ms = (time.monotonic() - started) * 1000
+            outcome = CallOutcome(
+                route=inp.route,
+                at=self._now(inp.now, started),
+                ok=False,
+                error_class=err.error_class,
+                latency_ms=elapsed_ms,
+                semantic_failure=cls.semantic,
+                counts_against_route=cls.counts_against_route,
+                retry_after_s=err.retry_after,
+                probe=True,
+                trial=admission.trial,
+            )
+            transition = await self._record(outcome, settings)
+            self._probes.add(1, {"route": inp.route, "ok": False})
+            b = await self._health.breaker(inp.route)
+            return ProbeResult(
+                route=inp.route,
+                ok=False,
+                error_class=err.error_class.value,
+                latency_ms=elapsed_ms,
+                trial=admission.trial,
+                breaker=b.state,
+                transition=transition,
+            )
+        outcome = CallOutcome(
+            route=inp.route,
+            at=self._now(inp.now, started),
+            ok=True,
+            latency_ms=reply.latency_ms,
+            ttft_ms=reply.ttft_ms,
+            probe=True,
+            trial=admission.trial,
+        )
+        transition = await self._record(outcome, settings)
+        self._probes.add(1, {"route": inp.route, "ok": True})
+        b = await self._health.breaker(inp.route)
+        return ProbeResult(
+            route=inp.route,
+            ok=True,
+            latency_ms=reply.latency_ms,
+            ttft_ms=reply.ttft_ms,
+            trial=admission.trial,
+            breaker=b.state,
+            transition=transition,
+        )
+
+    @activity.defn(name="force_route")
+    async def force_route(self, inp: ForceRouteInput) -> Transition:
+        """Operator override: force a route open or closed, or release it."""
+        self._policy.endpoint(inp.route)  # unknown route → clear error before touching state
+        return await self._health.force(inp.route, inp.state, inp.now)
+
+    @activity.defn(name="health_table")
+    async def health_table(self, inp: HealthTableInput) -> HealthTable:
+        """Breaker state and rolling stats of the given routes (all routes when empty)."""
+        routes = inp.routes or list(self._policy.endpoints)
+        snap = await self._health.snapshot(
+            routes, now=inp.now, window_s=inp.window_s, min_calls=1, role=None
+        )
+        breakers = [await self._health.breaker(r) for r in routes]
+        status = await self._health.status()
+        return HealthTable(
+            taken_at=inp.now,
+            rows=[snap.get(r) for r in routes],
+            breakers=breakers,
+            store=status.backend,
+            store_degraded=not status.healthy,
+        )
+
+    # -- response cache -----------------------------------------------------------------
+
+    @activity.defn(name="cache_lookup")
+    async def cache_lookup(self, inp: CacheLookupInput) -> CachedAnswer | None:
+        """The cached answer for this key if it is younger than the staleness budget."""
+        entry = await self._cache.get(inp.key, now=inp.now)
+        hit = entry is not None and inp.now - entry.stored_at <= inp.max_staleness_s
+        self._cache_lookups.add(1, {"hit": hit})
+        if not hit or entry is None:
+            return None
+        return CachedAnswer(
+            content=entry.content,
+            data=entry.data,
+            model=entry.model,
+            route=entry.route,
+            age_s=max(0.0, inp.now - entry.stored_at),
+        )
+
+    @activity.defn(name="cache_store")
+    async def cache_store(self, inp: CacheStoreInput) -> None:
+        """Remember a full-capability answer for the degraded tier."""
+        entry = CachedEntry(
+            role=inp.role,
+            content=inp.content,
+            data=inp.data,
+            model=inp.model,
+            route=inp.route,
+            stored_at=inp.now,
+        )
+        await self._cache.put(inp.key, entry, ttl_s=inp.ttl_s)
+
+    def all(self) -> list[Callable[..., Any]]:
+        """Every activity of this class, for worker registration."""
+        return [
+            self.role_context,
+            self.pipeline_roles,
+            self.call_model,
+            self.probe_endpoint,
+            self.force_route,
+            self.health_table,
+            self.cache_lookup,
+            self.cache_store,
+        ]
+
+
+class _Progress:
+    """Latest streamed text, shared between the provider callback and the heartbeat loop."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.tokens = 0
+
+    def update(self, text: str, tokens: int) -> None:
+        self.text = text
+        self.tokens = tokens
+        _safe_heartbeat(self)
+
+
+def _safe_heartbeat(progress: _Progress) -> None:
+    # Heartbeats carry the partial text so an operator can see how far a stream got.
+    try:
+        activity.heartbeat({"tokens": progress.tokens, "partial": progress.text[-400:]})
+    except RuntimeError:
+        pass  # not inside an activity (direct calls in tests)
+
+
+async def _heartbeat_loop(progress: _Progress) -> None:
+    # Cancellation reaches an activity only through heartbeats, and a route that never
+    # sends its first token would otherwise never heartbeat.
+    while True:
+        _safe_heartbeat(progress)
+        await asyncio.sleep(HEARTBEAT_EVERY_S)
+
+
+def _to_application_error(route: str, err: ProviderError, elapsed_ms: float) -> ApplicationError:
+    """Map a classified provider error to what Temporal retries (or not) and the workflow reads."""
+    from datetime import timedelta
+
+    from providers.errors import Decision
+
+    failure = AttemptFailure(
+        route=route,
+        error_class=err.error_class.value,
+        decision=err.decision.value,
+        message=err.message,
+        status=err.status,
+        retry_after_s=err.retry_after,
+        partial_text=err.partial_text,
+        latency_ms=elapsed_ms,
+    )
+    # Only RETRY-class errors may be retried on the same route by Temporal; everything
+    # else is the workflow's to fail over, so it must not be blindly repeated.
+    retry_same_route = err.decision is Decision.RETRY and err.retryable
+    return ApplicationError(
+        str(err),
+        failure.model_dump(mode="json"),
+        type=err.error_class.value,
+        non_retryable=not retry_same_route,
+        next_retry_delay=timedelta(seconds=err.retry_after) if err.retry_after else None,
+    )

@@ -1,0 +1,137 @@
+"""Inputs and outputs of every activity: pydantic models, no IO imports.
+
+Workflows import this module directly (it is deterministic), so the shapes that go into
+history are defined once. No model here ever holds a secret: routes are named, keys are
+resolved inside the worker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from providers.models import ChatReply, ChatRequest
+from resilience.breaker import Breaker, Transition
+from resilience.config import PolicyConfig, RolePolicy
+from resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
+
+
+class RoleContextInput(BaseModel):
+    role: str
+    now: float
+
+
+class RoleContext(BaseModel):
+    """Everything the workflow needs to plan one call: the role's policy and its routes' health."""
+
+    role: RolePolicy
+    policy: PolicyConfig
+    snapshot: HealthSnapshot
+    task_queue: str
+
+
+class CallModelInput(BaseModel):
+    role: str
+    route: str
+    request: ChatRequest
+    output_schema: dict[str, Any] | None = None
+    ttft_budget_ms: float = Field(gt=0)
+    idle_budget_ms: float = Field(gt=0)
+    timeout_ms: float = Field(gt=0)
+    now: float = Field(description="workflow time when scheduled; activities keep health on it")
+
+
+class CallModelResult(BaseModel):
+    reply: ChatReply
+    data: Any = None
+    trial: bool = False
+
+
+class AttemptFailure(BaseModel):
+    """Details attached to a failed ``call_model`` (the ApplicationError's first detail)."""
+
+    route: str
+    error_class: str
+    decision: str
+    message: str
+    status: int | None = None
+    retry_after_s: float | None = None
+    partial_text: str = ""
+    latency_ms: float = 0.0
+
+
+class ProbeInput(BaseModel):
+    route: str
+    now: float
+
+
+class ProbeResult(BaseModel):
+    route: str
+    ok: bool
+    skipped: bool = False
+    error_class: str | None = None
+    latency_ms: float = 0.0
+    ttft_ms: float | None = None
+    trial: bool = False
+    breaker: BreakerState
+    transition: Transition | None = None
+
+
+class CacheLookupInput(BaseModel):
+    key: str
+    now: float
+    max_staleness_s: float
+
+
+class CachedAnswer(BaseModel):
+    content: str
+    data: Any = None
+    model: str | None = None
+    route: str | None = None
+    age_s: float
+
+
+class CacheStoreInput(BaseModel):
+    key: str
+    role: str
+    content: str
+    data: Any = None
+    model: str | None = None
+    route: str | None = None
+    now: float
+    ttl_s: float
+
+
+class ForceRouteInput(BaseModel):
+    route: str
+    state: BreakerState | None = Field(
+        default=None, description="forced_open, forced_closed, or null to release"
+    )
+    now: float
+
+
+class HealthTableInput(BaseModel):
+    routes: list[str]
+    now: float
+    window_s: float = 60.0
+
+
+class HealthTable(BaseModel):
+    taken_at: float
+    rows: list[RouteHealth]
+    breakers: list[Breaker]
+    store: str
+    store_degraded: bool = False
+
+
+class PipelineRolesInput(BaseModel):
+    """No fields: the worker's policy decides (kept as a model so it can grow)."""
+
+
+class PipelineRoles(BaseModel):
+    planner: str = "planner"
+    critic: str = "critic"
+    synthesis: str = "synthesis"
+    specialists: list[str]
+    critical: list[str] = Field(default_factory=list)

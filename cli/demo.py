@@ -1,0 +1,279 @@
+"""The outage demo (the README's main command): every tier of the failover path, live.
+
+It starts the whole stack in-process (simulator, Temporal dev server with Web UI,
+Redis or an embedded one, worker), runs pipelines while injecting an outage in steps —
+primary region overloaded, whole primary provider down, the other big provider down,
+everything down — then clears the faults and waits for the health monitor's probes to
+close the breakers again. It prints what happened as tables and checks itself: the exit
+code is non-zero unless every tier was seen and every pipeline ended with an answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from cli.devstack import DevStack, start_stack
+from cli.render import TIER_STYLE, steps_table, tier_label
+from resilience.contracts import BreakerState
+from sim.admin import SimAdmin
+from workflows.models import (
+    EscalationAction,
+    EscalationDecision,
+    EscalationState,
+    PipelineInput,
+    PipelineOptions,
+    PipelineResult,
+    PipelineStatus,
+)
+from workflows.pipeline import AgentPipelineWorkflow
+
+ANTHROPIC = ("anthropic-us-east", "anthropic-eu-west")
+#: How long recovery may take before the demo reports it as not restored.
+RECOVERY_TIMEOUT_S = 90.0
+
+
+@dataclass
+class Phase:
+    name: str
+    story: str
+    faults: dict[str, list[dict[str, Any]]]
+    tasks: list[str]
+    escalate: bool = False
+
+
+@dataclass
+class Run:
+    phase: str
+    task: str
+    workflow_id: str
+    result: PipelineResult | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    escalated: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+TASKS = [
+    "Compare PostgreSQL and DynamoDB for a payments ledger",
+    "Draft a rollout plan for a new rate limiter",
+    "Assess the risks of moving CI to spot instances",
+    "Summarize trade-offs of gRPC versus REST for internal APIs",
+    "Propose an on-call rotation for a five-person team",
+    "Explain how to shard a multi-tenant search index",
+]
+
+
+def phases() -> list[Phase]:
+    overloaded = [{"kind": "overloaded", "retry_after": 20}]
+    return [
+        Phase("1 healthy", "all routes healthy: every step on tier 0", {}, TASKS[:2]),
+        Phase(
+            "2 region down",
+            "anthropic-us-east answers 529 overloaded → the other region (tier 1)",
+            {"anthropic-us-east": overloaded},
+            [TASKS[2]],
+        ),
+        Phase(
+            "3 provider down",
+            "all of Anthropic down (529 + connection resets) → OpenAI (tier 1)",
+            {"anthropic-us-east": overloaded, "anthropic-eu-west": [{"kind": "connection_reset"}]},
+            [TASKS[3]],
+        ),
+        Phase(
+            "4 big two down",
+            "Anthropic and OpenAI down → the cheaper model (tier 2)",
+            {
+                "anthropic-us-east": overloaded,
+                "anthropic-eu-west": [{"kind": "connection_reset"}],
+                "openai-us": [{"kind": "unavailable"}],
+            },
+            [TASKS[4]],
+        ),
+        Phase(
+            "5 everything down",
+            "every provider down → cached answers, then static fallbacks (a human is asked)",
+            {
+                name: [{"kind": "server_error"}]
+                for name in (*ANTHROPIC, "openai-us", "cheap-mini", "gemini-flash")
+            },
+            [TASKS[0], TASKS[5]],
+            escalate=True,
+        ),
+    ]
+
+
+async def _run_pipeline(stack: DevStack, phase: Phase, task: str, console: Console) -> Run:
+    wid = f"demo-{phase.name.split()[0]}-{uuid.uuid4().hex[:8]}"
+    run = Run(phase.name, task, wid)
+    inp = PipelineInput(
+        task=task,
+        options=PipelineOptions(
+            escalate_on_critical_degraded=phase.escalate, escalation_timeout_s=120
+        ),
+    )
+    t0 = time.monotonic()
+    handle = await stack.client.start_workflow(
+        AgentPipelineWorkflow.run, inp, id=wid, task_queue=stack.task_queue
+    )
+    result_task = asyncio.create_task(handle.result(result_type=PipelineResult))
+    while not result_task.done():
+        await asyncio.wait([result_task], timeout=0.5)
+        if result_task.done() or not phase.escalate:
+            continue
+        st: PipelineStatus = await handle.query(
+            AgentPipelineWorkflow.status, result_type=PipelineStatus
+        )
+        if st.escalation is EscalationState.PENDING and st.pending_escalation:
+            pe = st.pending_escalation
+            console.print(
+                f"    [magenta]escalation[/] {wid}: {pe.reason}; state kept "
+                f"({len(pe.completed_steps)} steps done, {len(pe.pending_steps)} pending) "
+                "→ operator accepts the degraded answer"
+            )
+            run.escalated = True
+            await handle.signal(
+                AgentPipelineWorkflow.resolve_escalation,
+                EscalationDecision(
+                    action=EscalationAction.ACCEPT_DEGRADED, operator="demo", note="outage drill"
+                ),
+            )
+    try:
+        run.result = result_task.result()
+    except Exception as exc:  # noqa: BLE001 - reported in the table, fails the demo
+        run.error = str(exc)
+    run.seconds = time.monotonic() - t0
+    return run
+
+
+def _tiers_seen(runs: list[Run]) -> set[str]:
+    seen: set[str] = set()
+    for r in runs:
+        if r.result:
+            for s in r.result.steps:
+                seen.add(tier_label(s.output))
+    return seen
+
+
+def _summary_table(runs: list[Run]) -> Table:
+    t = Table(title="Demo: every pipeline, by phase", title_justify="left")
+    for col in ("phase", "task", "steps by tier", "answered by", "subst.", "conf.", "s", "note"):
+        t.add_column(col, overflow="fold")
+    for r in runs:
+        if r.result is None:
+            t.add_row(r.phase, r.task, "-", "-", "-", "-", f"{r.seconds:.1f}", f"[red]{r.error}[/]")
+            continue
+        counts: dict[str, int] = {}
+        routes: dict[str, int] = {}
+        for s in r.result.steps:
+            lbl = tier_label(s.output)
+            counts[lbl] = counts.get(lbl, 0) + 1
+            rt = s.output.route or ("static" if lbl.endswith("static") else "-")
+            routes[rt] = routes.get(rt, 0) + 1
+        tiers = " ".join(
+            f"[{TIER_STYLE.get(int(k[0]), 'white')}]{k}×{v}[/]" for k, v in sorted(counts.items())
+        )
+        t.add_row(
+            r.phase,
+            r.task[:40],
+            tiers,
+            ", ".join(f"{k}×{v}" for k, v in routes.items()),
+            str(r.result.summary.substitutions),
+            f"{r.result.confidence:.2f}",
+            f"{r.seconds:.1f}",
+            "escalated → accepted" if r.escalated else "",
+        )
+    return t
+
+
+async def _wait_recovered(stack: DevStack, console: Console) -> tuple[bool, float]:
+    """Wait until no breaker is open: probes drive half-open trials and closing."""
+    t0 = time.monotonic()
+    routes = sorted(stack.policy.endpoints)
+    with console.status("recovery: waiting for probes to close the breakers…") as st:
+        while time.monotonic() - t0 < RECOVERY_TIMEOUT_S:
+            states = {r: (await stack.deps.stores.health.breaker(r)).state for r in routes}
+            bad = {r: s.value for r, s in states.items() if s is not BreakerState.CLOSED}
+            if not bad:
+                return True, time.monotonic() - t0
+            st.update(
+                "recovery: probes running; not yet closed: "
+                + ", ".join(f"{r}={s}" for r, s in bad.items())
+            )
+            await asyncio.sleep(1.0)
+    return False, time.monotonic() - t0
+
+
+async def run_demo(
+    console: Console, *, serve: bool = False, temporal_port: int = 7233, ui_port: int = 8233
+) -> int:
+    """Run the demo; returns the process exit code."""
+    with console.status("starting simulator, Temporal dev server (with Web UI), Redis, worker…"):
+        stack = await start_stack(temporal_port=temporal_port, ui_port=ui_port)
+    console.print(
+        f"Temporal {stack.address} · Web UI {stack.ui} · simulator {stack.sim.url} · "
+        f"store {stack.deps.stores.backend}"
+    )
+    admin = SimAdmin(stack.sim.url)
+    runs: list[Run] = []
+    try:
+        await admin.reset()
+        for ph in phases():
+            console.rule(f"[bold]{ph.name}[/]: {ph.story}")
+            await admin.clear()
+            for endpoint, faults in ph.faults.items():
+                await admin.set_faults(endpoint, faults)
+            for task in ph.tasks:
+                run = await _run_pipeline(stack, ph, task, console)
+                runs.append(run)
+                if run.result:
+                    console.print(steps_table(run.result, title=f"{run.workflow_id}: {task}"))
+                else:
+                    console.print(f"[red]{run.workflow_id} failed: {run.error}[/]")
+        console.rule("[bold]6 recovery[/]: faults cleared; probes restore the routes")
+        await admin.clear()
+        recovered, took = await _wait_recovered(stack, console)
+        console.print(
+            f"breakers {'all closed' if recovered else 'NOT all closed'} after {took:.1f}s"
+        )
+        ph = Phase("6 recovered", "primary restored", {}, [TASKS[1]])
+        run = await _run_pipeline(stack, ph, ph.tasks[0], console)
+        runs.append(run)
+        if run.result:
+            console.print(steps_table(run.result, title=f"{run.workflow_id}: after recovery"))
+        console.print(_summary_table(runs))
+        attempts = await admin.attempts()
+        console.print(f"the simulator received {len(attempts)} attempts in all")
+        seen = _tiers_seen(runs)
+        wanted = {"0", "1", "2", "3 cache", "3 static"}
+        missing = wanted - seen
+        failed = [r for r in runs if r.result is None]
+        restored = bool(run.result) and all(s.output.tier == 0 for s in run.result.steps)
+        console.print(
+            f"tiers seen: {', '.join(sorted(seen))}"
+            + (f" · [red]missing {sorted(missing)}[/]" if missing else " · [green]all tiers[/]")
+        )
+        if stack.ui:
+            console.print(
+                f"Temporal UI: {stack.ui}/namespaces/default/workflows  — filter: "
+                "[bold]Degraded = true[/] or [bold]WorstTier >= 2[/]"
+            )
+        if serve:
+            console.print("serving (Ctrl-C to stop)…")
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                pass
+        ok = not missing and not failed and recovered and restored
+        if not ok:
+            console.print("[red]demo check failed[/]")
+        return 0 if ok else 1
+    finally:
+        await admin.aclose()
+        await stack.stop()

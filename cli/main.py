@@ -1,0 +1,342 @@
+"""``failover``: the command line of agent-failover.
+
+Commands talk to a Temporal cluster at ``--address`` / ``TEMPORAL_ADDRESS``; when a
+``failover dev`` stack is running they find it through ``.failover/stack.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from config import DEFAULT_POLICY_PATH
+
+app = typer.Typer(
+    help="Failover and graceful degradation for multi-agent LLM pipelines on Temporal.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+config_app = typer.Typer(help="Check policy files.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+console = Console()
+err = Console(stderr=True)
+
+AddressOpt = Annotated[
+    str | None,
+    typer.Option("--address", help="Temporal frontend host:port (default: TEMPORAL_ADDRESS, "
+                 "then the running `failover dev` stack, then 127.0.0.1:7233)."),
+]
+
+
+def _address(address: str | None) -> str:
+    if address:
+        return address
+    if os.environ.get("TEMPORAL_ADDRESS"):
+        return os.environ["TEMPORAL_ADDRESS"]
+    from cli.devstack import read_stack_file
+
+    stack = read_stack_file()
+    return stack["temporal_address"] if stack else "127.0.0.1:7233"
+
+
+async def _client(address: str | None):
+    from cli.stack import connect
+
+    addr = _address(address)
+    try:
+        return await connect(addr, os.environ.get("TEMPORAL_NAMESPACE", "default"))
+    except RuntimeError as exc:
+        err.print(
+            f"[red]cannot reach Temporal at {addr}[/]: {exc}\n"
+            "Start a local stack with [bold]failover dev[/] or pass --address / TEMPORAL_ADDRESS."
+        )
+        raise typer.Exit(1) from exc
+
+
+@config_app.command("check")
+def config_check(
+    file: Annotated[Path, typer.Argument(help="Policy YAML to validate.")] = DEFAULT_POLICY_PATH,
+) -> None:
+    """Validate a policy file: prints OK, or every error with its field path (exit 2)."""
+    from resilience.config import check_policy_file
+
+    ok, lines = check_policy_file(file)
+    for line in lines:
+        (console if ok else err).print(line, markup=False, highlight=False)
+    if not ok:
+        raise typer.Exit(2)
+
+
+@app.command()
+def sim(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 = any free port).")] = 8400,
+    config: Annotated[Path | None, typer.Option(help="Simulator endpoints YAML.")] = None,
+    scenario: Annotated[Path | None, typer.Option(help="Fault timeline YAML to load.")] = None,
+) -> None:
+    """Run the provider simulator (Anthropic, OpenAI, Gemini wire formats) in the foreground."""
+    from sim.server import run_simulator_blocking
+
+    run_simulator_blocking(port, config, scenario)
+
+
+@app.command()
+def worker() -> None:
+    """Run a worker (same as `python worker.py`); configured by environment variables."""
+    import worker as worker_mod
+
+    asyncio.run(worker_mod.main())
+
+
+@app.command()
+def dev(
+    port: Annotated[int, typer.Option(help="Temporal gRPC port.")] = 7233,
+    ui_port: Annotated[int, typer.Option(help="Temporal Web UI port.")] = 8233,
+    sim_port: Annotated[int, typer.Option(help="Simulator port.")] = 8400,
+    policy: Annotated[Path | None, typer.Option(help="Policy YAML.")] = None,
+) -> None:
+    """Embedded Temporal (with Web UI) + Redis + simulator + worker, until Ctrl-C."""
+    from cli.devstack import start_stack
+
+    async def _run() -> None:
+        with console.status("starting simulator, Temporal dev server, Redis and worker…"):
+            stack = await start_stack(
+                policy_path=policy, temporal_port=port, ui_port=ui_port, sim_port=sim_port
+            )
+        console.print(f"Temporal   [bold]{stack.address}[/]   Web UI [link]{stack.ui}[/link]")
+        console.print(f"Simulator  [bold]{stack.sim.url}[/]   admin {stack.sim.url}/_admin/")
+        console.print(f"Redis      [bold]{stack.deps.stores.backend}[/]")
+        console.print('Try: [bold]failover run "Compare two databases for a ledger"[/]  (Ctrl-C stops)')
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        import signal
+
+        for s in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(s, stop.set)
+        try:
+            await stop.wait()
+        finally:
+            with console.status("stopping…"):
+                await stack.stop()
+
+    asyncio.run(_run())
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Argument(help="What the pipeline should do.")],
+    address: AddressOpt = None,
+    task_queue: Annotated[str, typer.Option(help="Workflow task queue.")] = "agent-failover",
+    no_escalate: Annotated[
+        bool, typer.Option("--no-escalate", help="Never pause for a human.")
+    ] = False,
+    suppress_degraded: Annotated[
+        bool, typer.Option(help="Leave degraded sections out of the answer.")
+    ] = False,
+) -> None:
+    """Start a pipeline, show its progress, print the answer and the per-step table."""
+    from cli.render import steps_table
+    from cli.stack import ui_url
+    from workflows.models import PipelineInput, PipelineOptions, PipelineResult, PipelineStatus
+    from workflows.pipeline import AgentPipelineWorkflow
+
+    try:
+        inp = PipelineInput(
+            task=task,
+            options=PipelineOptions(
+                escalate_on_critical_degraded=not no_escalate,
+                suppress_degraded_sections=suppress_degraded,
+            ),
+        )
+    except Exception as exc:  # pydantic ValidationError: show the field, not a traceback
+        err.print(f"[red]invalid input[/]: {exc}")
+        raise typer.Exit(2) from exc
+
+    async def _run() -> None:
+        client = await _client(address)
+        wid = f"pipeline-{uuid.uuid4().hex[:12]}"
+        handle = await client.start_workflow(
+            AgentPipelineWorkflow.run, inp, id=wid, task_queue=task_queue
+        )
+        started = time.monotonic()
+        with console.status("running") as st:
+            result_task = asyncio.create_task(handle.result(result_type=PipelineResult))
+            while not result_task.done():
+                try:
+                    s: PipelineStatus = await handle.query(
+                        AgentPipelineWorkflow.status, result_type=PipelineStatus
+                    )
+                    st.update(
+                        f"{s.phase} · {len(s.completed_steps)} steps done · "
+                        f"{s.summary.substitutions} substitutions · escalation {s.escalation.value}"
+                        f" · {time.monotonic() - started:.1f}s"
+                    )
+                except Exception:  # noqa: BLE001 - the query may race the start; keep polling
+                    pass
+                await asyncio.wait([result_task], timeout=0.5)
+            result = result_task.result()
+        console.rule("answer")
+        console.print(result.answer, markup=False)
+        console.print(steps_table(result))
+        s = result.summary
+        console.print(
+            f"confidence {result.confidence:.2f} · substitutions {s.substitutions} · worst tier "
+            f"{s.worst_tier} · degraded steps {len(s.degraded_steps)}"
+        )
+        ui = ui_url(_address(address))
+        if ui:
+            console.print(f"Temporal UI: [link]{ui}/namespaces/default/workflows/{wid}[/link]")
+
+    asyncio.run(_run())
+
+
+@app.command()
+def status(
+    address: AddressOpt = None,
+    redis_url: Annotated[
+        str | None, typer.Option(help="Health store Redis (default: REDIS_URL or the dev stack's).")
+    ] = None,
+    policy: Annotated[Path | None, typer.Option(help="Policy YAML (for the route list).")] = None,
+    window_s: Annotated[float, typer.Option(help="Rolling window for the figures.")] = 60.0,
+) -> None:
+    """The health table: breaker state, p50/p95/p99, error rate, last probe."""
+    from cli.devstack import read_stack_file
+    from cli.render import health_table
+    from workflows.models import MonitorTable
+    from workflows.monitor import MONITOR_WORKFLOW_ID, HealthMonitorWorkflow
+
+    stack = read_stack_file() or {}
+    if stack.get("sim_url") and not os.environ.get("SIM_URL"):
+        os.environ["SIM_URL"] = stack["sim_url"]
+    from worker import load_policy_or_exit
+
+    pol = load_policy_or_exit(policy or os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH))
+
+    async def _run() -> None:
+        from activities.models import HealthTable
+        from stores.factory import connect_stores
+
+        url = redis_url or os.environ.get("REDIS_URL") or stack.get("redis_url")
+        try:
+            stores = await connect_stores(url, embedded_fallback=False)
+        except Exception as exc:  # noqa: BLE001 - report any connection failure plainly
+            err.print(f"[red]cannot reach the health store at {url}[/]: {exc}")
+            raise typer.Exit(1) from exc
+        try:
+            now = time.time()
+            routes = sorted(pol.endpoints)
+            snap = await stores.health.snapshot(routes, now=now, window_s=window_s, min_calls=1)
+            breakers = [await stores.health.breaker(r) for r in routes]
+            ht = HealthTable(
+                taken_at=now,
+                rows=[snap.get(r) for r in routes],
+                breakers=breakers,
+                store=stores.backend,
+            )
+        finally:
+            await stores.close()
+        console.print(health_table(ht))
+        try:
+            client = await _client(address)
+            table: MonitorTable = await client.get_workflow_handle(MONITOR_WORKFLOW_ID).query(
+                HealthMonitorWorkflow.health, result_type=MonitorTable
+            )
+            console.print(
+                f"health monitor: probing {'paused' if table.paused else 'active'}, "
+                f"{table.rounds} rounds"
+            )
+        except (typer.Exit, Exception):  # noqa: BLE001 - the table above is still useful
+            err.print("health monitor not reachable (is a worker running?)")
+
+    asyncio.run(_run())
+
+
+@app.command()
+def force(
+    route: Annotated[str, typer.Argument(help="Route (endpoint name).")],
+    state: Annotated[str, typer.Argument(help="open, closed or release.")],
+    address: AddressOpt = None,
+) -> None:
+    """Operator override of a route's breaker (through the health monitor)."""
+    from resilience.contracts import BreakerState
+    from workflows.models import ForceRouteSignal
+    from workflows.monitor import MONITOR_WORKFLOW_ID, HealthMonitorWorkflow
+
+    mapping = {"open": BreakerState.FORCED_OPEN, "closed": BreakerState.FORCED_CLOSED, "release": None}
+    if state not in mapping:
+        err.print(f"[red]state must be open, closed or release, not {state!r}[/]")
+        raise typer.Exit(2)
+
+    async def _run() -> None:
+        client = await _client(address)
+        handle = client.get_workflow_handle(MONITOR_WORKFLOW_ID)
+        await handle.signal(
+            HealthMonitorWorkflow.force_route, ForceRouteSignal(route=route, state=mapping[state])
+        )
+        console.print(f"sent: {route} → {state}")
+
+    asyncio.run(_run())
+
+
+@app.command()
+def resolve(
+    workflow_id: Annotated[str, typer.Argument(help="The paused pipeline's workflow id.")],
+    action: Annotated[str, typer.Argument(help="retry, accept_degraded, provide_output or abort.")],
+    output: Annotated[str | None, typer.Option(help="The answer, for provide_output.")] = None,
+    operator: Annotated[str, typer.Option(help="Who decided (audit).")] = os.environ.get(
+        "USER", "operator"
+    ),
+    note: Annotated[str, typer.Option(help="Why (audit).")] = "",
+    address: AddressOpt = None,
+) -> None:
+    """Resolve a pipeline paused for a human (escalation)."""
+    from workflows.models import EscalationDecision
+    from workflows.pipeline import AgentPipelineWorkflow
+
+    try:
+        decision = EscalationDecision(action=action, output=output, operator=operator, note=note)
+    except Exception as exc:
+        err.print(f"[red]invalid decision[/]: {exc}")
+        raise typer.Exit(2) from exc
+    if decision.action.value == "provide_output" and not decision.output:
+        err.print("[red]provide_output needs --output TEXT[/]")
+        raise typer.Exit(2)
+
+    async def _run() -> None:
+        client = await _client(address)
+        await client.get_workflow_handle(workflow_id).signal(
+            AgentPipelineWorkflow.resolve_escalation, decision
+        )
+        console.print(f"sent {decision.action.value} to {workflow_id}")
+
+    asyncio.run(_run())
+
+
+@app.command()
+def demo(
+    serve: Annotated[
+        bool, typer.Option("--serve", help="Keep the stack (and Web UI) up afterwards.")
+    ] = False,
+    ui_port: Annotated[int, typer.Option(help="Temporal Web UI port.")] = 8233,
+    port: Annotated[int, typer.Option(help="Temporal gRPC port.")] = 7233,
+) -> None:
+    """The outage demo: healthy runs, region down, provider down, everything down, recovery."""
+    from cli.demo import run_demo
+
+    code = asyncio.run(run_demo(console, serve=serve, temporal_port=port, ui_port=ui_port))
+    raise typer.Exit(code)
+
+
+def main() -> None:  # pragma: no cover - console entry convenience
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

@@ -1,0 +1,178 @@
+"""The one shared HTTP client of a worker process, its connection budgets and time budgets.
+
+Every adapter call goes through one :class:`FailoverHTTPClient` (an ``httpx.AsyncClient``)
+built by :func:`build_http_client`:
+
+* **no retries anywhere** — the transport has ``retries=0`` and nothing in ``providers/``
+  loops: Temporal owns retries, :mod:`resilience` owns failover;
+* **explicit pool limits** — ``httpx.Limits`` sized from the endpoints' budgets;
+* **bulkheads at two levels** — each distinct origin (provider host) gets its own mounted
+  transport, hence its own socket pool, so one provider's slow sockets cannot starve
+  another's; and each *endpoint* gets an ``asyncio.Semaphore`` of
+  ``EndpointConfig.max_connections`` slots. The semaphore is the finer knob because
+  several endpoints share one origin (two regions behind one gateway, or every endpoint of
+  the simulator on one port), where a pool per origin cannot tell them apart. Waiting for
+  a slot counts against the connect budget and fails as ``NoResponseError``, exactly like
+  an httpx pool timeout.
+
+:class:`Budgets` are the per-call time limits. httpx's read timeout bounds one socket read
+only; time to first token and total time span many reads, so the adapters enforce them
+around every chunk themselves (see :mod:`providers.base`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from providers.endpoint import EndpointConfig
+from providers.errors import NoResponseError
+
+DEFAULT_CONNECT_S = 5.0
+DEFAULT_TTFT_S = 20.0
+DEFAULT_IDLE_S = 20.0
+DEFAULT_TOTAL_S = 120.0
+#: After the terminal chunk, how long to wait for a trailing usage chunk / ``[DONE]``.
+DEFAULT_TRAILER_GRACE_S = 0.25
+#: Pool size when no endpoints are known at build time.
+DEFAULT_MAX_CONNECTIONS = 100
+DEFAULT_KEEPALIVE_EXPIRY_S = 30.0
+
+
+class Budgets(BaseModel):
+    """Time limits of one call, in seconds.
+
+    ``connect_s`` bounds opening a connection (and waiting for a connection slot);
+    ``ttft_s`` the time from sending the request to the first content token of a stream;
+    ``idle_s`` the gap between two chunks once tokens flow; ``total_s`` the whole call,
+    whatever the phase. The earliest applicable limit wins, so a ``ttft_s`` above
+    ``total_s`` simply never fires. Non-streaming calls use ``connect_s`` and ``total_s``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    connect_s: float = Field(default=DEFAULT_CONNECT_S, gt=0)
+    ttft_s: float = Field(default=DEFAULT_TTFT_S, gt=0)
+    idle_s: float = Field(default=DEFAULT_IDLE_S, gt=0)
+    total_s: float = Field(default=DEFAULT_TOTAL_S, gt=0)
+    trailer_grace_s: float = Field(default=DEFAULT_TRAILER_GRACE_S, ge=0)
+
+    def httpx_timeout(self) -> httpx.Timeout:
+        """The per-request httpx timeout: a backstop; the adapters enforce the real budgets."""
+        return httpx.Timeout(
+            connect=self.connect_s, read=self.total_s, write=self.total_s, pool=self.connect_s
+        )
+
+
+class EndpointSlots:
+    """Per-endpoint connection budget: at most ``max_connections`` calls in flight each."""
+
+    def __init__(self) -> None:
+        self._slots: dict[str, tuple[int, asyncio.Semaphore]] = {}
+
+    def _semaphore(self, endpoint: EndpointConfig) -> asyncio.Semaphore:
+        size, sem = self._slots.get(endpoint.name, (0, None))  # type: ignore[arg-type]
+        if sem is None or size != endpoint.max_connections:
+            # A changed budget (config reload) starts a new semaphore; calls holding the
+            # old one finish against it.
+            sem = asyncio.Semaphore(endpoint.max_connections)
+            self._slots[endpoint.name] = (endpoint.max_connections, sem)
+        return sem
+
+    def in_use(self, endpoint: EndpointConfig) -> int:
+        """How many slots of ``endpoint`` are taken right now."""
+        entry = self._slots.get(endpoint.name)
+        if entry is None:
+            return 0
+        size, sem = entry
+        return size - sem._value  # asyncio exposes no public counter
+
+    @asynccontextmanager
+    async def acquire(self, endpoint: EndpointConfig, timeout_s: float) -> AsyncIterator[None]:
+        """Hold one slot of ``endpoint`` for the body; waiting longer than ``timeout_s`` fails."""
+        sem = self._semaphore(endpoint)
+        try:
+            async with asyncio.timeout(timeout_s):
+                await sem.acquire()
+        except TimeoutError as exc:
+            raise NoResponseError(
+                f"all {endpoint.max_connections} connection slots busy for {timeout_s:.3g}s",
+                endpoint=endpoint.name,
+            ) from exc
+        try:
+            yield
+        finally:
+            sem.release()
+
+
+class FailoverHTTPClient(httpx.AsyncClient):
+    """``httpx.AsyncClient`` that also carries the per-endpoint connection slots."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.endpoint_slots = EndpointSlots()
+
+
+def _origin(endpoint: EndpointConfig) -> str:
+    url = httpx.URL(endpoint.base())
+    port = f":{url.port}" if url.port else ""
+    return f"{url.scheme}://{url.host}{port}"
+
+
+def build_http_client(
+    endpoints: Iterable[EndpointConfig] = (),
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    max_connections: int | None = None,
+    max_keepalive_connections: int | None = None,
+    keepalive_expiry_s: float = DEFAULT_KEEPALIVE_EXPIRY_S,
+    connect_timeout_s: float = DEFAULT_CONNECT_S,
+    trust_env: bool = False,
+) -> FailoverHTTPClient:
+    """The process-wide client: explicit limits, zero retries, a pool per provider origin.
+
+    ``endpoints`` size the pools: each origin's pool holds the sum of its endpoints'
+    ``max_connections``; the default pool (unknown origins) holds ``max_connections`` or
+    that same sum (at least :data:`DEFAULT_MAX_CONNECTIONS` when no endpoint is given).
+    ``transport`` replaces every pool with one injected transport (``httpx.MockTransport``
+    in tests). ``trust_env=True`` reads proxy settings from the environment; httpx then
+    routes through its own proxy-aware pools, so the per-origin pools are not mounted
+    (the per-endpoint slots still apply). Build it once per worker; close it on shutdown.
+    """
+    eps = list(endpoints)
+    total = max_connections or sum(e.max_connections for e in eps) or DEFAULT_MAX_CONNECTIONS
+
+    def limits(size: int) -> httpx.Limits:
+        keep = max_keepalive_connections if max_keepalive_connections is not None else size
+        return httpx.Limits(
+            max_connections=size,
+            max_keepalive_connections=min(keep, size),
+            keepalive_expiry=keepalive_expiry_s,
+        )
+
+    common: dict[str, object] = {
+        "timeout": httpx.Timeout(DEFAULT_TOTAL_S, connect=connect_timeout_s),
+        "follow_redirects": False,  # a redirect from an LLM API is a misconfigured route
+    }
+    if transport is not None:
+        return FailoverHTTPClient(transport=transport, **common)
+    if trust_env:
+        # httpx's own default transport is built with retries=0 as well.
+        return FailoverHTTPClient(limits=limits(total), trust_env=True, **common)
+    per_origin: dict[str, int] = {}
+    for e in eps:
+        per_origin[_origin(e)] = per_origin.get(_origin(e), 0) + e.max_connections
+    mounts: dict[str, httpx.AsyncBaseTransport | None] = {
+        origin: httpx.AsyncHTTPTransport(retries=0, limits=limits(size))
+        for origin, size in per_origin.items()
+    }
+    return FailoverHTTPClient(
+        transport=httpx.AsyncHTTPTransport(retries=0, limits=limits(total)),
+        mounts=mounts,
+        trust_env=False,
+        **common,
+    )

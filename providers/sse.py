@@ -1,0 +1,159 @@
+"""An incremental Server-Sent Events decoder, following the WHATWG event-stream rules.
+
+Provider streams arrive as arbitrary byte chunks: a chunk may end inside a UTF-8
+sequence, inside a line, or between the ``\\r`` and ``\\n`` of a CRLF. :class:`SSEDecoder`
+is sans-IO (it never awaits), so the adapters can feed it chunk by chunk while they
+enforce their own time budgets around each read, and tests can feed it any split.
+Supported: ``event``, ``data`` (multi-line, joined with ``\\n``), ``id``, ``retry``,
+comments (``:`` lines, used as keep-alives), CR, LF and CRLF line ends, and a leading BOM.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from dataclasses import dataclass
+
+#: The event type when a block names none (WHATWG default).
+DEFAULT_EVENT = "message"
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One dispatched event: its type, its data (lines joined by ``\\n``), its id and retry."""
+
+    event: str = DEFAULT_EVENT
+    data: str = ""
+    id: str | None = None
+    retry: int | None = None
+
+
+class SSEDecoder:
+    """Turns a stream of bytes or text, split anywhere, into :class:`SSEEvent` values."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = ""  # text of the current, not yet terminated line
+        self._after_cr = False  # the previous chunk ended in CR: a leading LF is its pair
+        self._started = False  # the BOM is only meaningful at the very start
+        self._event = ""
+        self._data: list[str] = []
+        self._retry: int | None = None
+        self.last_event_id: str | None = None  # survives across events, as in the spec
+
+    def feed(self, chunk: bytes | str) -> list[SSEEvent]:
+        """Consume one chunk and return the events it completed (possibly none)."""
+        text = self._decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
+        if not self._started and text:
+            self._started = True
+            text = text.removeprefix("\ufeff")
+        if self._after_cr and text.startswith("\n"):
+            text = text[1:]
+        self._after_cr = False
+        events: list[SSEEvent] = []
+        buffer = self._buffer + text
+        start = 0
+        length = len(buffer)
+        i = 0
+        while i < length:
+            ch = buffer[i]
+            if ch == "\n" or ch == "\r":
+                self._line(buffer[start:i], events)
+                if ch == "\r":
+                    if i + 1 < length:
+                        if buffer[i + 1] == "\n":
+                            i += 1
+                    else:
+                        self._after_cr = True
+                start = i + 1
+            i += 1
+        self._buffer = buffer[start:]
+        return events
+
+    def feed_line(self, line: str) -> list[SSEEvent]:
+        """Consume one already split line (as from ``aiter_lines``), without its line end."""
+        events: list[SSEEvent] = []
+        self._line(line.rstrip("\r\n"), events)
+        return events
+
+    def flush(self) -> list[SSEEvent]:
+        """End of stream: dispatch an event whose blank line never came.
+
+        An unterminated last *line* is dropped, not parsed: it is most likely a line the
+        connection cut in half, and half a JSON object must read as a cut stream, not as
+        garbage.
+        """
+        self._decoder.decode(b"", final=True)
+        self._buffer = ""
+        events: list[SSEEvent] = []
+        self._dispatch(events)
+        return events
+
+    def _line(self, line: str, events: list[SSEEvent]) -> None:
+        if line == "":
+            self._dispatch(events)
+            return
+        if line.startswith(":"):
+            return  # a comment: servers send these as keep-alives
+        field, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if field == "event":
+            self._event = value
+        elif field == "data":
+            self._data.append(value)
+        elif field == "id":
+            if "\0" not in value:
+                self.last_event_id = value
+        elif field == "retry":
+            if value.isascii() and value.isdigit():
+                self._retry = int(value)
+        # Any other field name is ignored, as the spec requires.
+
+    def _dispatch(self, events: list[SSEEvent]) -> None:
+        if self._data:
+            events.append(
+                SSEEvent(
+                    event=self._event or DEFAULT_EVENT,
+                    data="\n".join(self._data),
+                    id=self.last_event_id,
+                    retry=self._retry,
+                )
+            )
+        self._event = ""
+        self._data = []
+        self._retry = None
+
+
+def decode_all(chunks: Iterable[bytes | str]) -> list[SSEEvent]:
+    """Decode a whole stream held in memory (tests, recorded fixtures)."""
+    decoder = SSEDecoder()
+    events: list[SSEEvent] = []
+    for chunk in chunks:
+        events.extend(decoder.feed(chunk))
+    events.extend(decoder.flush())
+    return events
+
+
+async def aiter_sse(chunks: AsyncIterable[bytes | str]) -> AsyncIterator[SSEEvent]:
+    """Events from an async byte or text source such as ``response.aiter_bytes()``.
+
+    This helper applies no time budget; the adapters drive :class:`SSEDecoder` directly
+    so that they can bound every read.
+    """
+    decoder = SSEDecoder()
+    async for chunk in chunks:
+        for event in decoder.feed(chunk):
+            yield event
+    for event in decoder.flush():
+        yield event
+
+
+async def aiter_sse_lines(lines: AsyncIterable[str]) -> AsyncIterator[SSEEvent]:
+    """Events from an async source of already split lines, such as ``response.aiter_lines()``."""
+    decoder = SSEDecoder()
+    async for line in lines:
+        for event in decoder.feed_line(line):
+            yield event
+    for event in decoder.flush():
+        yield event

@@ -1,0 +1,347 @@
+"""The circuit breaker of one route as an immutable value and a checked transition table.
+
+Modelled on resilience4j's ``CircuitBreakerStateMachine``: explicit states
+(:class:`~resilience.contracts.BreakerState`), a table of legal moves that raises
+:class:`IllegalTransition` for anything else, decisions returned as values
+(:class:`Admission`, :class:`Transition`) with an enum reason, and the time injected as
+``now``. The functions never mutate their input: they return a new :class:`Breaker`
+whose ``version`` is one higher whenever anything changed, so stores can persist it
+with compare-and-set and many workers can record at once.
+
+States and moves::
+
+    CLOSED ──trip (error rate, slow calls, semantic, auth, quota, 429/529+Retry-After)──▶ OPEN
+    OPEN ──now >= open_until (admit/tick)──▶ HALF_OPEN
+    HALF_OPEN ──N consecutive good trials──▶ CLOSED
+    HALF_OPEN ──bad trial──▶ OPEN (longer: open_duration x multiplier^(trips-1), capped)
+    any ──force──▶ FORCED_OPEN / FORCED_CLOSED ──release──▶ CLOSED
+
+A breaker never closes because a cool-down lapsed: only good trials close it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from providers.errors import ErrorClass
+from resilience.config import BreakerSettings
+from resilience.contracts import BreakerState, CallOutcome, WindowStats
+
+
+class BreakerReason(StrEnum):
+    """Why a breaker moved (or why a call was rejected)."""
+
+    ERROR_RATE = "error_rate"
+    SLOW_CALLS = "slow_calls"
+    SEMANTIC_FAILURES = "semantic_failures"
+    RATE_LIMITED = "rate_limited"
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    AUTH_FAILURE = "auth_failure"
+    OVERLOADED = "overloaded"
+    OPEN_DURATION_ELAPSED = "open_duration_elapsed"
+    TRIAL_FAILED = "trial_failed"
+    TRIALS_PASSED = "trials_passed"
+    FORCED_OPEN = "forced_open"
+    FORCED_CLOSED = "forced_closed"
+    RELEASED = "released"
+
+
+class Breaker(BaseModel):
+    """The persisted state of one route's breaker."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    route: str
+    state: BreakerState = BreakerState.CLOSED
+    since: float = 0.0
+    open_until: float | None = None
+    trips: int = 0  # consecutive trips; reset when the breaker closes
+    trials_in_flight: int = 0
+    consecutive_good: int = 0
+    reason: BreakerReason | None = None
+    version: int = 0
+
+
+class Transition(BaseModel):
+    """A state change, returned so callers can log it, count it and emit telemetry."""
+
+    model_config = ConfigDict(frozen=True)
+
+    route: str
+    from_state: BreakerState
+    to_state: BreakerState
+    reason: BreakerReason
+    at: float
+    open_until: float | None = None
+
+
+class IllegalTransition(Exception):
+    """A move the transition table does not allow (e.g. OPEN straight to CLOSED)."""
+
+    def __init__(self, route: str, from_state: BreakerState, to_state: BreakerState, why: str):
+        self.route = route
+        self.from_state = from_state
+        self.to_state = to_state
+        super().__init__(
+            f"breaker {route!r}: illegal transition {from_state.value} -> {to_state.value} ({why})"
+        )
+
+
+class Admission(BaseModel):
+    """May a call go to the route now? A rejection names the route and breaker state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    route: str
+    permitted: bool
+    trial: bool = False
+    reason: BreakerReason | None = None
+    retry_at: float | None = None
+    state: BreakerState = BreakerState.CLOSED
+
+    def __str__(self) -> str:
+        if self.permitted:
+            kind = "trial call" if self.trial else "call"
+            return f"{kind} permitted on {self.route!r} (breaker {self.state.value})"
+        why = f" ({self.reason.value})" if self.reason else ""
+        until = f" until {self.retry_at:.3f}" if self.retry_at is not None else ""
+        return f"call not permitted: breaker {self.route!r} is {self.state.value}{why}{until}"
+
+
+_S = BreakerState
+_R = BreakerReason
+_TRIP_REASONS = frozenset(
+    {
+        _R.ERROR_RATE,
+        _R.SLOW_CALLS,
+        _R.SEMANTIC_FAILURES,
+        _R.RATE_LIMITED,
+        _R.QUOTA_EXHAUSTED,
+        _R.AUTH_FAILURE,
+        _R.OVERLOADED,
+    }
+)
+_FORCE = {_S.FORCED_OPEN: _R.FORCED_OPEN, _S.FORCED_CLOSED: _R.FORCED_CLOSED}
+
+# The only legal moves and the reasons allowed for each; everything else raises.
+TRANSITIONS: dict[tuple[BreakerState, BreakerState], frozenset[BreakerReason]] = {
+    (_S.CLOSED, _S.OPEN): _TRIP_REASONS,
+    (_S.OPEN, _S.HALF_OPEN): frozenset({_R.OPEN_DURATION_ELAPSED}),
+    (_S.HALF_OPEN, _S.CLOSED): frozenset({_R.TRIALS_PASSED}),
+    (_S.HALF_OPEN, _S.OPEN): frozenset({_R.TRIAL_FAILED}) | _TRIP_REASONS,
+    (_S.FORCED_OPEN, _S.CLOSED): frozenset({_R.RELEASED}),
+    (_S.FORCED_CLOSED, _S.CLOSED): frozenset({_R.RELEASED}),
+    (_S.FORCED_OPEN, _S.FORCED_CLOSED): frozenset({_R.FORCED_CLOSED}),
+    (_S.FORCED_CLOSED, _S.FORCED_OPEN): frozenset({_R.FORCED_OPEN}),
+    **{
+        (src, dst): frozenset({reason})
+        for src in (_S.CLOSED, _S.OPEN, _S.HALF_OPEN)
+        for dst, reason in _FORCE.items()
+    },
+}
+
+# Error classes that open the breaker on the first occurrence: waiting for an error
+# rate would keep sending traffic to a route that cannot succeed (bad key, no quota).
+_IMMEDIATE = {ErrorClass.AUTH: _R.AUTH_FAILURE, ErrorClass.QUOTA_EXHAUSTED: _R.QUOTA_EXHAUSTED}
+# Error classes that open the breaker when the provider says how long to stay away.
+_BACKPRESSURE = {ErrorClass.RATE_LIMITED: _R.RATE_LIMITED, ErrorClass.OVERLOADED: _R.OVERLOADED}
+
+
+def transition(
+    b: Breaker,
+    to_state: BreakerState,
+    reason: BreakerReason,
+    now: float,
+    *,
+    open_until: float | None = None,
+) -> tuple[Breaker, Transition]:
+    """Apply one move from the table, or raise :class:`IllegalTransition`.
+
+    Entering OPEN requires ``open_until`` and counts a trip; entering CLOSED resets the
+    trip count; every move resets trial bookkeeping.
+    """
+    allowed = TRANSITIONS.get((b.state, to_state))
+    if allowed is None:
+        raise IllegalTransition(b.route, b.state, to_state, "no such move")
+    if reason not in allowed:
+        raise IllegalTransition(b.route, b.state, to_state, f"reason {reason.value} not allowed")
+    if to_state is _S.OPEN and open_until is None:
+        raise IllegalTransition(b.route, b.state, to_state, "entering OPEN needs open_until")
+    trips = b.trips
+    if to_state is _S.OPEN:
+        trips += 1
+    elif to_state in (_S.CLOSED, _S.FORCED_CLOSED):
+        trips = 0
+    new = b.model_copy(
+        update={
+            "state": to_state,
+            "since": now,
+            "open_until": open_until if to_state is _S.OPEN else None,
+            "trips": trips,
+            "trials_in_flight": 0,
+            "consecutive_good": 0,
+            "reason": reason,
+            "version": b.version + 1,
+        }
+    )
+    return new, Transition(
+        route=b.route,
+        from_state=b.state,
+        to_state=to_state,
+        reason=reason,
+        at=now,
+        open_until=new.open_until,
+    )
+
+
+def _trip(
+    b: Breaker, s: BreakerSettings, reason: BreakerReason, now: float, retry_after: float | None
+) -> tuple[Breaker, Transition]:
+    # The trip about to happen is number b.trips + 1; Retry-After is a floor, never a cap.
+    duration = s.open_duration_for(b.trips + 1)
+    if retry_after is not None and retry_after > duration:
+        duration = retry_after
+    return transition(b, _S.OPEN, reason, now, open_until=now + duration)
+
+
+def tick(b: Breaker, now: float) -> tuple[Breaker, Transition | None]:
+    """Move OPEN to HALF_OPEN once ``open_until`` has passed (the health monitor's timer)."""
+    if b.state is _S.OPEN and b.open_until is not None and now >= b.open_until:
+        return transition(b, _S.HALF_OPEN, _R.OPEN_DURATION_ELAPSED, now)
+    return b, None
+
+
+def admit(b: Breaker, s: BreakerSettings, now: float) -> tuple[Breaker, Admission, Transition | None]:
+    """Decide whether a call may go to the route now.
+
+    CLOSED and FORCED_CLOSED permit; FORCED_OPEN rejects; OPEN rejects until
+    ``open_until``, then moves to HALF_OPEN; HALF_OPEN admits a trial while fewer than
+    ``half_open_max_trials`` are in flight (the returned breaker counts it).
+    """
+    b, moved = tick(b, now)
+    state = b.state
+    if state in (_S.CLOSED, _S.FORCED_CLOSED):
+        return b, Admission(route=b.route, permitted=True, state=state), moved
+    if state is _S.FORCED_OPEN:
+        return (
+            b,
+            Admission(route=b.route, permitted=False, reason=_R.FORCED_OPEN, state=state),
+            moved,
+        )
+    if state is _S.OPEN:
+        rejection = Admission(
+            route=b.route, permitted=False, reason=b.reason, retry_at=b.open_until, state=state
+        )
+        return b, rejection, moved
+    # HALF_OPEN: a bounded number of concurrent trials, like resilience4j's
+    # permittedNumberOfCallsInHalfOpenState, so a recovering route is not stampeded.
+    if b.trials_in_flight >= s.half_open_max_trials:
+        rejection = Admission(route=b.route, permitted=False, reason=b.reason, state=state)
+        return b, rejection, moved
+    b = b.model_copy(update={"trials_in_flight": b.trials_in_flight + 1, "version": b.version + 1})
+    return b, Admission(route=b.route, permitted=True, trial=True, reason=b.reason, state=state), moved
+
+
+def is_good_trial(outcome: CallOutcome, s: BreakerSettings) -> bool:
+    """A trial is good only if it succeeded, was semantically valid and fast enough."""
+    if not outcome.ok or outcome.semantic_failure:
+        return False
+    return s.trial_latency_ms is None or outcome.latency_ms <= s.trial_latency_ms
+
+
+def on_outcome(
+    b: Breaker, outcome: CallOutcome, stats: WindowStats, s: BreakerSettings, now: float
+) -> tuple[Breaker, Transition | None]:
+    """Feed one outcome (already included in ``stats``) to the breaker.
+
+    CLOSED trips on the error, slow-call or semantic rate once ``stats.enough_samples``,
+    at once on auth or quota errors, and on 429/overload carrying Retry-After (then
+    ``open_until >= now + retry_after``). HALF_OPEN counts trials and probes: N good in
+    a row close it, one bad reopens it for longer. OPEN only lets a Retry-After extend
+    ``open_until``; forced states ignore outcomes.
+    """
+    if b.state is _S.CLOSED:
+        return _on_closed(b, outcome, stats, s, now)
+    if b.state is _S.HALF_OPEN:
+        return _on_half_open(b, outcome, s, now)
+    if b.state is _S.OPEN and outcome.retry_after_s and outcome.error_class is not None:
+        if outcome.error_class in _BACKPRESSURE or outcome.error_class in _IMMEDIATE:
+            until = now + outcome.retry_after_s
+            if b.open_until is None or until > b.open_until:
+                return b.model_copy(update={"open_until": until, "version": b.version + 1}), None
+    return b, None
+
+
+def _on_closed(
+    b: Breaker, outcome: CallOutcome, stats: WindowStats, s: BreakerSettings, now: float
+) -> tuple[Breaker, Transition | None]:
+    ec = outcome.error_class
+    if not outcome.ok and outcome.counts_against_route and ec is not None:
+        if ec in _IMMEDIATE:
+            return _trip(b, s, _IMMEDIATE[ec], now, outcome.retry_after_s)
+        if ec in _BACKPRESSURE and outcome.retry_after_s is not None:
+            return _trip(b, s, _BACKPRESSURE[ec], now, outcome.retry_after_s)
+    if stats.enough_samples:
+        if stats.error_rate >= s.error_rate_threshold:
+            return _trip(b, s, _R.ERROR_RATE, now, None)
+        if stats.slow_calls and stats.slow_call_rate >= s.slow_call_rate_threshold:
+            return _trip(b, s, _R.SLOW_CALLS, now, None)
+        if stats.semantic_failure_rate >= s.semantic_failure_threshold:
+            return _trip(b, s, _R.SEMANTIC_FAILURES, now, None)
+    return b, None
+
+
+def _on_half_open(
+    b: Breaker, outcome: CallOutcome, s: BreakerSettings, now: float
+) -> tuple[Breaker, Transition | None]:
+    if not (outcome.trial or outcome.probe):
+        # A call admitted before the trip finishing late is not evidence of recovery.
+        return b, None
+    in_flight = max(b.trials_in_flight - 1, 0) if outcome.trial else b.trials_in_flight
+    if not outcome.counts_against_route:
+        # Content filter / context length / invalid request say nothing about the route.
+        if in_flight == b.trials_in_flight:
+            return b, None
+        return b.model_copy(update={"trials_in_flight": in_flight, "version": b.version + 1}), None
+    if not is_good_trial(outcome, s):
+        return _trip(b, s, _R.TRIAL_FAILED, now, outcome.retry_after_s)
+    good = b.consecutive_good + 1
+    if good >= s.close_after_consecutive_successes:
+        return transition(b, _S.CLOSED, _R.TRIALS_PASSED, now)
+    return (
+        b.model_copy(
+            update={
+                "consecutive_good": good,
+                "trials_in_flight": in_flight,
+                "version": b.version + 1,
+            }
+        ),
+        None,
+    )
+
+
+def force(b: Breaker, target: BreakerState | None, now: float) -> tuple[Breaker, Transition]:
+    """Operator override: hold FORCED_OPEN / FORCED_CLOSED, or ``None`` to release to CLOSED.
+
+    Forced states hold whatever outcomes arrive; forcing the state a breaker is already
+    in, or releasing one that is not forced, raises :class:`IllegalTransition`.
+    """
+    if target is None:
+        return transition(b, _S.CLOSED, _R.RELEASED, now)
+    if target not in _FORCE:
+        raise IllegalTransition(b.route, b.state, target, "only forced states can be forced")
+    return transition(b, target, _FORCE[target], now)
+
+
+def release_trial(b: Breaker, now: float) -> Breaker:
+    """Give back a half-open trial slot for a call that was admitted but never reported.
+
+    Used when an attempt is cancelled (e.g. the losing side of a hedge) so the slot is
+    not leaked; ``now`` is accepted for symmetry and future auditing.
+    """
+    del now  # the slot count does not depend on time
+    if b.state is not _S.HALF_OPEN or b.trials_in_flight == 0:
+        return b
+    return b.model_copy(update={"trials_in_flight": b.trials_in_flight - 1, "version": b.version + 1})

@@ -1,0 +1,571 @@
+"""The failover policy as validated pydantic models, and the YAML loader that builds it.
+
+A policy names the endpoints (routes), the breaker and probe settings shared by all
+routes (with per-endpoint overrides), the scoring weights and, per agent role, its
+latency SLA, budgets, hedging and tiered roster ending in a cache tier and a static,
+schema-valid fallback. Every model forbids unknown keys and validates on construction,
+so a bad ``policy.yaml`` fails at start-up with a :class:`PolicyError` that lists each
+problem with its field path (``roles.critic.roster.tier1[0]: unknown endpoint 'gpt-x'``).
+Every default is a named ``DEFAULT_*`` constant; ``docs/policy-reference.md`` documents
+each field with its default and range. The only IO here is reading the YAML file in
+:func:`load_policy`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from providers.endpoint import EndpointConfig
+
+# --- breaker defaults (resilience4j-style seeds) -------------------------------------
+DEFAULT_ERROR_RATE_THRESHOLD = 0.15
+DEFAULT_ERROR_WINDOW_S = 30.0
+DEFAULT_MIN_CALLS = 10
+DEFAULT_SLOW_CALL_MS: float | None = None
+DEFAULT_SLOW_CALL_BASELINE_FACTOR = 3.0
+DEFAULT_SLOW_CALL_RATE_THRESHOLD = 0.5
+DEFAULT_SEMANTIC_FAILURE_THRESHOLD = 0.10
+DEFAULT_SEMANTIC_WINDOW_S = 60.0
+DEFAULT_OPEN_DURATION_S = 30.0
+DEFAULT_OPEN_DURATION_MULTIPLIER = 2.0
+DEFAULT_MAX_OPEN_DURATION_S = 300.0
+DEFAULT_HALF_OPEN_MAX_TRIALS = 3
+DEFAULT_CLOSE_AFTER_CONSECUTIVE_SUCCESSES = 3
+DEFAULT_TRIAL_LATENCY_MS: float | None = None
+
+# --- probes, hysteresis, scoring -------------------------------------------------------
+DEFAULT_PROBE_INTERVAL_S = 12.0
+MIN_PROBE_INTERVAL_S = 1.0
+MAX_PROBE_INTERVAL_S = 3600.0
+DEFAULT_PROBE_TIMEOUT_S = 10.0
+DEFAULT_PROBE_MAX_TOKENS = 8
+DEFAULT_HYSTERESIS_MARGIN = 0.8
+DEFAULT_WEIGHT_HEALTH = 0.5
+DEFAULT_WEIGHT_LATENCY = 0.3
+DEFAULT_WEIGHT_COST = 0.2
+WEIGHT_SUM_TOLERANCE = 1e-6
+
+# --- role defaults ----------------------------------------------------------------------
+DEFAULT_SLA_P95_MS = 10_000.0
+DEFAULT_SLA_P99_MS = 20_000.0
+DEFAULT_SLA_WINDOW_S = 60.0
+DEFAULT_SLA_MIN_SAMPLES = 10
+DEFAULT_TTFT_BUDGET_MS = 5_000.0
+DEFAULT_TOTAL_BUDGET_MS = 60_000.0
+DEFAULT_HEDGE_MAX_HEDGES = 1
+DEFAULT_HEDGE_MIN_DELAY_MS = 50.0
+DEFAULT_CACHE_TTL_S = 3_600.0
+DEFAULT_CACHE_MAX_STALENESS_S = 86_400.0
+DEFAULT_POLICY_VERSION = 1
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class PolicyError(Exception):
+    """A policy that cannot be used, with every problem found and its field path.
+
+    ``errors`` holds ``(field_path, message)`` pairs; ``str()`` prints one per line so
+    the CLI and the worker's start-up failure show all problems at once.
+    """
+
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        self.errors = list(errors) or [("<policy>", "invalid policy")]
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return "\n".join(f"{path}: {msg}" if path else msg for path, msg in self.errors)
+
+
+class BreakerSettings(BaseModel):
+    """When a route's circuit breaker trips, how long it stays open and how it recovers."""
+
+    model_config = _STRICT
+
+    error_rate_threshold: float = Field(default=DEFAULT_ERROR_RATE_THRESHOLD, gt=0.0, le=1.0)
+    error_window_s: float = Field(default=DEFAULT_ERROR_WINDOW_S, gt=0.0, le=3600.0)
+    min_calls: int = Field(default=DEFAULT_MIN_CALLS, ge=1, le=10_000)
+    slow_call_ms: float | None = Field(default=DEFAULT_SLOW_CALL_MS, gt=0.0)
+    slow_call_baseline_factor: float = Field(
+        default=DEFAULT_SLOW_CALL_BASELINE_FACTOR, ge=1.0, le=100.0
+    )
+    slow_call_rate_threshold: float = Field(
+        default=DEFAULT_SLOW_CALL_RATE_THRESHOLD, gt=0.0, le=1.0
+    )
+    semantic_failure_threshold: float = Field(
+        default=DEFAULT_SEMANTIC_FAILURE_THRESHOLD, gt=0.0, le=1.0
+    )
+    semantic_window_s: float = Field(default=DEFAULT_SEMANTIC_WINDOW_S, gt=0.0, le=3600.0)
+    open_duration_s: float = Field(default=DEFAULT_OPEN_DURATION_S, gt=0.0, le=86_400.0)
+    open_duration_multiplier: float = Field(
+        default=DEFAULT_OPEN_DURATION_MULTIPLIER, ge=1.0, le=10.0
+    )
+    max_open_duration_s: float = Field(default=DEFAULT_MAX_OPEN_DURATION_S, gt=0.0, le=86_400.0)
+    half_open_max_trials: int = Field(default=DEFAULT_HALF_OPEN_MAX_TRIALS, ge=1, le=100)
+    close_after_consecutive_successes: int = Field(
+        default=DEFAULT_CLOSE_AFTER_CONSECUTIVE_SUCCESSES, ge=1, le=100
+    )
+    trial_latency_ms: float | None = Field(default=DEFAULT_TRIAL_LATENCY_MS, gt=0.0)
+
+    @model_validator(mode="after")
+    def _check_durations(self) -> BreakerSettings:
+        if self.max_open_duration_s < self.open_duration_s:
+            raise ValueError(
+                f"max_open_duration_s ({self.max_open_duration_s}) must be >= "
+                f"open_duration_s ({self.open_duration_s})"
+            )
+        return self
+
+    def open_duration_for(self, trips: int) -> float:
+        """Seconds a breaker stays open on its ``trips``-th consecutive trip (1-based).
+
+        Grows geometrically so a route that keeps failing its trials is probed less
+        often, capped so it is never forgotten.
+        """
+        exponent = max(trips, 1) - 1
+        # Cap the exponent before pow so a long outage cannot overflow the float.
+        if self.open_duration_multiplier > 1.0:
+            limit = math.log(self.max_open_duration_s / self.open_duration_s) / math.log(
+                self.open_duration_multiplier
+            )
+            exponent = min(exponent, math.ceil(limit))
+        duration = self.open_duration_s * self.open_duration_multiplier**exponent
+        return min(duration, self.max_open_duration_s)
+
+
+class BreakerOverride(BaseModel):
+    """Per-endpoint breaker settings: every field optional, merged over ``breaker``."""
+
+    model_config = _STRICT
+
+    error_rate_threshold: float | None = Field(default=None, gt=0.0, le=1.0)
+    error_window_s: float | None = Field(default=None, gt=0.0, le=3600.0)
+    min_calls: int | None = Field(default=None, ge=1, le=10_000)
+    slow_call_ms: float | None = Field(default=None, gt=0.0)
+    slow_call_baseline_factor: float | None = Field(default=None, ge=1.0, le=100.0)
+    slow_call_rate_threshold: float | None = Field(default=None, gt=0.0, le=1.0)
+    semantic_failure_threshold: float | None = Field(default=None, gt=0.0, le=1.0)
+    semantic_window_s: float | None = Field(default=None, gt=0.0, le=3600.0)
+    open_duration_s: float | None = Field(default=None, gt=0.0, le=86_400.0)
+    open_duration_multiplier: float | None = Field(default=None, ge=1.0, le=10.0)
+    max_open_duration_s: float | None = Field(default=None, gt=0.0, le=86_400.0)
+    half_open_max_trials: int | None = Field(default=None, ge=1, le=100)
+    close_after_consecutive_successes: int | None = Field(default=None, ge=1, le=100)
+    trial_latency_ms: float | None = Field(default=None, gt=0.0)
+
+    def apply(self, base: BreakerSettings) -> BreakerSettings:
+        """Return ``base`` with the fields set in this override replaced (and re-validated)."""
+        merged = base.model_dump()
+        merged.update(self.model_dump(exclude_unset=True))
+        return BreakerSettings.model_validate(merged)
+
+
+class LatencySLA(BaseModel):
+    """A role's latency objective; a route breaching it is demoted before it times out."""
+
+    model_config = _STRICT
+
+    p95_ms: float = Field(default=DEFAULT_SLA_P95_MS, gt=0.0)
+    p99_ms: float = Field(default=DEFAULT_SLA_P99_MS, gt=0.0)
+    window_s: float = Field(default=DEFAULT_SLA_WINDOW_S, gt=0.0, le=3600.0)
+    min_samples: int = Field(default=DEFAULT_SLA_MIN_SAMPLES, ge=1, le=10_000)
+
+    @model_validator(mode="after")
+    def _check_order(self) -> LatencySLA:
+        if self.p99_ms < self.p95_ms:
+            raise ValueError(f"p99_ms ({self.p99_ms}) must be >= p95_ms ({self.p95_ms})")
+        return self
+
+
+class HedgeSettings(BaseModel):
+    """Whether a stateless role starts the next route before the current one answers.
+
+    The delay is ``delay_ms`` when set, else the primary's measured TTFT p95, clamped to
+    ``[min_delay_ms, max_delay_ms]`` (``max_delay_ms`` None = the role's TTFT budget).
+    """
+
+    model_config = _STRICT
+
+    enabled: bool = False
+    delay_ms: float | None = Field(default=None, gt=0.0)
+    max_hedges: int = Field(default=DEFAULT_HEDGE_MAX_HEDGES, ge=0, le=4)
+    min_delay_ms: float = Field(default=DEFAULT_HEDGE_MIN_DELAY_MS, ge=0.0)
+    max_delay_ms: float | None = Field(default=None, gt=0.0)
+
+    @model_validator(mode="after")
+    def _check_clamp(self) -> HedgeSettings:
+        if self.max_delay_ms is not None and self.max_delay_ms < self.min_delay_ms:
+            raise ValueError(
+                f"max_delay_ms ({self.max_delay_ms}) must be >= min_delay_ms ({self.min_delay_ms})"
+            )
+        return self
+
+
+class CacheTier(BaseModel):
+    """The degraded tier that serves a previous good answer for the same request."""
+
+    model_config = _STRICT
+
+    enabled: bool = True
+    ttl_s: float = Field(default=DEFAULT_CACHE_TTL_S, gt=0.0)
+    max_staleness_s: float = Field(default=DEFAULT_CACHE_MAX_STALENESS_S, gt=0.0)
+
+    @model_validator(mode="after")
+    def _check_staleness(self) -> CacheTier:
+        if self.max_staleness_s < self.ttl_s:
+            raise ValueError(
+                f"max_staleness_s ({self.max_staleness_s}) must be >= ttl_s ({self.ttl_s})"
+            )
+        return self
+
+
+class StaticFallback(BaseModel):
+    """The last answer: fixed text and, for structured roles, data valid for the schema."""
+
+    model_config = _STRICT
+
+    content: str = Field(min_length=1)
+    data: dict[str, Any] | list[Any] | None = None
+
+
+class Roster(BaseModel):
+    """A role's routes by tier, then its cache tier and static fallback (tier 3)."""
+
+    model_config = _STRICT
+
+    tier0: list[str] = Field(min_length=1)
+    tier1: list[str] = Field(default_factory=list)
+    tier2: list[str] = Field(default_factory=list)
+    cache: CacheTier = Field(default_factory=CacheTier)
+    static: StaticFallback
+
+    @model_validator(mode="after")
+    def _check_unique(self) -> Roster:
+        seen: set[str] = set()
+        for route in self.routes():
+            if route in seen:
+                raise ValueError(f"route {route!r} appears more than once in the roster")
+            seen.add(route)
+        return self
+
+    def tiers(self) -> list[tuple[int, list[str]]]:
+        """The live tiers in order: ``[(0, tier0), (1, tier1), (2, tier2)]``."""
+        return [(0, list(self.tier0)), (1, list(self.tier1)), (2, list(self.tier2))]
+
+    def routes(self) -> list[str]:
+        """Every live route in tier order."""
+        return [*self.tier0, *self.tier1, *self.tier2]
+
+    def tier_of(self, route: str) -> int | None:
+        """The tier a route is listed in, or None if it is not in this roster."""
+        for tier, routes in self.tiers():
+            if route in routes:
+                return tier
+        return None
+
+
+class RolePolicy(BaseModel):
+    """Everything the planner needs about one agent role."""
+
+    model_config = _STRICT
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    sla: LatencySLA = Field(default_factory=LatencySLA)
+    ttft_budget_ms: float = Field(default=DEFAULT_TTFT_BUDGET_MS, gt=0.0)
+    total_budget_ms: float = Field(default=DEFAULT_TOTAL_BUDGET_MS, gt=0.0)
+    attempt_timeout_ms: float | None = Field(default=None, gt=0.0)
+    idle_budget_ms: float | None = Field(default=None, gt=0.0)
+    hedging: HedgeSettings = Field(default_factory=HedgeSettings)
+    critical: bool = False
+    stateless: bool = True
+    output_schema: dict[str, Any] | None = None
+    min_quality: float = Field(default=0.0, ge=0.0, le=1.0)
+    roster: Roster
+    system_prompt: str | None = None
+
+    @model_validator(mode="after")
+    def _check_budgets(self) -> RolePolicy:
+        if self.ttft_budget_ms > self.total_budget_ms:
+            raise ValueError(
+                f"ttft_budget_ms ({self.ttft_budget_ms}) must be <= "
+                f"total_budget_ms ({self.total_budget_ms})"
+            )
+        if self.attempt_timeout_ms is not None and self.attempt_timeout_ms > self.total_budget_ms:
+            raise ValueError(
+                f"attempt_timeout_ms ({self.attempt_timeout_ms}) must be <= "
+                f"total_budget_ms ({self.total_budget_ms})"
+            )
+        if self.output_schema is not None:
+            try:
+                jsonschema.Draft202012Validator.check_schema(self.output_schema)
+            except jsonschema.SchemaError as exc:
+                raise ValueError(f"output_schema is not a valid JSON Schema: {exc.message}") from exc
+        return self
+
+    @property
+    def attempt_timeout(self) -> float:
+        """Per-attempt timeout in ms: ``attempt_timeout_ms`` or, unset, the whole budget."""
+        return self.attempt_timeout_ms or self.total_budget_ms
+
+    @property
+    def idle_budget(self) -> float:
+        """Longest gap between stream chunks in ms: ``idle_budget_ms`` or the TTFT budget."""
+        return self.idle_budget_ms or self.ttft_budget_ms
+
+
+class ScoringWeights(BaseModel):
+    """How the planner ranks routes within a tier; the weights sum to 1."""
+
+    model_config = _STRICT
+
+    health: float = Field(default=DEFAULT_WEIGHT_HEALTH, ge=0.0, le=1.0)
+    latency: float = Field(default=DEFAULT_WEIGHT_LATENCY, ge=0.0, le=1.0)
+    cost: float = Field(default=DEFAULT_WEIGHT_COST, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _check_sum(self) -> ScoringWeights:
+        total = self.health + self.latency + self.cost
+        if abs(total - 1.0) > WEIGHT_SUM_TOLERANCE:
+            raise ValueError(f"weights must sum to 1 (health + latency + cost = {total:g})")
+        return self
+
+
+class ProbeSettings(BaseModel):
+    """The active health check: a tiny completion sent to every endpoint on an interval."""
+
+    model_config = _STRICT
+
+    interval_s: float = Field(
+        default=DEFAULT_PROBE_INTERVAL_S, ge=MIN_PROBE_INTERVAL_S, le=MAX_PROBE_INTERVAL_S
+    )
+    timeout_s: float = Field(default=DEFAULT_PROBE_TIMEOUT_S, gt=0.0, le=600.0)
+    max_tokens: int = Field(default=DEFAULT_PROBE_MAX_TOKENS, ge=1, le=256)
+
+
+class PolicyConfig(BaseModel):
+    """The whole failover policy. Cross-references are checked on construction.
+
+    ``warnings`` is filled by validation (never read from YAML): it lists standbys that
+    share both organisation and region with a primary, which a provider or regional
+    outage would take down together.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+    version: int = Field(default=DEFAULT_POLICY_VERSION, ge=1, le=1)
+    endpoints: dict[str, EndpointConfig] = Field(min_length=1)
+    breaker: BreakerSettings = Field(default_factory=BreakerSettings)
+    breaker_overrides: dict[str, BreakerOverride] = Field(default_factory=dict)
+    probes: ProbeSettings = Field(default_factory=ProbeSettings)
+    hysteresis_margin: float = Field(default=DEFAULT_HYSTERESIS_MARGIN, gt=0.0, lt=1.0)
+    scoring: ScoringWeights = Field(default_factory=ScoringWeights)
+    roles: dict[str, RolePolicy] = Field(min_length=1)
+    warnings: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _cross_check(self) -> PolicyConfig:
+        errors = _cross_reference_errors(self)
+        if errors:
+            # PolicyError (not ValueError) so pydantic does not wrap it and the field
+            # paths survive to the caller unchanged.
+            raise PolicyError(errors)
+        self.warnings = _standby_warnings(self)
+        return self
+
+    def breaker_for(self, route: str) -> BreakerSettings:
+        """The breaker settings for ``route``: the defaults with its override applied."""
+        override = self.breaker_overrides.get(route)
+        return override.apply(self.breaker) if override else self.breaker
+
+    def role(self, name: str) -> RolePolicy:
+        """The policy of role ``name``; a :class:`PolicyError` names the known roles."""
+        try:
+            return self.roles[name]
+        except KeyError:
+            known = ", ".join(sorted(self.roles)) or "none"
+            raise PolicyError([(f"roles.{name}", f"unknown role (known: {known})")]) from None
+
+    def endpoint(self, name: str) -> EndpointConfig:
+        """The endpoint called ``name``; a :class:`PolicyError` names the known endpoints."""
+        try:
+            return self.endpoints[name]
+        except KeyError:
+            known = ", ".join(sorted(self.endpoints)) or "none"
+            raise PolicyError(
+                [(f"endpoints.{name}", f"unknown endpoint (known: {known})")]
+            ) from None
+
+    def routes_for(self, role: str) -> list[str]:
+        """All roster routes of ``role`` in tier order (tier0, tier1, tier2)."""
+        return self.role(role).roster.routes()
+
+
+def _cross_reference_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
+    errors: list[tuple[str, str]] = []
+    for key, ep in cfg.endpoints.items():
+        if ep.name != key:
+            errors.append((f"endpoints.{key}.name", f"name {ep.name!r} differs from its key"))
+    for route, override in cfg.breaker_overrides.items():
+        path = f"breaker_overrides.{route}"
+        if route not in cfg.endpoints:
+            errors.append((path, f"unknown endpoint {route!r}"))
+            continue
+        try:
+            override.apply(cfg.breaker)
+        except ValidationError as exc:
+            errors.extend(_validation_errors(exc, prefix=path))
+    for key, role in cfg.roles.items():
+        base = f"roles.{key}"
+        if role.name != key:
+            errors.append((f"{base}.name", f"name {role.name!r} differs from its key"))
+        for tier, routes in role.roster.tiers():
+            for i, route in enumerate(routes):
+                if route not in cfg.endpoints:
+                    errors.append(
+                        (f"{base}.roster.tier{tier}[{i}]", f"unknown endpoint {route!r}")
+                    )
+        errors.extend(_static_fallback_errors(role, f"{base}.roster.static"))
+    return errors
+
+
+def _static_fallback_errors(role: RolePolicy, path: str) -> list[tuple[str, str]]:
+    """The static fallback must be something downstream agents can consume as-is."""
+    if role.output_schema is None:
+        return []
+    static = role.roster.static
+    if static.data is None:
+        return [(f"{path}.data", "required because the role has an output_schema")]
+    validator = jsonschema.Draft202012Validator(role.output_schema)
+    problems = []
+    for err in sorted(validator.iter_errors(static.data), key=lambda e: list(e.absolute_path)):
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+        problems.append((f"{path}.data{where}", f"violates output_schema: {err.message}"))
+    return problems
+
+
+def _standby_warnings(cfg: PolicyConfig) -> list[str]:
+    warnings = []
+    for key, role in cfg.roles.items():
+        primaries = [cfg.endpoints[r] for r in role.roster.tier0]
+        for i, route in enumerate(role.roster.tier1):
+            standby = cfg.endpoints[route]
+            for primary in primaries:
+                if (standby.organisation, standby.region) == (primary.organisation, primary.region):
+                    warnings.append(
+                        f"roles.{key}.roster.tier1[{i}]: standby {route!r} shares organisation "
+                        f"{standby.organisation!r} and region {standby.region!r} with tier0 "
+                        f"{primary.name!r}; one outage would take both down"
+                    )
+    return warnings
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def _validation_errors(exc: ValidationError, *, prefix: str = "") -> list[tuple[str, str]]:
+    out = []
+    for err in exc.errors(include_url=False):
+        # Drop pydantic's union/function tags (e.g. 'function-after[...]') from the path.
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+        path = _format_loc(loc)
+        if prefix:
+            path = f"{prefix}.{path}" if path else prefix
+        msg = err["msg"].removeprefix("Value error, ")
+        out.append((path or "<policy>", msg))
+    return out
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _interpolate(
+    value: Any, env: Mapping[str, str], path: str, errors: list[tuple[str, str]]
+) -> Any:
+    """Expand ``${VAR}`` / ``${VAR:-default}`` in every string, recording unset variables."""
+    if isinstance(value, str):
+
+        def sub(m: re.Match[str]) -> str:
+            name, default = m.group(1), m.group(2)
+            if name in env and env[name] != "":
+                return env[name]
+            if default is not None:
+                return default
+            errors.append((path or "<policy>", f"environment variable {name!r} is not set"))
+            return m.group(0)
+
+        return _VAR.sub(sub, value)
+    if isinstance(value, dict):
+        return {
+            k: _interpolate(v, env, f"{path}.{k}" if path else str(k), errors)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_interpolate(v, env, f"{path}[{i}]", errors) for i, v in enumerate(value)]
+    return value
+
+
+def _inject_names(data: dict[str, Any], section: str, errors: list[tuple[str, str]]) -> None:
+    """YAML maps name -> fields; the models carry the name, so copy the key in."""
+    entries = data.get(section)
+    if not isinstance(entries, dict):
+        return
+    for key, fields in entries.items():
+        if isinstance(fields, dict):
+            fields.setdefault("name", key)
+        elif fields is not None:
+            errors.append((f"{section}.{key}", "must be a mapping"))
+
+
+def parse_policy(data: Any, *, env: Mapping[str, str] | None = None) -> PolicyConfig:
+    """Validate a policy already parsed from YAML/JSON; raise :class:`PolicyError`.
+
+    Strings are interpolated from ``env`` (default ``os.environ``) first; every problem
+    found (interpolation, types, ranges, cross-references, schemas) is reported at once.
+    """
+    env = os.environ if env is None else env
+    if not isinstance(data, dict):
+        raise PolicyError([("<policy>", "the policy must be a mapping at the top level")])
+    errors: list[tuple[str, str]] = []
+    data = _interpolate(data, env, "", errors)
+    if "warnings" in data:
+        errors.append(("warnings", "is computed by validation and cannot be set"))
+    _inject_names(data, "endpoints", errors)
+    _inject_names(data, "roles", errors)
+    if errors:
+        raise PolicyError(errors)
+    try:
+        return PolicyConfig.model_validate(data)
+    except ValidationError as exc:
+        raise PolicyError(_validation_errors(exc)) from None
+
+
+def load_policy(path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None) -> PolicyConfig:
+    """Read and validate a YAML policy file; raise :class:`PolicyError` with field paths."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyError([(str(p), f"cannot read policy file: {exc.strerror or exc}")]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PolicyError([(where, f"invalid YAML: {problem}")]) from None
+    return parse_policy(data, env=env)

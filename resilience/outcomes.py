@@ -1,0 +1,119 @@
+"""How a failed attempt changes the rest of a call: pure bookkeeping for the workflow.
+
+The workflow feeds each attempt's classified failure to :func:`apply_failure`, which
+updates the :class:`CallState` (routes to exclude, cool-downs, minimum context window,
+reason codes, whether live tiers must stop) — so the decision logic is testable with no
+Temporal at all, and replay sees only values.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from providers.errors import CLASSIFICATION, Decision, ErrorClass
+from resilience.contracts import ReasonCode
+
+#: Cool-down when a COOLDOWN-class error carried no Retry-After.
+DEFAULT_COOLDOWN_S = 30.0
+#: Error type a breaker rejection carries (not a provider error: the call never left).
+BREAKER_REJECTED = "breaker_rejected"
+#: Error type for an activity that Temporal timed out (the route exceeded its budget).
+ATTEMPT_TIMEOUT = "attempt_timeout"
+
+
+class CallState(BaseModel):
+    """What the failover loop has learned so far in one resilient call."""
+
+    excluded: list[str] = Field(default_factory=list)
+    cooldowns: dict[str, float] = Field(default_factory=dict)
+    min_context_window: int = 0
+    reasons: list[ReasonCode] = Field(default_factory=list)
+    stop_live: bool = False
+    prefill_text: str = ""
+    prefill_blocked: bool = False
+
+    def add_reason(self, code: ReasonCode) -> None:
+        if code not in self.reasons:
+            self.reasons.append(code)
+
+
+def reasons_for_error(error_type: str) -> list[ReasonCode]:
+    """Reason codes a failure of this type puts on the final output."""
+    if error_type == BREAKER_REJECTED:
+        return [ReasonCode.BREAKER_OPEN, ReasonCode.MODEL_UNAVAILABLE]
+    if error_type == ATTEMPT_TIMEOUT:
+        return [ReasonCode.LATENCY_BUDGET_EXCEEDED]
+    try:
+        ec = ErrorClass(error_type)
+    except ValueError:
+        return [ReasonCode.MODEL_UNAVAILABLE]
+    table = {
+        ErrorClass.RATE_LIMITED: [ReasonCode.RATE_LIMITED],
+        ErrorClass.QUOTA_EXHAUSTED: [ReasonCode.RATE_LIMITED],
+        ErrorClass.NO_RESPONSE: [ReasonCode.LATENCY_BUDGET_EXCEEDED],
+        ErrorClass.SLOW_FIRST_TOKEN: [ReasonCode.LATENCY_BUDGET_EXCEEDED],
+        ErrorClass.STREAM_STALLED: [ReasonCode.STREAM_INTERRUPTED],
+        ErrorClass.STREAM_CUT: [ReasonCode.STREAM_INTERRUPTED],
+        ErrorClass.MALFORMED_STREAM: [ReasonCode.STREAM_INTERRUPTED],
+        ErrorClass.STREAM_ERROR_EVENT: [ReasonCode.STREAM_INTERRUPTED],
+        ErrorClass.CONTEXT_LENGTH: [ReasonCode.CONTEXT_TOO_LONG],
+        ErrorClass.CONTENT_FILTER: [ReasonCode.CONTENT_FILTERED],
+        ErrorClass.INVALID_REQUEST: [ReasonCode.INVALID_REQUEST],
+    }
+    codes = table.get(ec)
+    if codes is not None:
+        return codes
+    if CLASSIFICATION[ec].semantic:
+        return [ReasonCode.SEMANTIC_FAILURE]
+    return [ReasonCode.MODEL_UNAVAILABLE]
+
+
+def apply_failure(
+    state: CallState,
+    *,
+    route: str,
+    model: str,
+    context_window: int,
+    error_type: str,
+    retry_after_s: float | None,
+    partial_text: str,
+    used_prefill: bool,
+    now: float,
+    routes_by_model: dict[str, list[str]],
+) -> CallState:
+    """Fold one failed attempt into the call state and return the new state."""
+    s = state.model_copy(deep=True)
+    if route not in s.excluded:
+        s.excluded.append(route)
+    for code in reasons_for_error(error_type):
+        s.add_reason(code)
+    if error_type in (BREAKER_REJECTED, ATTEMPT_TIMEOUT):
+        return s
+    try:
+        ec = ErrorClass(error_type)
+    except ValueError:
+        return s
+    decision = CLASSIFICATION[ec].decision
+    if ec is ErrorClass.CONTEXT_LENGTH:
+        # Only a larger window can help; smaller ones would fail the same way.
+        s.min_context_window = max(s.min_context_window, context_window + 1)
+    elif ec is ErrorClass.CONTENT_FILTER:
+        # The same model behind another region would refuse the same content.
+        for r in routes_by_model.get(model, []):
+            if r not in s.excluded:
+                s.excluded.append(r)
+    elif ec is ErrorClass.INVALID_REQUEST and used_prefill:
+        # The route rejected our prefill continuation, not the request: keep going
+        # without prefill rather than let this mask the original stream failure.
+        s.prefill_blocked = True
+        s.prefill_text = ""
+        s.reasons.remove(ReasonCode.INVALID_REQUEST)
+        return s
+    elif decision is Decision.STOP:
+        s.stop_live = True
+    if decision is Decision.COOLDOWN:
+        s.cooldowns[route] = now + (retry_after_s if retry_after_s else DEFAULT_COOLDOWN_S)
+    if ec in (ErrorClass.STREAM_CUT, ErrorClass.STREAM_STALLED) and partial_text:
+        if not s.prefill_blocked and len(partial_text) > len(s.prefill_text):
+            s.prefill_text = partial_text
+    return s

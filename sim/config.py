@@ -1,0 +1,134 @@
+"""The simulator's configuration: which endpoints it hosts and how fast they are.
+
+``config/sim.yaml`` lists the endpoints (wire kind, organisation, region, models,
+context window, base latency model, tokens per second). The models validate on
+construction so a bad file fails at start-up with the field path and the reason. The
+base-URL helpers follow the official SDKs' conventions, so a caller can hand
+``base_url(...)`` straight to ``anthropic.AsyncAnthropic`` or ``openai.AsyncOpenAI``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from config import DEFAULT_SIM_CONFIG_PATH
+from providers.endpoint import EndpointConfig, ProviderKind
+
+DEFAULT_TTFT_MEDIAN_MS = 10.0
+DEFAULT_TTFT_SIGMA = 0.25
+DEFAULT_TOKENS_PER_SEC = 2000.0
+DEFAULT_MAX_ATTEMPTS_LOGGED = 50_000
+
+
+class LatencyModel(BaseModel):
+    """Base time to first byte: lognormal around a median, clamped to [min_ms, max_ms]."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ttft_median_ms: float = Field(default=DEFAULT_TTFT_MEDIAN_MS, ge=0.0)
+    ttft_sigma: float = Field(default=DEFAULT_TTFT_SIGMA, ge=0.0, le=3.0)
+    min_ms: float = Field(default=0.0, ge=0.0)
+    max_ms: float = Field(default=60_000.0, ge=0.0)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> LatencyModel:
+        if self.min_ms > self.max_ms:
+            raise ValueError("min_ms must not exceed max_ms")
+        return self
+
+    def sample_s(self, rng: random.Random) -> float:
+        """Draw one time-to-first-byte in seconds."""
+        if self.ttft_median_ms <= 0:
+            return self.min_ms / 1000.0
+        ms = self.ttft_median_ms
+        if self.ttft_sigma > 0:
+            ms = rng.lognormvariate(math.log(self.ttft_median_ms), self.ttft_sigma)
+        return min(max(ms, self.min_ms), self.max_ms) / 1000.0
+
+
+class SimEndpoint(BaseModel):
+    """One simulated endpoint, mounted at ``/<name>/`` and speaking ``kind``'s wire format."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    kind: ProviderKind
+    organisation: str
+    region: str = "global"
+    models: list[str] = Field(min_length=1)
+    context_window: int = Field(default=128_000, ge=256)
+    max_output_tokens: int = Field(default=8192, ge=1)
+    latency: LatencyModel = Field(default_factory=LatencyModel)
+    tokens_per_sec: float = Field(default=DEFAULT_TOKENS_PER_SEC, gt=0.0)
+
+    @property
+    def default_model(self) -> str:
+        """The first listed model; the one a probe or demo should ask for."""
+        return self.models[0]
+
+    def base_url(self, server_url: str) -> str:
+        """The base URL an official SDK expects for this endpoint on ``server_url``."""
+        root = f"{server_url.rstrip('/')}/{self.name}"
+        return f"{root}/v1" if self.kind is ProviderKind.OPENAI else root
+
+    def to_endpoint_config(self, server_url: str, **overrides: Any) -> EndpointConfig:
+        """Describe this simulated endpoint as a shared :class:`EndpointConfig`."""
+        fields: dict[str, Any] = {
+            "name": self.name,
+            "provider": self.kind,
+            "provider_name": self.organisation,
+            "base_url": self.base_url(server_url),
+            "region": self.region,
+            "model": self.default_model,
+            "context_window": self.context_window,
+            "max_output_tokens": self.max_output_tokens,
+        }
+        fields.update(overrides)
+        return EndpointConfig(**fields)
+
+
+class SimConfig(BaseModel):
+    """The whole simulator: its endpoints and global knobs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seed: int = 1234
+    require_auth: bool = False
+    max_attempts_logged: int = Field(default=DEFAULT_MAX_ATTEMPTS_LOGGED, ge=1)
+    endpoints: list[SimEndpoint] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> SimConfig:
+        names = [e.name for e in self.endpoints]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate endpoint names: {dupes}")
+        if "_admin" in names:
+            raise ValueError("'_admin' is reserved for the admin API")
+        return self
+
+    def endpoint(self, name: str) -> SimEndpoint:
+        """Look an endpoint up by name; ``KeyError`` if it is not hosted."""
+        for ep in self.endpoints:
+            if ep.name == name:
+                return ep
+        raise KeyError(name)
+
+    @property
+    def endpoint_names(self) -> list[str]:
+        """Names of every hosted endpoint, in config order."""
+        return [e.name for e in self.endpoints]
+
+
+def load_sim_config(path: str | Path | None = None) -> SimConfig:
+    """Read and validate a simulator YAML file (``config/sim.yaml`` by default)."""
+    p = Path(path) if path is not None else DEFAULT_SIM_CONFIG_PATH
+    with p.open(encoding="utf-8") as fh:
+        raw = yaml.safe_load(fh) or {}
+    return SimConfig.model_validate(raw)

@@ -1,0 +1,211 @@
+"""Deterministic reply content and token accounting for every wire format.
+
+A request is first normalised to a :class:`ParsedRequest`; :func:`build_reply` then
+derives the reply from a hash of the model and the conversation, so the same request
+always gets the same text. Prose replies start with ``[echo: <first words of the last
+user message>]`` and end with ``[end]`` so a test can tell a complete reply from a cut
+one. JSON-mode requests get a JSON instance of the requested schema; a forced tool gets
+tool arguments. Token counts are estimated at ~4 characters per token and a stream
+sends exactly one 4-character piece per token, so streamed and non-streamed usage agree.
+Output faults (empty, invalid JSON, schema violation, refusal) are applied here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from sim.faults import AttemptPlan, FaultKind
+from sim.schema_gen import generate_instance, violate_schema, words
+
+CHARS_PER_TOKEN = 4
+END_MARKER = "[end]"
+_MARKER_WORDS = 6
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens in ``text`` at ~4 characters per token (0 for empty text)."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class ForcedTool:
+    """A tool the request forces the model to call, with its input JSON Schema."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass
+class ParsedRequest:
+    """A request in any wire format, reduced to what the simulator needs."""
+
+    model: str
+    messages: list[tuple[str, str]]  # (role, text) with role user/assistant/tool
+    system: str = ""
+    max_tokens: int = 1024
+    stream: bool = False
+    include_usage: bool = False
+    json_mode: bool = False
+    schema: dict[str, Any] | None = None
+    tool: ForcedTool | None = None
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Estimated input tokens: system, every message, and any schema sent along."""
+        chars = len(self.system) + sum(len(text) for _, text in self.messages)
+        if self.schema is not None:
+            chars += len(json.dumps(self.schema))
+        if self.tool is not None:
+            chars += len(self.tool.name) + len(json.dumps(self.tool.schema))
+        return -(-chars // CHARS_PER_TOKEN)
+
+    @property
+    def last_user_text(self) -> str:
+        """Text of the last user turn ('' if there is none)."""
+        for role, text in reversed(self.messages):
+            if role == "user":
+                return text
+        return ""
+
+    def seed(self) -> int:
+        """Stable 64-bit seed from the model and the whole conversation."""
+        canonical = json.dumps(
+            {
+                "model": self.model,
+                "system": self.system,
+                "messages": self.messages,
+                "json": self.json_mode,
+                "schema": self.schema,
+                "tool": None if self.tool is None else [self.tool.name, self.tool.schema],
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+        return int.from_bytes(hashlib.sha256(canonical.encode()).digest()[:8], "big")
+
+
+class Finish(StrEnum):
+    """Provider-neutral finish reason; each wire module maps it to its own vocabulary."""
+
+    STOP = "stop"
+    LENGTH = "length"
+    TOOL = "tool"
+    REFUSAL = "refusal"
+
+
+@dataclass
+class Reply:
+    """The reply the simulator will send, streamed or not."""
+
+    id: str
+    model: str
+    created: int
+    text: str
+    finish: Finish
+    input_tokens: int
+    tool: ForcedTool | None = None  # set when ``text`` is the tool's JSON arguments
+    tool_call_id: str = ""
+    pieces: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        step = CHARS_PER_TOKEN
+        self.pieces = [self.text[i : i + step] for i in range(0, len(self.text), step)]
+
+    @property
+    def output_tokens(self) -> int:
+        """Output tokens; equals the number of streamed pieces."""
+        return len(self.pieces)
+
+    @property
+    def tool_input(self) -> dict[str, Any]:
+        """The tool arguments as an object (non-stream tool replies need one)."""
+        value = json.loads(self.text) if self.text else {}
+        return value if isinstance(value, dict) else {"value": value}
+
+
+def echo_marker(text: str) -> str:
+    """The recognisable prefix a reply echoes: the first words of ``text``."""
+    first = re.sub(r"\s+", " ", text).strip().split(" ")[:_MARKER_WORDS]
+    marker = " ".join(first)[:80]
+    return marker or "(empty)"
+
+
+def prose(request: ParsedRequest, rng: random.Random) -> str:
+    """Deterministic prose between ~24 and ~96 tokens, echo marker first, END_MARKER last."""
+    target_chars = (24 + rng.randrange(72)) * CHARS_PER_TOKEN
+    parts = [f"[echo: {echo_marker(request.last_user_text)}]"]
+    length = len(parts[0])
+    while length < target_chars - len(END_MARKER) - 1:
+        sentence = words(rng, rng.randint(5, 12)).capitalize() + "."
+        parts.append(sentence)
+        length += len(sentence) + 1
+    parts.append(END_MARKER)
+    return " ".join(parts)
+
+
+def default_json(request: ParsedRequest, rng: random.Random) -> dict[str, Any]:
+    """The object a schemaless JSON-mode request gets."""
+    return {
+        "echo": echo_marker(request.last_user_text),
+        "answer": words(rng, 8).capitalize() + ".",
+        "points": [words(rng, 3) for _ in range(3)],
+        "confidence": round(rng.uniform(0.5, 0.99), 2),
+    }
+
+
+def build_reply(
+    request: ParsedRequest,
+    *,
+    plan: AttemptPlan,
+    reply_id: str,
+    created: int,
+    max_output_tokens: int,
+) -> Reply:
+    """Build the reply for ``request`` with the plan's output faults applied."""
+    rng = random.Random(request.seed())
+    tool = request.tool
+    if tool is not None:
+        text = json.dumps(generate_instance(tool.schema, rng))
+        finish = Finish.TOOL
+    elif request.json_mode:
+        value = generate_instance(request.schema, rng) if request.schema else None
+        text = json.dumps(value if value is not None else default_json(request, rng))
+        finish = Finish.STOP
+    else:
+        text = prose(request, rng)
+        finish = Finish.STOP
+
+    out = plan.output
+    if out is not None and out.kind is FaultKind.EMPTY_OUTPUT:
+        text, tool, finish = "", None, Finish.STOP
+    elif out is not None and out.kind is FaultKind.INVALID_JSON:
+        # The usual real failure: chatter before the JSON and a missing closing brace.
+        text, tool, finish = "Sure! Here is the JSON you asked for:\n" + text[:-1], None, Finish.STOP
+    elif out is not None and out.kind is FaultKind.SCHEMA_VIOLATION:
+        schema = tool.schema if tool is not None else (request.schema or {"type": "object"})
+        text = json.dumps(violate_schema(schema, rng))
+    if plan.refusal is not None:
+        text = text[: len(text) // 3]
+        tool, finish = None, Finish.REFUSAL
+
+    limit = min(request.max_tokens, max_output_tokens)
+    if estimate_tokens(text) > limit:
+        text = text[: limit * CHARS_PER_TOKEN]
+        # A cut-off tool call cannot be an object; real APIs then return plain text.
+        tool, finish = None, Finish.LENGTH
+    return Reply(
+        id=reply_id,
+        model=request.model,
+        created=created,
+        text=text,
+        finish=finish,
+        input_tokens=request.prompt_tokens,
+        tool=tool,
+        tool_call_id=f"toolu_{reply_id[-12:]}" if tool is not None else "",
+    )

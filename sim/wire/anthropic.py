@@ -1,0 +1,243 @@
+"""The Anthropic Messages API (``POST /v1/messages``), plain JSON and SSE.
+
+Streams follow the documented event order: ``message_start``, ``content_block_start``,
+``ping``, ``content_block_delta`` (``text_delta`` or, for a forced tool,
+``input_json_delta``), ``content_block_stop``, ``message_delta`` (stop reason and output
+usage), ``message_stop``. Errors are ``{"type":"error","error":{"type":...}}`` with 529
+for overload. JSON mode is inferred the way callers ask Claude for JSON: a forced tool
+(``tool_choice`` type ``tool``/``any``), an ``output_format`` JSON schema, or a system
+prompt / last user message that asks for JSON.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from providers.endpoint import ProviderKind
+from sim.config import SimEndpoint
+from sim.content import Finish, ForcedTool, ParsedRequest, Reply
+from sim.wire.base import ErrorCategory, Operation, SimError, WireFormat, sse, text_of_blocks
+
+_ASKS_FOR_JSON = re.compile(r"\bjson\b", re.IGNORECASE)
+_STOP_REASONS = {
+    Finish.STOP: "end_turn",
+    Finish.LENGTH: "max_tokens",
+    Finish.TOOL: "tool_use",
+    Finish.REFUSAL: "refusal",
+}
+_STATUS = {
+    ErrorCategory.RATE_LIMIT: 429,
+    ErrorCategory.QUOTA: 429,
+    ErrorCategory.OVERLOADED: 529,
+    ErrorCategory.SERVER: 500,
+    ErrorCategory.UNAVAILABLE: 503,
+    ErrorCategory.AUTH: 401,
+    ErrorCategory.PERMISSION: 403,
+    ErrorCategory.INVALID_REQUEST: 400,
+    ErrorCategory.NOT_FOUND: 404,
+    ErrorCategory.CONTEXT_LENGTH: 400,
+    ErrorCategory.CONTENT_FILTER: 400,
+}
+_TYPES = {
+    ErrorCategory.RATE_LIMIT: "rate_limit_error",
+    ErrorCategory.QUOTA: "rate_limit_error",
+    ErrorCategory.OVERLOADED: "overloaded_error",
+    ErrorCategory.SERVER: "api_error",
+    ErrorCategory.UNAVAILABLE: "api_error",
+    ErrorCategory.AUTH: "authentication_error",
+    ErrorCategory.PERMISSION: "permission_error",
+    ErrorCategory.INVALID_REQUEST: "invalid_request_error",
+    ErrorCategory.NOT_FOUND: "not_found_error",
+    ErrorCategory.CONTEXT_LENGTH: "invalid_request_error",
+    ErrorCategory.CONTENT_FILTER: "invalid_request_error",
+}
+
+
+def _invalid(message: str) -> SimError:
+    return SimError(ErrorCategory.INVALID_REQUEST, message)
+
+
+class AnthropicWire(WireFormat):
+    """Anthropic Messages API."""
+
+    kind = ProviderKind.ANTHROPIC
+
+    def route(self, method: str, tail: str, query: dict[str, str]) -> Operation | None:
+        """``POST v1/messages`` completes; ``GET v1/models`` lists models."""
+        if method == "POST" and tail == "v1/messages":
+            return Operation("complete")
+        if method == "GET" and tail == "v1/models":
+            return Operation("models")
+        return None
+
+    def authenticated(self, headers: Any, query: dict[str, str]) -> bool:
+        """Anthropic takes the key in ``x-api-key`` (or a bearer token)."""
+        return bool(headers.get("x-api-key") or headers.get("authorization"))
+
+    def request_id_header(self) -> str:
+        """Anthropic's request id header."""
+        return "request-id"
+
+    def parse(self, body: Any, op: Operation, endpoint: SimEndpoint) -> ParsedRequest:
+        """Validate a Messages request the way the API does (required fields first)."""
+        if not isinstance(body, dict):
+            raise _invalid("request body must be a JSON object")
+        for name in ("model", "max_tokens", "messages"):
+            if name not in body:
+                raise _invalid(f"{name}: Field required")
+        max_tokens = body["max_tokens"]
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            raise _invalid("max_tokens: Input should be a valid integer greater than 0")
+        raw_messages = body["messages"]
+        if not isinstance(raw_messages, list) or not raw_messages:
+            raise _invalid("messages: at least one message is required")
+        messages: list[tuple[str, str]] = []
+        for i, m in enumerate(raw_messages):
+            if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+                raise _invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
+            messages.append((m["role"], text_of_blocks(m.get("content"))))
+        system = text_of_blocks(body.get("system"))
+        tool = self._forced_tool(body)
+        schema = None
+        output_format = body.get("output_format")
+        if isinstance(output_format, dict) and output_format.get("type") == "json_schema":
+            schema = output_format.get("schema") or {"type": "object"}
+        last_user = next((t for r, t in reversed(messages) if r == "user"), "")
+        json_mode = (
+            tool is not None
+            or schema is not None
+            or bool(_ASKS_FOR_JSON.search(system) or _ASKS_FOR_JSON.search(last_user))
+        )
+        return ParsedRequest(
+            model=str(body["model"]),
+            messages=messages,
+            system=system,
+            max_tokens=max_tokens,
+            stream=bool(body.get("stream", False)),
+            json_mode=json_mode,
+            schema=schema,
+            tool=tool,
+        )
+
+    @staticmethod
+    def _forced_tool(body: dict[str, Any]) -> ForcedTool | None:
+        tools = [t for t in body.get("tools") or [] if isinstance(t, dict) and "name" in t]
+        choice = body.get("tool_choice") or {}
+        if not tools or not isinstance(choice, dict):
+            return None
+        if choice.get("type") == "tool":
+            wanted = choice.get("name")
+            match = next((t for t in tools if t["name"] == wanted), None)
+            if match is None:
+                raise _invalid(f"tool_choice: tool '{wanted}' is not among the provided tools")
+        elif choice.get("type") == "any":
+            match = tools[0]
+        else:
+            return None
+        return ForcedTool(match["name"], match.get("input_schema") or {"type": "object"})
+
+    def status_for(self, err: SimError) -> int:
+        """Anthropic's status for ``err`` (529 for overload)."""
+        return err.status or _STATUS[err.category]
+
+    def error_body(self, err: SimError, status: int, model: str | None) -> dict[str, Any]:
+        """``{"type":"error","error":{"type":...,"message":...}}``."""
+        kind = _TYPES[err.category]
+        if status == 413:
+            kind = "request_too_large"
+        elif status == 504:
+            kind = "timeout_error"
+        return {"type": "error", "error": {"type": kind, "message": err.message}}
+
+    def _content_block(self, reply: Reply, *, empty: bool) -> dict[str, Any]:
+        if reply.tool is not None:
+            return {
+                "type": "tool_use",
+                "id": reply.tool_call_id,
+                "name": reply.tool.name,
+                "input": {} if empty else reply.tool_input,
+            }
+        return {"type": "text", "text": "" if empty else reply.text}
+
+    def _message(self, reply: Reply, *, streaming: bool) -> dict[str, Any]:
+        if streaming:
+            content: list[dict[str, Any]] = []
+        elif reply.text == "" and reply.tool is None:
+            content = []
+        else:
+            content = [self._content_block(reply, empty=False)]
+        return {
+            "id": reply.id,
+            "type": "message",
+            "role": "assistant",
+            "model": reply.model,
+            "content": content,
+            "stop_reason": None if streaming else _STOP_REASONS[reply.finish],
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": reply.input_tokens,
+                "output_tokens": 1 if streaming else reply.output_tokens,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        }
+
+    def response(self, reply: Reply) -> dict[str, Any]:
+        """A complete ``message`` object."""
+        return self._message(reply, streaming=False)
+
+    def stream_prelude(self, reply: Reply) -> list[bytes]:
+        """``message_start``, ``content_block_start``, ``ping``."""
+        return [
+            sse({"type": "message_start", "message": self._message(reply, streaming=True)},
+                "message_start"),
+            sse({"type": "content_block_start", "index": 0,
+                 "content_block": self._content_block(reply, empty=True)},
+                "content_block_start"),
+            sse({"type": "ping"}, "ping"),
+        ]  # fmt: skip
+
+    def stream_piece(self, reply: Reply, index: int, sent_tokens: int) -> bytes:
+        """One ``content_block_delta``."""
+        piece = reply.pieces[index]
+        if reply.tool is not None:
+            delta = {"type": "input_json_delta", "partial_json": piece}
+        else:
+            delta = {"type": "text_delta", "text": piece}
+        return sse({"type": "content_block_delta", "index": 0, "delta": delta},
+                   "content_block_delta")  # fmt: skip
+
+    def stream_finale(self, reply: Reply, include_usage: bool) -> list[bytes]:
+        """``content_block_stop`` then ``message_delta`` with the stop reason and usage."""
+        return [
+            sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+            sse({"type": "message_delta",
+                 "delta": {"stop_reason": _STOP_REASONS[reply.finish], "stop_sequence": None},
+                 "usage": {"output_tokens": reply.output_tokens}},
+                "message_delta"),
+        ]  # fmt: skip
+
+    def stream_terminal(self) -> list[bytes]:
+        """``message_stop``."""
+        return [sse({"type": "message_stop"}, "message_stop")]
+
+    def stream_error(self, err: SimError, model: str | None) -> bytes:
+        """An ``error`` event, as Anthropic sends when it overloads mid-stream."""
+        return sse(self.error_body(err, self.status_for(err), model), "error")
+
+    def malformed_event(self, reply: Reply) -> bytes:
+        """A ``content_block_delta`` whose JSON is cut off."""
+        return (
+            b"event: content_block_delta\n"
+            b'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_de\n\n'
+        )
+
+    def models(self, endpoint: SimEndpoint) -> dict[str, Any]:
+        """The ``GET /v1/models`` page."""
+        data = [
+            {"type": "model", "id": m, "display_name": m, "created_at": "2025-09-29T00:00:00Z"}
+            for m in endpoint.models
+        ]
+        return {"data": data, "has_more": False, "first_id": data[0]["id"],
+                "last_id": data[-1]["id"]}  # fmt: skip

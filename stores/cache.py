@@ -1,0 +1,221 @@
+"""Response cache: the Tier 3 "cached response" fallback, in Redis or in memory.
+
+A successful agent answer is stored under :func:`resilience.cachekey.cache_key` with a
+TTL; when every live route fails, the workflow serves the cached answer and labels it
+``CACHED_RESPONSE`` with its age. The cache only stores and expires entries: how stale
+an answer may be is the caller's decision (``CacheTier.max_staleness_s``), made from
+``now - entry.stored_at``. Expiry is judged against the caller's ``now`` (so fake clocks
+work) and, in Redis, also enforced by a key TTL so memory stays bounded.
+
+:class:`RedisResponseCache` degrades like the health store: if Redis becomes unreachable
+it serves and stores entries in a local :class:`MemoryResponseCache`, reports the outage
+through :meth:`status`, and writes the entries cached meanwhile back to Redis (bounded)
+once it returns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+import redis.asyncio as aioredis
+from pydantic import BaseModel, Field
+
+from stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, REDIS_DOWN, RedisLink
+from stores.status import StoreStatus
+
+DEFAULT_MAX_ENTRIES = 4096
+DEFAULT_MAX_PENDING = 1024
+DEFAULT_NAMESPACE = "failover"
+
+
+class CachedEntry(BaseModel):
+    """One cached agent answer and where it came from."""
+
+    role: str
+    content: str
+    data: dict[str, Any] | list[Any] | None = None
+    model: str | None = None
+    route: str | None = None
+    stored_at: float = Field(description="epoch seconds when the answer was produced")
+
+    def age(self, now: float) -> float:
+        """Seconds since the answer was stored (never negative, even with skewed clocks)."""
+        return max(0.0, now - self.stored_at)
+
+
+@runtime_checkable
+class ResponseCache(Protocol):
+    """Where Tier 3 answers come from. Implementations must be safe for concurrent use."""
+
+    async def get(self, key: str, *, now: float) -> CachedEntry | None:
+        """Return the entry under ``key`` unless it is missing or expired at ``now``."""
+        ...
+
+    async def put(self, key: str, entry: CachedEntry, *, ttl_s: float) -> None:
+        """Store ``entry`` until ``entry.stored_at + ttl_s``, replacing any previous one."""
+        ...
+
+    async def status(self) -> StoreStatus:
+        """Report the backend's health."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections; the cache must not be used afterwards."""
+        ...
+
+
+def _check_ttl(ttl_s: float) -> None:
+    if not ttl_s > 0 or math.isinf(ttl_s):
+        raise ValueError(f"ttl_s must be a positive finite number of seconds, got {ttl_s!r}")
+
+
+class MemoryResponseCache:
+    """A bounded LRU cache in process memory.
+
+    Holds at most ``max_entries`` entries; inserting one more evicts the least recently
+    used. Expired entries are dropped when read. Single event loop, no awaits inside
+    critical sections, so no lock is needed.
+    """
+
+    def __init__(self, *, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+        """Create an empty cache holding at most ``max_entries`` entries."""
+        if max_entries < 1:
+            raise ValueError("max_entries must be >= 1")
+        self.max_entries = max_entries
+        self._items: OrderedDict[str, tuple[CachedEntry, float]] = OrderedDict()
+
+    async def get(self, key: str, *, now: float) -> CachedEntry | None:
+        """Return the entry under ``key`` unless missing or expired at ``now``."""
+        item = self._items.get(key)
+        if item is None:
+            return None
+        entry, expires_at = item
+        if now >= expires_at:
+            del self._items[key]
+            return None
+        self._items.move_to_end(key)
+        return entry
+
+    async def put(self, key: str, entry: CachedEntry, *, ttl_s: float) -> None:
+        """Store ``entry`` until ``entry.stored_at + ttl_s``; evict the LRU entry if full."""
+        _check_ttl(ttl_s)
+        self._items[key] = (entry, entry.stored_at + ttl_s)
+        self._items.move_to_end(key)
+        while len(self._items) > self.max_entries:
+            self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    async def status(self) -> StoreStatus:
+        """An in-memory cache is always healthy."""
+        return StoreStatus(backend="memory", healthy=True)
+
+    async def close(self) -> None:
+        """Drop every entry."""
+        self._items.clear()
+
+
+class RedisResponseCache:
+    """The shared cache: one Redis string per key, ``SET ... PX ttl``.
+
+    The value is ``{"e": entry, "x": expires_at}`` so a read can apply the caller's
+    clock as well as Redis's own TTL. Keys are ``{namespace}:cache:{key}``.
+    """
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        fallback_max_entries: int = DEFAULT_MAX_ENTRIES,
+        max_pending: int = DEFAULT_MAX_PENDING,
+        reconnect_interval_s: float = DEFAULT_RECONNECT_INTERVAL_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """Use ``client`` under ``namespace``; the other arguments tune the Redis-loss fallback."""
+        self._r = client
+        self.namespace = namespace
+        self._link = RedisLink(
+            client,
+            name=f"response cache [{namespace}]",
+            reconnect_interval_s=reconnect_interval_s,
+            clock=clock,
+        )
+        self._clock = clock
+        self._fallback_max_entries = fallback_max_entries
+        self._local = MemoryResponseCache(max_entries=fallback_max_entries)
+        # (key, entry, ttl_s, written_at): puts made while degraded, written back on recovery.
+        self._pending: deque[tuple[str, CachedEntry, float, float]] = deque(maxlen=max_pending)
+        self._dropped = 0
+
+    def _key(self, key: str) -> str:
+        return f"{self.namespace}:cache:{key}"
+
+    async def get(self, key: str, *, now: float) -> CachedEntry | None:
+        """Return the entry under ``key`` unless missing or expired at ``now``."""
+        if self._link.degraded and not await self._link.recover(self._resync):
+            return await self._local.get(key, now=now)
+        try:
+            raw = await self._r.get(self._key(key))
+        except REDIS_DOWN as exc:
+            self._link.mark_down(exc)
+            return await self._local.get(key, now=now)
+        if raw is None:
+            return None
+        doc = json.loads(raw)
+        if now >= doc["x"]:
+            return None
+        return CachedEntry.model_validate(doc["e"])
+
+    async def put(self, key: str, entry: CachedEntry, *, ttl_s: float) -> None:
+        """Store ``entry`` for ``ttl_s`` seconds (locally, queued for Redis, while degraded)."""
+        _check_ttl(ttl_s)
+        if self._link.degraded and not await self._link.recover(self._resync):
+            await self._put_local(key, entry, ttl_s)
+            return
+        try:
+            await self._write(key, entry, expires_at=entry.stored_at + ttl_s, ttl_s=ttl_s)
+        except REDIS_DOWN as exc:
+            self._link.mark_down(exc)
+            await self._put_local(key, entry, ttl_s)
+
+    async def _write(
+        self, key: str, entry: CachedEntry, *, expires_at: float, ttl_s: float
+    ) -> None:
+        value = json.dumps(
+            {"e": entry.model_dump(mode="json"), "x": expires_at},
+            separators=(",", ":"),
+        )
+        await self._r.set(self._key(key), value, px=max(1, math.ceil(ttl_s * 1000)))
+
+    async def _put_local(self, key: str, entry: CachedEntry, ttl_s: float) -> None:
+        await self._local.put(key, entry, ttl_s=ttl_s)
+        if len(self._pending) == self._pending.maxlen:
+            self._dropped += 1
+        self._pending.append((key, entry, ttl_s, self._clock()))
+
+    async def _resync(self) -> None:
+        """Write back the entries cached while Redis was away, with their remaining TTL."""
+        while self._pending:
+            key, entry, ttl_s, written_at = self._pending[0]
+            remaining = ttl_s - (self._clock() - written_at)
+            if remaining > 0:
+                await self._write(key, entry, expires_at=entry.stored_at + ttl_s, ttl_s=remaining)
+            self._pending.popleft()
+        self._local = MemoryResponseCache(max_entries=self._fallback_max_entries)
+
+    async def status(self) -> StoreStatus:
+        """Report whether Redis is reachable and how many entries wait to be written back."""
+        if self._link.degraded:
+            await self._link.recover(self._resync)
+        return self._link.status(pending=len(self._pending), dropped=self._dropped)
+
+    async def close(self) -> None:
+        """Close the Redis client's connections."""
+        await self._r.aclose()

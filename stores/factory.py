@@ -1,0 +1,88 @@
+"""Wire the health store and response cache to Redis, starting an embedded one if needed.
+
+:func:`connect_stores` is what the worker and the CLI call at start-up. It connects to
+``redis_url`` (default: ``$REDIS_URL``, else ``redis://127.0.0.1:6379/0``); if nothing
+answers there it starts :class:`~stores.embedded_redis.EmbeddedRedis` on a free loopback
+port, so a laptop demo needs no setup. The returned :class:`Stores` owns whatever it
+started: ``await stores.close()`` closes the clients and stops an embedded server.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+import redis.asyncio as aioredis
+
+from stores.cache import DEFAULT_NAMESPACE, RedisResponseCache, ResponseCache
+from stores.embedded_redis import EmbeddedRedis
+from stores.health import HealthStore, RedisHealthStore
+from stores.redis_link import REDIS_DOWN, describe, fail_fast_client
+
+log = logging.getLogger(__name__)
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@dataclass
+class Stores:
+    """The stores a worker uses, and the Redis they share."""
+
+    health: HealthStore
+    cache: ResponseCache
+    backend: str  # e.g. "redis://127.0.0.1:6379/0" or "embedded redis://127.0.0.1:40123/0"
+    embedded: EmbeddedRedis | None = None
+
+    async def close(self) -> None:
+        """Close both stores, then stop the embedded server if this handle started one."""
+        try:
+            await self.health.close()
+            await self.cache.close()
+        finally:
+            if self.embedded is not None:
+                await self.embedded.astop()
+
+
+async def _reachable(client: aioredis.Redis) -> bool:
+    try:
+        await client.ping()
+    except REDIS_DOWN:
+        return False
+    return True
+
+
+async def connect_stores(
+    redis_url: str | None = None,
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
+    embedded_fallback: bool = True,
+) -> Stores:
+    """Connect to ``redis_url`` (or ``$REDIS_URL``, or the local default) and build the stores.
+
+    If the server does not answer and ``embedded_fallback`` is true, start an embedded
+    ``redis-server`` and use it instead (logged at WARNING: state is then not shared with
+    workers on other hosts). Raises ``redis.exceptions.ConnectionError`` otherwise.
+    """
+    url = redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
+    embedded: EmbeddedRedis | None = None
+    probe = fail_fast_client(url)
+    try:
+        ok = await _reachable(probe)
+    finally:
+        await probe.aclose()
+    if not ok:
+        if not embedded_fallback:
+            raise aioredis.ConnectionError(f"Redis at {url} is not reachable")
+        embedded = await EmbeddedRedis().astart()
+        log.warning("Redis at %s not reachable; started embedded %s", url, embedded.url)
+        url = embedded.url
+    health_client = fail_fast_client(url)
+    cache_client = fail_fast_client(url)
+    backend = describe(health_client)
+    return Stores(
+        health=RedisHealthStore(health_client, namespace=namespace),
+        cache=RedisResponseCache(cache_client, namespace=namespace),
+        backend=f"embedded {backend}" if embedded else backend,
+        embedded=embedded,
+    )

@@ -1,0 +1,83 @@
+"""The health store contract: where breaker state and rolling outcome windows live.
+
+Every ``call_model`` activity records its outcome here and every plan starts from a
+:class:`~resilience.contracts.HealthSnapshot` read from here. The store holds no policy:
+it appends outcomes, computes window statistics with :mod:`resilience.windows` and lets
+:mod:`resilience.breaker` decide transitions, then persists the result atomically per
+route so many workers can record at once without losing an outcome or tripping a
+breaker twice. Two implementations share one contract test suite:
+
+* :class:`~stores.memory_health.MemoryHealthStore`: one process, an ``asyncio.Lock`` per
+  route; used in unit tests and as the fallback view of the Redis store.
+* :class:`~stores.redis_health.RedisHealthStore`: shared by every worker through Redis,
+  compare-and-set on the breaker version, degrades to a local view if Redis is lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from resilience.breaker import Admission, Breaker, Transition
+from resilience.config import BreakerSettings
+from resilience.contracts import BreakerState, CallOutcome, HealthSnapshot
+from stores.status import StoreStatus
+
+
+@runtime_checkable
+class HealthStore(Protocol):
+    """Persistence for per-route outcome windows, breakers, SLA demotions and probe results."""
+
+    async def record(self, outcome: CallOutcome, settings: BreakerSettings) -> Transition | None:
+        """Append ``outcome`` to its route's window and apply the breaker; return any transition.
+
+        Statistics are computed over the breaker's windows ending at ``outcome.at``. The
+        append and the breaker update are atomic per route across all workers.
+        """
+        ...
+
+    async def admit(self, route: str, settings: BreakerSettings, now: float) -> Admission:
+        """Ask the route's breaker for permission to call; half-open trial slots are atomic."""
+        ...
+
+    async def release_trial(self, route: str, now: float) -> None:
+        """Give back a half-open trial slot that was admitted but never reported."""
+        ...
+
+    async def force(self, route: str, target: BreakerState | None, now: float) -> Transition:
+        """Force the breaker open/closed, or release it (``target=None``) back to CLOSED."""
+        ...
+
+    async def breaker(self, route: str) -> Breaker:
+        """Return the route's current breaker (a fresh CLOSED one if never seen)."""
+        ...
+
+    async def snapshot(
+        self,
+        routes: Sequence[str],
+        *,
+        now: float,
+        window_s: float,
+        min_calls: int,
+        role: str | None = None,
+    ) -> HealthSnapshot:
+        """Read breaker state, window stats, SLA demotion (for ``role``) and last probe."""
+        ...
+
+    async def set_sla_demoted(self, role: str, route: str, demoted: bool) -> None:
+        """Mark (or clear) ``route`` as latency-demoted for ``role``."""
+        ...
+
+    async def status(self) -> StoreStatus:
+        """Report the backend's health."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections; the store must not be used afterwards."""
+        ...
+
+
+from stores.memory_health import MemoryHealthStore  # noqa: E402  (re-export)
+from stores.redis_health import RedisHealthStore  # noqa: E402  (re-export)
+
+__all__ = ["HealthStore", "MemoryHealthStore", "RedisHealthStore"]

@@ -1,0 +1,251 @@
+"""In-process health store: a rolling window, a breaker and an ``asyncio.Lock`` per route.
+
+Used directly by unit tests and single-process runs, and by
+:class:`~stores.redis_health.RedisHealthStore` as its local view while Redis is
+unreachable (hence :meth:`MemoryHealthStore.load_route` to seed it with the last state
+seen in Redis). Memory is bounded: each route keeps at most ``max_samples`` outcomes no
+older than ``horizon_s`` behind the newest (see :class:`resilience.windows.RollingWindow`).
+
+The slow-call threshold is relative by default (``slow_call_baseline_factor`` x the
+route's baseline p95). The baseline is the nearest-rank p95 of the successful calls held
+over the whole horizon (10 minutes by default), recomputed at most every
+``baseline_refresh_s`` seconds, and None below ``min_calls`` successes, which disables
+relative slow-call detection until the route has a history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from resilience.breaker import (
+    Admission,
+    Breaker,
+    Transition,
+    admit,
+    force,
+    on_outcome,
+    release_trial,
+)
+from resilience.config import BreakerSettings
+from resilience.contracts import BreakerState, CallOutcome, HealthSnapshot, RouteHealth
+from resilience.windows import (
+    DEFAULT_HORIZON_S,
+    DEFAULT_MAX_SAMPLES,
+    RollingWindow,
+    breaker_stats,
+    compute_stats,
+    percentile,
+)
+from stores.status import StoreStatus
+
+DEFAULT_BASELINE_REFRESH_S = 30.0
+
+
+def baseline_p95(outcomes: Iterable[CallOutcome], *, min_samples: int) -> float | None:
+    """Nearest-rank p95 latency of the successful, route-attributable calls in ``outcomes``.
+
+    Returns None with fewer than ``min_samples`` such calls: a baseline from a handful of
+    samples would flag ordinary variance as slowness.
+    """
+    latencies = [o.latency_ms for o in outcomes if o.ok and o.counts_against_route]
+    if len(latencies) < min_samples:
+        return None
+    return percentile(latencies, 95)
+
+
+def breaker_window_s(settings: BreakerSettings) -> float:
+    """The longest window the breaker reads; outcomes older than this cannot change it."""
+    return max(settings.error_window_s, settings.semantic_window_s)
+
+
+def route_health(
+    route: str,
+    breaker: Breaker,
+    outcomes: Iterable[CallOutcome],
+    *,
+    now: float,
+    window_s: float,
+    min_calls: int,
+    sla_demoted: bool,
+    last_probe_at: float | None,
+    last_probe_ok: bool | None,
+) -> RouteHealth:
+    """Assemble one route's :class:`RouteHealth` from its persisted parts."""
+    return RouteHealth(
+        route=route,
+        breaker=breaker.state,
+        open_until=breaker.open_until,
+        breaker_reason=breaker.reason.value if breaker.reason is not None else None,
+        stats=compute_stats(outcomes, now=now, window_s=window_s, min_calls=min_calls),
+        sla_demoted=sla_demoted,
+        last_probe_at=last_probe_at,
+        last_probe_ok=last_probe_ok,
+    )
+
+
+@dataclass
+class _Route:
+    """Everything the memory store holds for one route."""
+
+    breaker: Breaker
+    window: RollingWindow
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    last_probe_at: float | None = None
+    last_probe_ok: bool | None = None
+    baseline_ms: float | None = None
+    baseline_at: float | None = None
+
+
+class MemoryHealthStore:
+    """A :class:`~stores.health.HealthStore` in process memory."""
+
+    backend = "memory"
+
+    def __init__(
+        self,
+        *,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
+        horizon_s: float = DEFAULT_HORIZON_S,
+        baseline_refresh_s: float = DEFAULT_BASELINE_REFRESH_S,
+    ) -> None:
+        """Create an empty store; each route keeps ``max_samples`` outcomes of ``horizon_s``."""
+        self.max_samples = max_samples
+        self.horizon_s = horizon_s
+        self.baseline_refresh_s = baseline_refresh_s
+        self._routes: dict[str, _Route] = {}
+        self._sla: dict[str, set[str]] = {}
+
+    def _route(self, route: str) -> _Route:
+        r = self._routes.get(route)
+        if r is None:
+            r = _Route(
+                breaker=Breaker(route=route),
+                window=RollingWindow(max_samples=self.max_samples, horizon_s=self.horizon_s),
+            )
+            self._routes[route] = r
+        return r
+
+    def _baseline(self, r: _Route, settings: BreakerSettings, now: float) -> float | None:
+        if r.baseline_at is None or now - r.baseline_at >= self.baseline_refresh_s:
+            held = r.window.outcomes(now=now, window_s=self.horizon_s)
+            r.baseline_ms = baseline_p95(held, min_samples=settings.min_calls)
+            r.baseline_at = now
+        return r.baseline_ms
+
+    async def record(self, outcome: CallOutcome, settings: BreakerSettings) -> Transition | None:
+        """Append ``outcome`` and apply the breaker under the route's lock."""
+        r = self._route(outcome.route)
+        async with r.lock:
+            r.window.add(outcome)
+            if outcome.probe:
+                r.last_probe_at, r.last_probe_ok = outcome.at, outcome.ok
+            now = outcome.at
+            recent = r.window.outcomes(now=now, window_s=breaker_window_s(settings))
+            stats = breaker_stats(
+                recent, settings, now=now, baseline_p95_ms=self._baseline(r, settings, now)
+            )
+            r.breaker, transition = on_outcome(r.breaker, outcome, stats, settings, now)
+            return transition
+
+    async def admit(self, route: str, settings: BreakerSettings, now: float) -> Admission:
+        """Ask the breaker; trial slots are taken under the route's lock."""
+        r = self._route(route)
+        async with r.lock:
+            r.breaker, admission, _ = admit(r.breaker, settings, now)
+            return admission
+
+    async def release_trial(self, route: str, now: float) -> None:
+        """Give back a trial slot."""
+        r = self._route(route)
+        async with r.lock:
+            r.breaker = release_trial(r.breaker, now)
+
+    async def force(self, route: str, target: BreakerState | None, now: float) -> Transition:
+        """Force or release the breaker; raises ``IllegalTransition`` for rejected moves."""
+        r = self._route(route)
+        async with r.lock:
+            r.breaker, transition = force(r.breaker, target, now)
+            return transition
+
+    async def breaker(self, route: str) -> Breaker:
+        """Return the route's breaker (CLOSED if never seen)."""
+        r = self._routes.get(route)
+        return r.breaker if r is not None else Breaker(route=route)
+
+    async def snapshot(
+        self,
+        routes: Sequence[str],
+        *,
+        now: float,
+        window_s: float,
+        min_calls: int,
+        role: str | None = None,
+    ) -> HealthSnapshot:
+        """Read every route in ``routes``; unseen routes appear CLOSED with empty stats."""
+        demoted = self._sla.get(role, set()) if role is not None else set()
+        out: dict[str, RouteHealth] = {}
+        for name in routes:
+            r = self._routes.get(name)
+            out[name] = route_health(
+                name,
+                r.breaker if r else Breaker(route=name),
+                r.window.outcomes(now=now, window_s=window_s) if r else (),
+                now=now,
+                window_s=window_s,
+                min_calls=min_calls,
+                sla_demoted=name in demoted,
+                last_probe_at=r.last_probe_at if r else None,
+                last_probe_ok=r.last_probe_ok if r else None,
+            )
+        return HealthSnapshot(taken_at=now, routes=out)
+
+    async def set_sla_demoted(self, role: str, route: str, demoted: bool) -> None:
+        """Mark or clear the role's latency demotion of ``route``."""
+        if demoted:
+            self._sla.setdefault(role, set()).add(route)
+        else:
+            self._sla.get(role, set()).discard(route)
+
+    async def status(self) -> StoreStatus:
+        """An in-memory store is always healthy."""
+        return StoreStatus(backend=self.backend, healthy=True)
+
+    async def close(self) -> None:
+        """Drop all state."""
+        self._routes.clear()
+        self._sla.clear()
+
+    # --- seeding and inspection, used by the Redis store's fallback view -----------------
+
+    def load_route(
+        self,
+        route: str,
+        *,
+        breaker: Breaker | None = None,
+        outcomes: Iterable[CallOutcome] = (),
+        last_probe_at: float | None = None,
+        last_probe_ok: bool | None = None,
+    ) -> None:
+        """Seed one route's state (e.g. the last state read from Redis), replacing any held."""
+        r = self._route(route)
+        if breaker is not None:
+            r.breaker = breaker
+        for o in sorted(outcomes, key=lambda o: o.at):
+            r.window.add(o)
+        if last_probe_at is not None:
+            r.last_probe_at, r.last_probe_ok = last_probe_at, last_probe_ok
+
+    def load_sla(self, role: str, demoted_routes: Iterable[str]) -> None:
+        """Seed the set of routes demoted for ``role``."""
+        self._sla[role] = set(demoted_routes)
+
+    def breakers(self) -> dict[str, Breaker]:
+        """Every breaker held, by route."""
+        return {name: r.breaker for name, r in self._routes.items()}
+
+    def window_len(self, route: str) -> int:
+        """How many outcomes the route's window holds (0 if unseen)."""
+        r = self._routes.get(route)
+        return len(r.window) if r else 0

@@ -1,0 +1,131 @@
+"""Fixtures for the store contract tests: a real Redis (or an embedded one), never a skip.
+
+Every test gets its own key namespace, deleted afterwards, so tests can run against a
+shared Redis in parallel with other suites. Backend-parametrized fixtures run each
+contract test once against memory and once against Redis.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import redis.asyncio as aioredis
+
+from stores.cache import MemoryResponseCache, RedisResponseCache, ResponseCache
+from stores.embedded_redis import EmbeddedRedis
+from stores.health import HealthStore, MemoryHealthStore, RedisHealthStore
+from stores.redis_link import fail_fast_client
+
+
+class FakeClock:
+    """A settable clock for reconnect pacing; tests advance it instead of sleeping."""
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _redis_answers(url: str) -> bool:
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5)
+    try:
+        return bool(client.ping())
+    except (redis.ConnectionError, redis.TimeoutError):
+        return False
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """REDIS_URL (default local 6379) if it answers, else a session-wide embedded server."""
+    url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    if _redis_answers(url):
+        yield url
+        return
+    with EmbeddedRedis() as server:
+        yield server.url
+
+
+@pytest.fixture
+def namespace() -> str:
+    """A key namespace unique to this test."""
+    return f"test-stores-{uuid.uuid4().hex[:12]}"
+
+
+async def _delete_namespace(url: str, namespace: str) -> None:
+    cleaner = fail_fast_client(url)
+    try:
+        keys = [k async for k in cleaner.scan_iter(match=f"{namespace}:*", count=1000)]
+        if keys:
+            await cleaner.delete(*keys)
+    finally:
+        await cleaner.aclose()
+
+
+@pytest.fixture
+async def redis_client(redis_url: str, namespace: str) -> AsyncIterator[aioredis.Redis]:
+    """A fail-fast client for the test; deletes the test's namespace afterwards."""
+    client = fail_fast_client(redis_url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+        await _delete_namespace(redis_url, namespace)
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def health_store(
+    request: pytest.FixtureRequest, redis_url: str, namespace: str
+) -> AsyncIterator[HealthStore]:
+    """The health store under test, once per backend."""
+    if request.param == "memory":
+        yield MemoryHealthStore()
+        return
+    store = RedisHealthStore(fail_fast_client(redis_url), namespace=namespace)
+    try:
+        yield store
+    finally:
+        await store.close()
+        await _delete_namespace(redis_url, namespace)
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def cache(
+    request: pytest.FixtureRequest, redis_url: str, namespace: str
+) -> AsyncIterator[ResponseCache]:
+    """The response cache under test, once per backend."""
+    if request.param == "memory":
+        yield MemoryResponseCache(max_entries=16)
+        return
+    store = RedisResponseCache(fail_fast_client(redis_url), namespace=namespace)
+    try:
+        yield store
+    finally:
+        await store.close()
+        await _delete_namespace(redis_url, namespace)
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    """A clock the test advances by hand."""
+    return FakeClock()
+
+
+@pytest.fixture
+def embedded_redis() -> Iterator[EmbeddedRedis]:
+    """A private embedded server this test may kill and restart."""
+    server = EmbeddedRedis().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,234 @@
+"""The health store contract, run against the in-memory store and against real Redis.
+
+Anything a planner or the health monitor relies on is asserted here once, so both
+implementations behave identically: breaker transitions driven by recorded outcomes,
+atomic half-open trial slots, forcing, snapshots and SLA demotion flags.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from providers.errors import ErrorClass
+from resilience.breaker import BreakerReason, IllegalTransition
+from resilience.config import BreakerSettings
+from resilience.contracts import BreakerState, CallOutcome
+from stores.health import HealthStore
+
+T0 = 1_700_000_000.0
+ROUTE = "anthropic-us-east"
+SETTINGS = BreakerSettings()
+
+
+def ok(at: float, latency_ms: float = 100.0, **kw: object) -> CallOutcome:
+    return CallOutcome(route=kw.pop("route", ROUTE), at=at, ok=True, latency_ms=latency_ms, **kw)
+
+
+def err(at: float, ec: ErrorClass = ErrorClass.SERVER_ERROR, **kw: object) -> CallOutcome:
+    return CallOutcome(
+        route=kw.pop("route", ROUTE), at=at, ok=False, error_class=ec, latency_ms=50.0, **kw
+    )
+
+
+async def trip(store: HealthStore, at: float = T0) -> float:
+    """Record errors until the breaker opens; return the time of the tripping outcome."""
+    for i in range(SETTINGS.min_calls):
+        t = at + i * 0.1
+        transition = await store.record(err(t), SETTINGS)
+        if transition is not None:
+            return t
+    raise AssertionError("breaker never tripped")
+
+
+async def test_unseen_route_is_closed(health_store: HealthStore) -> None:
+    """A route with no history has a fresh CLOSED breaker and empty stats."""
+    b = await health_store.breaker("never-seen")
+    assert (b.state, b.version, b.trips) == (BreakerState.CLOSED, 0, 0)
+    snap = await health_store.snapshot(["never-seen"], now=T0, window_s=30, min_calls=10)
+    rh = snap.get("never-seen")
+    assert rh.breaker is BreakerState.CLOSED and rh.stats.calls == 0 and not snap.store_degraded
+
+
+async def test_errors_below_min_calls_do_not_trip(health_store: HealthStore) -> None:
+    """Fewer than min_calls outcomes never trip on the error rate, however bad they are."""
+    for i in range(SETTINGS.min_calls - 1):
+        assert await health_store.record(err(T0 + i), SETTINGS) is None
+    assert (await health_store.breaker(ROUTE)).state is BreakerState.CLOSED
+
+
+async def test_error_rate_trips_once(health_store: HealthStore) -> None:
+    """Crossing the error-rate threshold opens the breaker once, with the right cool-down."""
+    transitions = []
+    for i in range(20):
+        t = await health_store.record(err(T0 + i * 0.1), SETTINGS)
+        if t is not None:
+            transitions.append(t)
+    assert len(transitions) == 1
+    t = transitions[0]
+    assert (t.from_state, t.to_state, t.reason) == (
+        BreakerState.CLOSED,
+        BreakerState.OPEN,
+        BreakerReason.ERROR_RATE,
+    )
+    b = await health_store.breaker(ROUTE)
+    assert b.state is BreakerState.OPEN and b.trips == 1
+    assert b.open_until == pytest.approx(t.at + SETTINGS.open_duration_s)
+
+
+async def test_auth_error_trips_immediately(health_store: HealthStore) -> None:
+    """A single auth failure opens the breaker without waiting for min_calls."""
+    transition = await health_store.record(err(T0, ErrorClass.AUTH), SETTINGS)
+    assert transition is not None and transition.reason is BreakerReason.AUTH_FAILURE
+
+
+async def test_outcomes_outside_window_are_forgotten(health_store: HealthStore) -> None:
+    """Errors older than the error window do not count towards a later trip."""
+    for i in range(SETTINGS.min_calls - 1):
+        await health_store.record(err(T0 + i * 0.1), SETTINGS)
+    later = T0 + SETTINGS.semantic_window_s + 1
+    # Were the old errors still counted, the first success would make 9/10 errors and trip.
+    for i in range(SETTINGS.min_calls):
+        assert await health_store.record(ok(later + i * 0.1), SETTINGS) is None
+    assert (await health_store.breaker(ROUTE)).state is BreakerState.CLOSED
+
+
+async def test_open_rejects_until_cool_down(health_store: HealthStore) -> None:
+    """An open breaker rejects with retry_at = open_until and names the route."""
+    at = await trip(health_store)
+    adm = await health_store.admit(ROUTE, SETTINGS, at + 1)
+    assert not adm.permitted and adm.route == ROUTE
+    assert adm.retry_at == pytest.approx(at + SETTINGS.open_duration_s)
+
+
+async def test_half_open_trial_budget(health_store: HealthStore) -> None:
+    """After the cool-down, exactly half_open_max_trials concurrent trials are admitted."""
+    at = await trip(health_store)
+    later = at + SETTINGS.open_duration_s
+    admissions = [await health_store.admit(ROUTE, SETTINGS, later) for _ in range(5)]
+    assert [a.permitted for a in admissions] == [True, True, True, False, False]
+    assert all(a.trial for a in admissions[:3])
+    b = await health_store.breaker(ROUTE)
+    assert b.state is BreakerState.HALF_OPEN and b.trials_in_flight == 3
+
+
+async def test_release_trial_frees_a_slot(health_store: HealthStore) -> None:
+    """A released (cancelled) trial gives its slot to the next caller."""
+    at = await trip(health_store)
+    later = at + SETTINGS.open_duration_s
+    for _ in range(SETTINGS.half_open_max_trials):
+        assert (await health_store.admit(ROUTE, SETTINGS, later)).permitted
+    assert not (await health_store.admit(ROUTE, SETTINGS, later)).permitted
+    await health_store.release_trial(ROUTE, later)
+    assert (await health_store.admit(ROUTE, SETTINGS, later)).permitted
+
+
+async def test_good_trials_close(health_store: HealthStore) -> None:
+    """N consecutive good trials close a half-open breaker (and only then)."""
+    at = await trip(health_store)
+    later = at + SETTINGS.open_duration_s
+    transitions = []
+    for i in range(SETTINGS.close_after_consecutive_successes):
+        assert (await health_store.admit(ROUTE, SETTINGS, later + i)).trial
+        transitions.append(await health_store.record(ok(later + i, trial=True), SETTINGS))
+    assert transitions[:-1] == [None] * (len(transitions) - 1)
+    assert transitions[-1] is not None and transitions[-1].reason is BreakerReason.TRIALS_PASSED
+    b = await health_store.breaker(ROUTE)
+    assert b.state is BreakerState.CLOSED and b.trips == 0
+
+
+async def test_bad_trial_reopens_longer(health_store: HealthStore) -> None:
+    """A failed trial reopens the breaker for open_duration x multiplier."""
+    at = await trip(health_store)
+    later = at + SETTINGS.open_duration_s
+    assert (await health_store.admit(ROUTE, SETTINGS, later)).trial
+    transition = await health_store.record(err(later + 1, trial=True), SETTINGS)
+    assert transition is not None and transition.reason is BreakerReason.TRIAL_FAILED
+    expected = later + 1 + SETTINGS.open_duration_s * SETTINGS.open_duration_multiplier
+    assert transition.open_until == pytest.approx(expected)
+    assert (await health_store.breaker(ROUTE)).trips == 2
+
+
+async def test_open_never_closes_by_itself(health_store: HealthStore) -> None:
+    """Successes recorded while OPEN (late non-trial calls) do not close the breaker."""
+    at = await trip(health_store)
+    for i in range(20):
+        assert await health_store.record(ok(at + 1 + i), SETTINGS) is None
+    assert (await health_store.breaker(ROUTE)).state is BreakerState.OPEN
+
+
+async def test_force_and_release(health_store: HealthStore) -> None:
+    """Forced open rejects every call; release returns to CLOSED; illegal moves raise."""
+    t = await health_store.force(ROUTE, BreakerState.FORCED_OPEN, T0)
+    assert t.to_state is BreakerState.FORCED_OPEN
+    adm = await health_store.admit(ROUTE, SETTINGS, T0 + 1)
+    assert not adm.permitted and adm.reason is BreakerReason.FORCED_OPEN
+    with pytest.raises(IllegalTransition):
+        await health_store.force(ROUTE, BreakerState.FORCED_OPEN, T0 + 2)
+    released = await health_store.force(ROUTE, None, T0 + 3)
+    assert released.to_state is BreakerState.CLOSED
+    assert (await health_store.admit(ROUTE, SETTINGS, T0 + 4)).permitted
+
+
+async def test_slow_calls_trip_against_baseline(health_store: HealthStore) -> None:
+    """With no absolute slow-call threshold, calls 10x the route's baseline p95 trip it."""
+    settings = BreakerSettings(slow_call_ms=None)
+    for i in range(20):
+        assert await health_store.record(ok(T0 + i, 100.0), settings) is None
+    transition = None
+    start = T0 + 20 + settings.error_window_s  # after the baseline refresh interval
+    for i in range(40):
+        transition = await health_store.record(ok(start + i, 1000.0), settings)
+        if transition is not None:
+            break
+    assert transition is not None and transition.reason is BreakerReason.SLOW_CALLS
+
+
+async def test_snapshot_stats_and_probe(health_store: HealthStore) -> None:
+    """A snapshot carries window percentiles, breaker state and the last probe result."""
+    for i, latency in enumerate([100.0, 200.0, 300.0, 400.0]):
+        await health_store.record(ok(T0 + i, latency), SETTINGS)
+    await health_store.record(ok(T0 - 100, 9999.0), SETTINGS)  # outside the window
+    await health_store.record(err(T0 + 5, probe=True), SETTINGS)
+    snap = await health_store.snapshot([ROUTE], now=T0 + 6, window_s=30, min_calls=3)
+    rh = snap.get(ROUTE)
+    assert rh.stats.calls == 5 and rh.stats.errors == 1 and rh.stats.enough_samples
+    assert rh.stats.p50_ms == 200.0 and rh.stats.p99_ms == 400.0 and rh.stats.probes == 1
+    assert (rh.last_probe_at, rh.last_probe_ok) == (T0 + 5, False)
+    assert rh.breaker is BreakerState.CLOSED and snap.taken_at == T0 + 6
+
+
+async def test_snapshot_reports_open_breaker(health_store: HealthStore) -> None:
+    """A snapshot shows an open breaker with its open_until and reason."""
+    at = await trip(health_store)
+    snap = await health_store.snapshot([ROUTE, "other"], now=at + 1, window_s=30, min_calls=10)
+    rh = snap.get(ROUTE)
+    assert rh.breaker is BreakerState.OPEN and rh.breaker_reason == BreakerReason.ERROR_RATE.value
+    assert rh.open_until == pytest.approx(at + SETTINGS.open_duration_s)
+    assert snap.get("other").breaker is BreakerState.CLOSED
+
+
+async def test_sla_demotion_is_per_role(health_store: HealthStore) -> None:
+    """An SLA demotion applies to the role that set it, and can be cleared."""
+    await health_store.set_sla_demoted("reasoning", ROUTE, True)
+    snap = await health_store.snapshot([ROUTE], now=T0, window_s=30, min_calls=1, role="reasoning")
+    assert snap.get(ROUTE).sla_demoted
+    other = await health_store.snapshot([ROUTE], now=T0, window_s=30, min_calls=1, role="critic")
+    assert not other.get(ROUTE).sla_demoted
+    no_role = await health_store.snapshot([ROUTE], now=T0, window_s=30, min_calls=1)
+    assert not no_role.get(ROUTE).sla_demoted
+    await health_store.set_sla_demoted("reasoning", ROUTE, False)
+    snap = await health_store.snapshot([ROUTE], now=T0, window_s=30, min_calls=1, role="reasoning")
+    assert not snap.get(ROUTE).sla_demoted
+
+
+async def test_routes_are_independent(health_store: HealthStore) -> None:
+    """Tripping one route leaves every other route closed."""
+    await trip(health_store)
+    await health_store.record(ok(T0, route="openai-us"), SETTINGS)
+    assert (await health_store.breaker("openai-us")).state is BreakerState.CLOSED
+
+
+async def test_status_healthy(health_store: HealthStore) -> None:
+    """A store with a reachable backend reports healthy with nothing pending."""
+    status = await health_store.status()
+    assert status.healthy and status.pending_sync == 0 and status.degraded_since is None

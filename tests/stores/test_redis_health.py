@@ -1,0 +1,203 @@
+"""Redis-only guarantees of the health store: many workers, restarts, bounds, Redis loss.
+
+Each "worker" is a separate :class:`RedisHealthStore` with its own client (so its own
+connections), which is how separate worker processes look to Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from providers.errors import ErrorClass
+from resilience.breaker import BreakerReason
+from resilience.config import BreakerSettings
+from resilience.contracts import BreakerState, CallOutcome
+from stores.embedded_redis import EmbeddedRedis
+from stores.health import RedisHealthStore
+from stores.redis_link import fail_fast_client
+
+T0 = 1_700_000_000.0
+ROUTE = "openai-us"
+SETTINGS = BreakerSettings()
+
+
+def err(at: float, ec: ErrorClass = ErrorClass.SERVER_ERROR, **kw: object) -> CallOutcome:
+    return CallOutcome(route=ROUTE, at=at, ok=False, error_class=ec, latency_ms=40.0, **kw)
+
+
+def ok(at: float, **kw: object) -> CallOutcome:
+    return CallOutcome(route=ROUTE, at=at, ok=True, latency_ms=80.0, **kw)
+
+
+def workers(url: str, namespace: str, n: int, **kw: object) -> list[RedisHealthStore]:
+    return [RedisHealthStore(fail_fast_client(url), namespace=namespace, **kw) for _ in range(n)]
+
+
+async def close_all(stores: list[RedisHealthStore]) -> None:
+    for s in stores:
+        await s.close()
+
+
+async def test_concurrent_recorders_lose_nothing_and_trip_once(
+    redis_url: str, namespace: str, redis_client
+) -> None:
+    """8 workers x 50 failing outcomes: all 400 are stored and exactly one CLOSED->OPEN."""
+    stores = workers(redis_url, namespace, 8)
+
+    async def run(w: int) -> list:
+        store = stores[w]
+        got = []
+        for i in range(50):
+            t = await store.record(err(T0 + i * 0.01 + w * 0.001), SETTINGS)
+            if t is not None:
+                got.append(t)
+        return got
+
+    try:
+        results = await asyncio.gather(*(run(w) for w in range(8)))
+    finally:
+        await close_all(stores)
+    transitions = [t for ts in results for t in ts]
+    assert [(t.from_state, t.to_state) for t in transitions] == [
+        (BreakerState.CLOSED, BreakerState.OPEN)
+    ]
+    probe = RedisHealthStore(redis_client, namespace=namespace)
+    assert await redis_client.zcard(probe.outcomes_key(ROUTE)) == 400
+    b = await probe.breaker(ROUTE)
+    assert b.state is BreakerState.OPEN and b.trips == 1
+    snap = await probe.snapshot([ROUTE], now=T0 + 1, window_s=30, min_calls=10)
+    assert snap.get(ROUTE).stats.calls == 400
+
+
+async def test_concurrent_admits_respect_trial_budget(
+    redis_url: str, namespace: str, redis_client
+) -> None:
+    """16 workers asking at once into a half-open breaker get exactly the trial budget."""
+    first = RedisHealthStore(redis_client, namespace=namespace)
+    await first.record(err(T0 - 1, ErrorClass.AUTH), SETTINGS)
+    later = (await first.breaker(ROUTE)).open_until
+    assert later is not None
+    stores = workers(redis_url, namespace, 16)
+    try:
+        admissions = await asyncio.gather(*(s.admit(ROUTE, SETTINGS, later) for s in stores))
+    finally:
+        await close_all(stores)
+    assert sum(a.permitted for a in admissions) == SETTINGS.half_open_max_trials
+    b = await first.breaker(ROUTE)
+    assert b.state is BreakerState.HALF_OPEN
+    assert b.trials_in_flight == SETTINGS.half_open_max_trials
+
+
+async def test_state_survives_worker_restart(redis_url: str, namespace: str, redis_client) -> None:
+    """A new store object (a restarted worker) sees the breaker and window left in Redis."""
+    [old] = workers(redis_url, namespace, 1)
+    for i in range(12):
+        await old.record(err(T0 + i * 0.1), SETTINGS)
+    await old.set_sla_demoted("planner", ROUTE, True)
+    await old.close()
+
+    fresh = RedisHealthStore(redis_client, namespace=namespace)
+    snap = await fresh.snapshot([ROUTE], now=T0 + 2, window_s=30, min_calls=10, role="planner")
+    rh = snap.get(ROUTE)
+    assert rh.breaker is BreakerState.OPEN and rh.stats.calls == 12 and rh.sla_demoted
+    assert not (await fresh.admit(ROUTE, SETTINGS, T0 + 3)).permitted
+
+
+async def test_memory_is_bounded(redis_client, namespace: str) -> None:
+    """The outcome set is trimmed to max_samples and to the horizon, and carries a TTL."""
+    store = RedisHealthStore(
+        redis_client, namespace=namespace, max_samples=50, horizon_s=100.0, ttl_s=300.0
+    )
+    key = store.outcomes_key(ROUTE)
+    for i in range(120):
+        await store.record(ok(T0 + i * 0.1), SETTINGS)
+    assert await redis_client.zcard(key) == 50
+    assert 0 < await redis_client.pttl(key) <= 300_000
+    await store.record(ok(T0 + 500), SETTINGS)  # everything else is now past the horizon
+    assert await redis_client.zcard(key) == 1
+
+
+async def test_breaker_key_has_no_ttl(redis_client, namespace: str) -> None:
+    """An open breaker's state never expires on its own (that would close it silently)."""
+    store = RedisHealthStore(redis_client, namespace=namespace)
+    await store.record(err(T0, ErrorClass.AUTH), SETTINGS)
+    assert await redis_client.pttl(store.breaker_key(ROUTE)) == -1
+
+
+async def test_ttl_must_cover_horizon(redis_client, namespace: str) -> None:
+    """A key TTL shorter than the window horizon is rejected at construction."""
+    with pytest.raises(ValueError, match="horizon"):
+        RedisHealthStore(redis_client, namespace=namespace, ttl_s=10.0, horizon_s=600.0)
+
+
+async def test_redis_lost_mid_run(
+    embedded_redis: EmbeddedRedis, caplog: pytest.LogCaptureFixture, fake_clock
+) -> None:
+    """Redis dies: calls keep working locally, status degrades; it returns: state resyncs."""
+    clock = fake_clock
+    store = RedisHealthStore(
+        fail_fast_client(embedded_redis.url),
+        namespace="lost",
+        reconnect_interval_s=5.0,
+        clock=clock,
+    )
+    try:
+        for i in range(5):
+            await store.record(ok(T0 + i), SETTINGS)
+        await store.snapshot([ROUTE], now=T0 + 5, window_s=30, min_calls=10)
+
+        caplog.set_level(logging.WARNING, logger="stores.redis_link")
+        await asyncio.to_thread(embedded_redis.kill)
+        transitions = [await store.record(err(T0 + 10 + i * 0.1), SETTINGS) for i in range(10)]
+        # The local view was seeded with the 5 successes seen before the outage:
+        # 10 errors of 15 calls trips on the error rate, exactly once.
+        tripped = [t for t in transitions if t is not None]
+        assert len(tripped) == 1 and tripped[0].reason is BreakerReason.ERROR_RATE
+        snap = await store.snapshot([ROUTE], now=T0 + 12, window_s=30, min_calls=10)
+        assert snap.store_degraded and snap.get(ROUTE).stats.calls == 15
+        status = await store.status()
+        assert not status.healthy and status.pending_sync == 10
+        assert status.degraded_since == clock.now and "ConnectionError" in (status.last_error or "")
+        warnings = [r for r in caplog.records if "unreachable" in r.getMessage()]
+        assert len(warnings) == 1
+
+        await asyncio.to_thread(embedded_redis.start)  # same port, empty (no persistence)
+        clock.advance(2.0)
+        assert not (await store.status()).healthy  # no reconnect before the interval
+        clock.advance(5.0)
+        status = await store.status()
+        assert status.healthy and status.pending_sync == 0
+
+        check = fail_fast_client(embedded_redis.url)
+        try:
+            assert await check.zcard(store.outcomes_key(ROUTE)) == 10
+        finally:
+            await check.aclose()
+        assert (await store.breaker(ROUTE)).state is BreakerState.OPEN
+        snap = await store.snapshot([ROUTE], now=T0 + 12, window_s=30, min_calls=10)
+        assert not snap.store_degraded and snap.get(ROUTE).breaker is BreakerState.OPEN
+    finally:
+        await store.close()
+
+
+async def test_replay_is_bounded(embedded_redis: EmbeddedRedis, fake_clock) -> None:
+    """While degraded, at most max_pending writes are kept for replay; the rest are counted."""
+    clock = fake_clock
+    store = RedisHealthStore(
+        fail_fast_client(embedded_redis.url),
+        namespace="bounded",
+        max_pending=5,
+        reconnect_interval_s=60.0,
+        clock=clock,
+    )
+    try:
+        await asyncio.to_thread(embedded_redis.kill)
+        for i in range(8):
+            await store.record(ok(T0 + i), SETTINGS)
+        status = await store.status()
+        assert (status.pending_sync, status.dropped_sync) == (5, 3)
+    finally:
+        await store.close()

@@ -1,0 +1,147 @@
+"""Inputs, outputs, signals and queries of the pipeline and health-monitor workflows."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from activities.models import ProbeResult
+from providers.models import Priority
+from resilience.contracts import AgentOutput, AttemptRecord, BreakerState
+from resilience.pipeline import FailoverSummary
+
+#: Search attributes the pipeline upserts; the dev server registers them at start.
+SA_FAILOVER_COUNT = "FailoverCount"
+SA_WORST_TIER = "WorstTier"
+SA_DEGRADED = "Degraded"
+SA_ESCALATION_STATE = "EscalationState"
+
+
+class ContextItem(BaseModel):
+    """A piece of context handed to every agent, tagged for triage."""
+
+    content: str = Field(min_length=1, max_length=200_000)
+    priority: Priority = Priority.SUPPORTING
+    source: str | None = None
+
+
+class PipelineOptions(BaseModel):
+    max_subtasks: int = Field(default=4, ge=1, le=8)
+    revision_rounds: int = Field(default=1, ge=0, le=2)
+    suppress_degraded_sections: bool = False
+    escalate_on_critical_degraded: bool = True
+    escalation_timeout_s: float = Field(default=900.0, ge=0.0, le=7 * 86400)
+
+
+class PipelineInput(BaseModel):
+    task: str = Field(min_length=1, max_length=20_000)
+    context: list[ContextItem] = Field(default_factory=list, max_length=200)
+    options: PipelineOptions = Field(default_factory=PipelineOptions)
+
+    @field_validator("task")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("task must not be blank")
+        return v
+
+
+class StepResult(BaseModel):
+    step: str
+    output: AgentOutput
+
+
+class Section(BaseModel):
+    """One specialist's contribution as it appears in the final answer."""
+
+    step: str
+    role: str
+    degraded: bool
+    suppressed: bool
+    capability: str
+    tier: int
+    reason_codes: list[str]
+
+
+class EscalationAction(StrEnum):
+    RETRY = "retry"
+    ACCEPT_DEGRADED = "accept_degraded"
+    PROVIDE_OUTPUT = "provide_output"
+    ABORT = "abort"
+
+
+class EscalationDecision(BaseModel):
+    """What a human decided about a paused pipeline (the ``resolve_escalation`` signal)."""
+
+    action: EscalationAction
+    output: str | None = None
+    operator: str = "unknown"
+    note: str = ""
+
+    @field_validator("output")
+    @classmethod
+    def _strip(cls, v: str | None) -> str | None:
+        return v.strip() if v is not None else None
+
+
+class EscalationState(StrEnum):
+    NONE = "none"
+    PENDING = "pending"
+    RESOLVED = "resolved"
+    TIMED_OUT = "timed_out"
+    ABORTED = "aborted"
+
+
+class PendingEscalation(BaseModel):
+    """The serialized state of a pipeline paused for a human."""
+
+    step: str
+    role: str
+    reason: str
+    output: AgentOutput
+    completed_steps: list[str]
+    pending_steps: list[str]
+    failover_history: dict[str, list[AttemptRecord]]
+
+
+class PipelineResult(BaseModel):
+    answer: str
+    confidence: float
+    degraded: bool
+    sections: list[Section]
+    steps: list[StepResult]
+    summary: FailoverSummary
+    escalation: EscalationState = EscalationState.NONE
+    critic_verdict: str | None = None
+    plan: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class PipelineStatus(BaseModel):
+    phase: str
+    completed_steps: list[str]
+    pending_steps: list[str]
+    summary: FailoverSummary
+    escalation: EscalationState
+    pending_escalation: PendingEscalation | None = None
+
+
+class MonitorInput(BaseModel):
+    routes: list[str] = Field(min_length=1)
+    interval_s: float = Field(default=12.0, ge=0.5, le=3600)
+    iterations_per_run: int = Field(default=200, ge=1, le=10_000)
+    paused: bool = False
+    last_results: dict[str, ProbeResult] = Field(default_factory=dict)
+    rounds: int = 0
+
+
+class ForceRouteSignal(BaseModel):
+    route: str
+    state: BreakerState | None = None
+
+
+class MonitorTable(BaseModel):
+    paused: bool
+    rounds: int
+    results: dict[str, ProbeResult]

@@ -1,0 +1,117 @@
+"""``HealthMonitorWorkflow``: active health probing, one per deployment.
+
+Every ``interval_s`` it probes each route with a tiny completion (the ``probe_endpoint``
+activity records the result, which is how open breakers get their half-open trials and
+close after N good probes). It continues-as-new every ``iterations_per_run`` rounds or
+when the server suggests it, so its history stays bounded. Signals force a route open or
+closed, release it, and pause or resume probing; the ``health`` query returns the table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from activities.models import ForceRouteInput, ProbeInput, ProbeResult
+    from workflows.models import ForceRouteSignal, MonitorInput, MonitorTable
+
+#: Workflow id the worker uses, so starting it again is idempotent.
+MONITOR_WORKFLOW_ID = "failover-health-monitor"
+PROBE_TIMEOUT = timedelta(seconds=30)
+# Probes are themselves the retry loop: a failed probe is data, not something to repeat.
+_NO_RETRY = RetryPolicy(maximum_attempts=1)
+
+
+@workflow.defn(name="HealthMonitorWorkflow")
+class HealthMonitorWorkflow:
+    def __init__(self) -> None:
+        self._paused = False
+        self._results: dict[str, ProbeResult] = {}
+        self._forces: list[ForceRouteSignal] = []
+        self._rounds = 0
+        self._wake = False
+
+    @workflow.run
+    async def run(self, inp: MonitorInput) -> None:
+        self._paused = inp.paused
+        self._results = dict(inp.last_results)
+        self._rounds = inp.rounds
+        for _ in range(inp.iterations_per_run):
+            await self._apply_forces()
+            if not self._paused:
+                await self._probe_all(inp.routes)
+                self._rounds += 1
+            self._wake = False
+            try:
+                await workflow.wait_condition(
+                    lambda: self._wake, timeout=timedelta(seconds=inp.interval_s)
+                )
+            except asyncio.TimeoutError:
+                pass
+            if workflow.info().is_continue_as_new_suggested():
+                break
+        await self._apply_forces()
+        # Wait for signal handlers to finish so nothing is lost across the boundary.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(
+            inp.model_copy(
+                update={
+                    "paused": self._paused,
+                    "last_results": self._results,
+                    "rounds": self._rounds,
+                }
+            )
+        )
+
+    async def _probe_all(self, routes: list[str]) -> None:
+        now = workflow.now().timestamp()
+        handles = [
+            workflow.start_activity(
+                "probe_endpoint",
+                ProbeInput(route=r, now=now),
+                result_type=ProbeResult,
+                start_to_close_timeout=PROBE_TIMEOUT,
+                summary=f"probe {r}",
+                retry_policy=_NO_RETRY,
+            )
+            for r in routes
+        ]
+        for route, h in zip(routes, handles, strict=True):
+            try:
+                self._results[route] = await h
+            except Exception as exc:  # noqa: BLE001 - a failed probe activity must not stop probing
+                workflow.logger.warning("probe of %s failed: %s", route, exc)
+
+    async def _apply_forces(self) -> None:
+        while self._forces:
+            sig = self._forces.pop(0)
+            await workflow.execute_activity(
+                "force_route",
+                ForceRouteInput(route=sig.route, state=sig.state, now=workflow.now().timestamp()),
+                start_to_close_timeout=timedelta(seconds=10),
+                retry_policy=_NO_RETRY,
+            )
+
+    @workflow.signal(name="force_route")
+    def force_route(self, sig: ForceRouteSignal) -> None:
+        """Force a route open/closed (state) or release it (state null)."""
+        self._forces.append(sig)
+        self._wake = True
+
+    @workflow.signal(name="pause")
+    def pause(self) -> None:
+        self._paused = True
+
+    @workflow.signal(name="resume")
+    def resume(self) -> None:
+        self._paused = False
+        self._wake = True
+
+    @workflow.query(name="health")
+    def health(self) -> MonitorTable:
+        return MonitorTable(paused=self._paused, rounds=self._rounds, results=self._results)
+

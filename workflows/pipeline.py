@@ -1,0 +1,313 @@
+"""``AgentPipelineWorkflow``: planner → specialists in parallel → critic → synthesis.
+
+Every agent call goes through :func:`workflows.resilient.resilient_complete`. The
+workflow keeps a visible record as it goes: ``status`` and ``failover_history`` queries,
+and the search attributes FailoverCount, WorstTier, Degraded and EscalationState, so
+"every pipeline that degraded" is one filter in the Temporal UI. When a critical role
+can only be answered by its static fallback, the pipeline pauses for a human with its
+state serialized, and waits for ``resolve_escalation``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from pydantic import ValidationError
+
+    from activities.models import PipelineRoles, PipelineRolesInput
+    from resilience.contracts import AgentOutput, AttemptRecord, Capability, ReasonCode
+    from resilience.pipeline import (
+        FailoverSummary,
+        PlanError,
+        Subtask,
+        critic_request,
+        dumps_plan,
+        final_answer,
+        is_section_degraded,
+        needs_escalation,
+        parse_plan,
+        parse_verdict,
+        planner_request,
+        specialist_request,
+        summarize,
+        synthesis_request,
+    )
+    from workflows.models import (
+        SA_DEGRADED,
+        SA_ESCALATION_STATE,
+        SA_FAILOVER_COUNT,
+        SA_WORST_TIER,
+        EscalationAction,
+        EscalationDecision,
+        EscalationState,
+        PendingEscalation,
+        PipelineInput,
+        PipelineResult,
+        PipelineStatus,
+        Section,
+        StepResult,
+    )
+    from workflows.resilient import resilient_complete
+
+FAILOVER_COUNT = SearchAttributeKey.for_int(SA_FAILOVER_COUNT)
+WORST_TIER = SearchAttributeKey.for_int(SA_WORST_TIER)
+DEGRADED = SearchAttributeKey.for_bool(SA_DEGRADED)
+ESCALATION_STATE = SearchAttributeKey.for_keyword(SA_ESCALATION_STATE)
+SEARCH_ATTRIBUTES = (FAILOVER_COUNT, WORST_TIER, DEGRADED, ESCALATION_STATE)
+
+#: Roles the pipeline stages use; specialists are every other role in the policy.
+PLANNER, CRITIC, SYNTHESIS = "planner", "critic", "synthesis"
+INVALID_INPUT = "invalid_pipeline_input"
+ABORTED = "aborted_by_operator"
+
+
+@workflow.defn(name="AgentPipelineWorkflow")
+class AgentPipelineWorkflow:
+    def __init__(self) -> None:
+        self._phase = "starting"
+        self._steps: list[StepResult] = []
+        self._pending: list[str] = []
+        self._escalation = EscalationState.NONE
+        self._pending_escalation: PendingEscalation | None = None
+        self._decision: EscalationDecision | None = None
+        self._critical: set[str] = set()
+
+    @workflow.run
+    async def run(self, inp: PipelineInput) -> PipelineResult:
+        try:
+            inp = PipelineInput.model_validate(inp.model_dump())
+        except ValidationError as exc:  # pragma: no cover - converter already validated
+            raise ApplicationError(str(exc), type=INVALID_INPUT, non_retryable=True) from exc
+        opts = inp.options
+        context = [(c.content, c.priority) for c in inp.context]
+        roles = await self._load_roles()
+        self._critical = set(roles.critical)
+        specialists = roles.specialists
+
+        self._phase = "planning"
+        self._pending = [PLANNER, "specialists", CRITIC, SYNTHESIS]
+        plan_out = await self._step(
+            PLANNER, PLANNER, planner_request(inp.task, context, specialists), opts
+        )
+        try:
+            subtasks = parse_plan(
+                plan_out.data, known_roles=specialists, max_subtasks=opts.max_subtasks
+            )
+        except PlanError as exc:
+            # A schema-valid but unusable plan: fall back to one subtask per specialist.
+            workflow.logger.warning("planner output unusable (%s); using a default plan", exc)
+            subtasks = [
+                Subtask(id=f"s{i + 1}", role=r, instruction=inp.task)
+                for i, r in enumerate(specialists[: opts.max_subtasks])
+            ]
+
+        self._phase = "specialists"
+        sections = await self._run_specialists(inp.task, subtasks, context, [], opts)
+
+        verdict = None
+        for round_no in range(opts.revision_rounds + 1):
+            self._phase = "critic"
+            critic_out = await self._step(
+                f"{CRITIC}#{round_no + 1}", CRITIC, critic_request(inp.task, sections), opts
+            )
+            verdict, reasons = parse_verdict(critic_out.data)
+            if verdict == "approve" or round_no == opts.revision_rounds:
+                break
+            self._phase = "revision"
+            sections = await self._run_specialists(inp.task, subtasks, context, reasons, opts)
+
+        self._phase = "synthesis"
+        synth = await self._step(
+            SYNTHESIS,
+            SYNTHESIS,
+            synthesis_request(
+                inp.task, sections, suppress_degraded=opts.suppress_degraded_sections
+            ),
+            opts,
+        )
+        answer, confidence = final_answer(
+            synth, sections, suppress_degraded=opts.suppress_degraded_sections
+        )
+        self._phase = "done"
+        self._pending = []
+        summary = self._summary()
+        return PipelineResult(
+            answer=answer,
+            confidence=confidence,
+            degraded=bool(summary.degraded_steps),
+            sections=[
+                Section(
+                    step=step,
+                    role=out.role,
+                    degraded=is_section_degraded(out),
+                    suppressed=opts.suppress_degraded_sections and is_section_degraded(out),
+                    capability=out.capability.value,
+                    tier=out.tier,
+                    reason_codes=[c.value for c in out.reason_codes],
+                )
+                for step, out in sections
+            ],
+            steps=list(self._steps),
+            summary=summary,
+            escalation=self._escalation,
+            critic_verdict=verdict,
+            plan=dumps_plan(subtasks),
+        )
+
+    # -- stages -------------------------------------------------------------------------
+
+    async def _load_roles(self) -> PipelineRoles:
+        return await workflow.execute_local_activity(
+            "pipeline_roles",
+            PipelineRolesInput(),
+            result_type=PipelineRoles,
+            start_to_close_timeout=timedelta(seconds=10),
+        )
+
+    async def _run_specialists(
+        self, task: str, subtasks: list[Subtask], context, feedback: list[str], opts
+    ) -> list[tuple[str, AgentOutput]]:
+        upstream = self._upstream_reasons()
+        names = [f"{s.role}:{s.id}" + ("/rev" if feedback else "") for s in subtasks]
+        outs = await asyncio.gather(
+            *(
+                self._step(
+                    name,
+                    s.role,
+                    specialist_request(task, s, context, feedback),
+                    opts,
+                    upstream=upstream,
+                )
+                for name, s in zip(names, subtasks, strict=True)
+            )
+        )
+        return list(zip(names, outs, strict=True))
+
+    async def _step(self, name: str, role: str, request, opts, upstream=None) -> AgentOutput:
+        out = await resilient_complete(role, request, upstream_reasons=upstream)
+        while needs_escalation(out, critical=role in self._critical) and opts.escalate_on_critical_degraded:
+            decision = await self._escalate(name, role, out, opts.escalation_timeout_s)
+            if decision is None:
+                out = out.model_copy(
+                    update={"reason_codes": [*out.reason_codes, ReasonCode.ESCALATED]}
+                )
+                break
+            if decision.action is EscalationAction.ABORT:
+                self._escalation = EscalationState.ABORTED
+                self._upsert()
+                raise ApplicationError(
+                    f"pipeline aborted by {decision.operator} at step {name}: {decision.note}",
+                    type=ABORTED,
+                    non_retryable=True,
+                )
+            if decision.action is EscalationAction.RETRY:
+                out = await resilient_complete(role, request, upstream_reasons=upstream)
+                continue
+            if decision.action is EscalationAction.PROVIDE_OUTPUT:
+                out = AgentOutput(
+                    role=role,
+                    content=decision.output or "",
+                    capability=Capability.FULL,
+                    tier=0,
+                    route="human",
+                    model=f"operator:{decision.operator}",
+                    reason_codes=[ReasonCode.HUMAN_PROVIDED, ReasonCode.ESCALATED],
+                    confidence=1.0,
+                    attempts=out.attempts,
+                )
+            else:
+                out = out.model_copy(
+                    update={
+                        "reason_codes": [
+                            *out.reason_codes,
+                            ReasonCode.ESCALATED,
+                            ReasonCode.ACCEPTED_DEGRADED,
+                        ]
+                    }
+                )
+            break
+        self._steps.append(StepResult(step=name, output=out))
+        if name in self._pending:
+            self._pending.remove(name)
+        self._upsert()
+        return out
+
+    async def _escalate(
+        self, step: str, role: str, out: AgentOutput, timeout_s: float
+    ) -> EscalationDecision | None:
+        """Pause with state serialized until a human decides, or the timeout lapses."""
+        self._decision = None
+        self._escalation = EscalationState.PENDING
+        self._pending_escalation = PendingEscalation(
+            step=step,
+            role=role,
+            reason=f"critical role {role!r} could only be answered by its static fallback",
+            output=out,
+            completed_steps=[s.step for s in self._steps],
+            pending_steps=list(self._pending),
+            failover_history=self._history(),
+        )
+        self._upsert()
+        workflow.logger.warning("pipeline escalated at step %s; waiting for a decision", step)
+        try:
+            await workflow.wait_condition(
+                lambda: self._decision is not None, timeout=timedelta(seconds=timeout_s)
+            )
+        except asyncio.TimeoutError:
+            self._escalation = EscalationState.TIMED_OUT
+            self._pending_escalation = None
+            self._upsert()
+            return None
+        self._escalation = EscalationState.RESOLVED
+        self._pending_escalation = None
+        self._upsert()
+        return self._decision
+
+    # -- visibility ---------------------------------------------------------------------
+
+    def _summary(self) -> FailoverSummary:
+        return summarize([(s.step, s.output) for s in self._steps])
+
+    def _upstream_reasons(self) -> list[ReasonCode]:
+        return [ReasonCode.UPSTREAM_DEGRADED] if self._summary().degraded_steps else []
+
+    def _history(self) -> dict[str, list[AttemptRecord]]:
+        return {s.step: s.output.attempts for s in self._steps}
+
+    def _upsert(self) -> None:
+        s = self._summary()
+        workflow.upsert_search_attributes(
+            [
+                FAILOVER_COUNT.value_set(s.failover_count),
+                WORST_TIER.value_set(s.worst_tier),
+                DEGRADED.value_set(bool(s.degraded_steps)),
+                ESCALATION_STATE.value_set(self._escalation.value),
+            ]
+        )
+
+    @workflow.signal(name="resolve_escalation")
+    def resolve_escalation(self, decision: EscalationDecision) -> None:
+        """A human's decision on a pending escalation (ignored when nothing is pending)."""
+        if self._escalation is EscalationState.PENDING:
+            self._decision = decision
+
+    @workflow.query(name="status")
+    def status(self) -> PipelineStatus:
+        return PipelineStatus(
+            phase=self._phase,
+            completed_steps=[s.step for s in self._steps],
+            pending_steps=list(self._pending),
+            summary=self._summary(),
+            escalation=self._escalation,
+            pending_escalation=self._pending_escalation,
+        )
+
+    @workflow.query(name="failover_history")
+    def failover_history(self) -> dict[str, list[AttemptRecord]]:
+        return self._history()

@@ -1,0 +1,408 @@
+"""``resilient_complete``: one agent call run through its failover plan, from workflow code.
+
+Any workflow can ``await resilient_complete(role, request)``. Each attempt is its own
+``call_model`` activity (so the Temporal UI shows one activity per route tried, with its
+outcome); decisions come from :mod:`resilience` with values recorded in history, so
+replay is deterministic. After the live tiers come the cache and the static fallback:
+the call always returns an :class:`AgentOutput`, never raises for a provider failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.models import (
+        CachedAnswer,
+        CacheLookupInput,
+        CacheStoreInput,
+        CallModelInput,
+        CallModelResult,
+        RoleContext,
+        RoleContextInput,
+    )
+    from providers.models import ChatRequest
+    from providers.tokens import estimate_request_tokens
+    from resilience.cachekey import cache_key
+    from resilience.config import RolePolicy
+    from resilience.contracts import AgentOutput, AttemptRecord, Capability, ReasonCode
+    from resilience.degrade import confidence_for, static_output
+    from resilience.outcomes import ATTEMPT_TIMEOUT, CallState, apply_failure
+    from resilience.planner import FailoverPlan, PlannedAttempt, RequestFacts, plan
+    from resilience.triage import triage
+
+#: Extra time Temporal allows beyond the activity's own budget before it times it out.
+ACTIVITY_GRACE = timedelta(seconds=2)
+#: Same-route retries Temporal may make for RETRY-class errors (server errors).
+SAME_ROUTE_ATTEMPTS = 2
+#: Heartbeat timeout for model calls: hedge cancellation is delivered on heartbeats.
+CALL_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+ROLE_CONTEXT_TIMEOUT = timedelta(seconds=10)
+
+
+@dataclass
+class _AttemptResult:
+    attempt: PlannedAttempt
+    record: AttemptRecord
+    result: CallModelResult | None = None
+    error_type: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    used_prefill: bool = False
+
+
+async def resilient_complete(
+    role: str,
+    request: ChatRequest,
+    *,
+    upstream_reasons: list[ReasonCode] | None = None,
+) -> AgentOutput:
+    """Run ``request`` for ``role`` through its failover plan and return the answer.
+
+    The result carries its degradation contract: capability, tier, route, reason codes,
+    confidence and every attempt (including routes skipped by the plan).
+    """
+    return await _ResilientCall(role, request, upstream_reasons or []).run()
+
+
+class _ResilientCall:
+    def __init__(self, role: str, request: ChatRequest, upstream: list[ReasonCode]) -> None:
+        self.role_name = role
+        self.request = request
+        self.upstream = upstream
+        self.attempts: list[AttemptRecord] = []
+        self.state = CallState()
+        self.hedges_used = 0
+
+    async def run(self) -> AgentOutput:
+        started = workflow.now()
+        ctx: RoleContext = await workflow.execute_local_activity(
+            "role_context",
+            RoleContextInput(role=self.role_name, now=started.timestamp()),
+            result_type=RoleContext,
+            start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
+        )
+        self.ctx = ctx
+        role = ctx.role
+        request = self.request
+        if request.system is None and role.system_prompt:
+            request = request.model_copy(update={"system": role.system_prompt})
+        if role.output_schema is not None and request.json_schema is None:
+            request = request.model_copy(update={"json_schema": role.output_schema})
+        self.request = request
+        key = cache_key(self.role_name, request)
+        routes_by_model: dict[str, list[str]] = {}
+        for name, ep in ctx.policy.endpoints.items():
+            routes_by_model.setdefault(ep.model, []).append(name)
+        first_plan: FailoverPlan | None = None
+        while not self.state.stop_live:
+            elapsed_ms = (workflow.now() - started).total_seconds() * 1000
+            facts = RequestFacts(
+                input_tokens=estimate_request_tokens(request),
+                max_output_tokens=request.max_tokens,
+                elapsed_ms=elapsed_ms,
+                exclude_routes=list(self.state.excluded),
+                min_context_window=self.state.min_context_window,
+                cooldowns=dict(self.state.cooldowns),
+            )
+            p = plan(role, ctx.policy, ctx.snapshot, facts, workflow.now().timestamp())
+            if first_plan is None:
+                first_plan = p
+                self._record_skipped(p)
+            if not p.attempts:
+                break
+            first = p.attempts[0]
+            hedge = None
+            if (
+                len(p.attempts) > 1
+                and p.attempts[1].hedge
+                and self.hedges_used < role.hedging.max_hedges
+            ):
+                hedge = p.attempts[1]
+            results = await (self._hedged(first, hedge) if hedge else self._single(first))
+            winner = next((r for r in results if r.result is not None), None)
+            for r in results:
+                self.attempts.append(r.record)
+                if r.error_type is not None:
+                    self._fold_failure(r, routes_by_model)
+            if winner is not None:
+                return await self._success(winner, key, role)
+        assert first_plan is not None
+        return await self._degraded(first_plan, key, role, started)
+
+    # -- attempts -----------------------------------------------------------------------
+
+    def _prepare(self, attempt: PlannedAttempt) -> tuple[ChatRequest, bool]:
+        request = self.request
+        if attempt.needs_triage and attempt.target_input_tokens:
+            tri = triage(request, attempt.target_input_tokens)
+            request = tri.request
+            if tri.truncated:
+                self.state.add_reason(ReasonCode.CONTEXT_TRUNCATED)
+        ep = self.ctx.policy.endpoints[attempt.route]
+        use_prefill = bool(
+            self.state.prefill_text
+            and not self.state.prefill_blocked
+            and ep.capabilities.assistant_prefill
+            and request.json_schema is None
+        )
+        if use_prefill:
+            request = request.model_copy(update={"prefill": self.state.prefill_text})
+        return request, use_prefill
+
+    def _start(self, attempt: PlannedAttempt) -> tuple[asyncio.Task[Any], bool, float]:
+        request, used_prefill = self._prepare(attempt)
+        budget = self.ctx.role.total_budget_ms
+        timeout = timedelta(milliseconds=attempt.timeout_ms)
+        now = workflow.now().timestamp()
+        handle = workflow.start_activity(
+            "call_model",
+            CallModelInput(
+                role=self.role_name,
+                route=attempt.route,
+                request=request,
+                output_schema=self.ctx.role.output_schema,
+                ttft_budget_ms=attempt.ttft_budget_ms,
+                idle_budget_ms=attempt.idle_budget_ms,
+                timeout_ms=attempt.timeout_ms,
+                now=now,
+            ),
+            result_type=CallModelResult,
+            task_queue=self.ctx.task_queue,
+            start_to_close_timeout=timeout + ACTIVITY_GRACE,
+            schedule_to_close_timeout=max(timeout, timedelta(milliseconds=budget))
+            + ACTIVITY_GRACE,
+            heartbeat_timeout=CALL_HEARTBEAT_TIMEOUT,
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(milliseconds=200),
+                backoff_coefficient=2.0,
+                maximum_attempts=SAME_ROUTE_ATTEMPTS,
+            ),
+            summary=f"{self.role_name} → {attempt.route} (tier {attempt.tier})",
+        )
+        return handle, used_prefill, now
+
+    async def _collect(
+        self, attempt: PlannedAttempt, handle: asyncio.Task[Any], used_prefill: bool, t0: float
+    ) -> _AttemptResult:
+        rec = AttemptRecord(
+            route=attempt.route, tier=attempt.tier, started_at=t0, hedge=attempt.hedge
+        )
+        try:
+            result: CallModelResult = await handle
+        except ActivityError as err:
+            error_type, details = _failure_of(err)
+            rec.finished_at = workflow.now().timestamp()
+            rec.outcome = error_type
+            rec.error = str(err.cause or err)
+            rec.latency_ms = details.get("latency_ms") or (rec.finished_at - t0) * 1000
+            return _AttemptResult(attempt, rec, None, error_type, details, used_prefill)
+        rec.finished_at = workflow.now().timestamp()
+        rec.outcome = "ok"
+        rec.latency_ms = result.reply.latency_ms
+        rec.ttft_ms = result.reply.ttft_ms
+        if used_prefill:
+            rec.note = "continued from partial output (prefill)"
+        return _AttemptResult(attempt, rec, result, None, {}, used_prefill)
+
+    async def _single(self, attempt: PlannedAttempt) -> list[_AttemptResult]:
+        handle, used_prefill, t0 = self._start(attempt)
+        return [await self._collect(attempt, handle, used_prefill, t0)]
+
+    async def _hedged(self, first: PlannedAttempt, hedge: PlannedAttempt) -> list[_AttemptResult]:
+        """Start ``first``; if it has not answered by the hedge delay, race ``hedge`` too."""
+        h1, p1, t1 = self._start(first)
+        done, _ = await workflow.wait([h1], timeout=hedge.start_offset_ms / 1000)
+        if done:
+            r1 = await self._collect(first, h1, p1, t1)
+            if r1.result is not None:
+                return [r1]
+            # The primary failed before the hedge was due: plain sequential failover.
+            return [r1, *await self._single(hedge)]
+        self.hedges_used += 1
+        h2, p2, t2 = self._start(hedge)
+        handles = {h1: (first, p1, t1), h2: (hedge, p2, t2)}
+        results: list[_AttemptResult] = []
+        pending = [h1, h2]
+        while pending:
+            done, pending = await workflow.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for h in done:
+                a, p, t = handles[h]
+                r = await self._collect(a, h, p, t)
+                results.append(r)
+                if r.result is not None:
+                    for loser in pending:
+                        la, _, lt = handles[loser]
+                        loser.cancel()
+                        results.append(
+                            _AttemptResult(
+                                la,
+                                AttemptRecord(
+                                    route=la.route,
+                                    tier=la.tier,
+                                    started_at=lt,
+                                    finished_at=workflow.now().timestamp(),
+                                    outcome="cancelled",
+                                    hedge=la.hedge,
+                                    note="lost the hedge race",
+                                ),
+                            )
+                        )
+                    r.record.note = (r.record.note + " won the hedge race").strip()
+                    self.state.add_reason(ReasonCode.HEDGED)
+                    return results
+        return results
+
+    def _fold_failure(self, r: _AttemptResult, routes_by_model: dict[str, list[str]]) -> None:
+        ep = self.ctx.policy.endpoints[r.attempt.route]
+        self.state = apply_failure(
+            self.state,
+            route=r.attempt.route,
+            model=ep.model,
+            context_window=ep.context_window,
+            error_type=r.error_type or "",
+            retry_after_s=r.details.get("retry_after_s"),
+            partial_text=r.details.get("partial_text") or "",
+            used_prefill=r.used_prefill,
+            now=workflow.now().timestamp(),
+            routes_by_model=routes_by_model,
+        )
+
+    def _record_skipped(self, p: FailoverPlan) -> None:
+        now = workflow.now().timestamp()
+        for s in p.skipped:
+            self.attempts.append(
+                AttemptRecord(
+                    route=s.route,
+                    tier=s.tier,
+                    started_at=now,
+                    finished_at=now,
+                    outcome="skipped",
+                    note=s.reason,
+                )
+            )
+            if "open" in s.reason.lower() or "cool" in s.reason.lower():
+                self.state.add_reason(ReasonCode.BREAKER_OPEN)
+                self.state.add_reason(ReasonCode.MODEL_UNAVAILABLE)
+            if "sla" in s.reason.lower():
+                self.state.add_reason(ReasonCode.SLA_DEMOTED)
+
+    # -- outputs ------------------------------------------------------------------------
+
+    async def _success(self, winner: _AttemptResult, key: str, role: RolePolicy) -> AgentOutput:
+        assert winner.result is not None
+        reply = winner.result.reply
+        tier = winner.attempt.tier
+        reasons = list(self.state.reasons)
+        if tier == 1:
+            reasons.append(ReasonCode.STANDBY_ROUTE)
+        if tier >= 2:
+            reasons.append(ReasonCode.SMALLER_MODEL)
+        if winner.used_prefill:
+            reasons.append(ReasonCode.PREFILL_CONTINUATION)
+        if self.upstream:
+            reasons.append(ReasonCode.UPSTREAM_DEGRADED)
+        # Tier 0/1 serve the role's intended model class; tier 2 is a smaller model.
+        capability = Capability.FULL if tier <= 1 else Capability.DEGRADED
+        if ReasonCode.CONTEXT_TRUNCATED in reasons:
+            capability = Capability.DEGRADED
+        reasons = list(dict.fromkeys(reasons))
+        text = (winner.result.reply.text if not winner.used_prefill else self.state.prefill_text + reply.text)
+        output = AgentOutput(
+            role=self.role_name,
+            content=text,
+            data=winner.result.data,
+            capability=capability,
+            tier=tier,
+            route=winner.attempt.route,
+            model=reply.model,
+            reason_codes=reasons,
+            confidence=confidence_for(capability, tier, reasons),
+            attempts=self.attempts,
+            usage=reply.usage,
+            cost_usd=reply.cost_usd,
+            latency_ms=sum(a.latency_ms or 0.0 for a in self.attempts),
+        )
+        if capability is Capability.FULL and role.roster.cache.enabled:
+            await workflow.execute_activity(
+                "cache_store",
+                CacheStoreInput(
+                    key=key,
+                    role=self.role_name,
+                    content=output.content,
+                    data=output.data,
+                    model=output.model,
+                    route=output.route,
+                    now=workflow.now().timestamp(),
+                    ttl_s=role.roster.cache.ttl_s,
+                ),
+                task_queue=self.ctx.task_queue,
+                start_to_close_timeout=timedelta(seconds=10),
+            )
+        return output
+
+    async def _degraded(
+        self, p: FailoverPlan, key: str, role: RolePolicy, started: Any
+    ) -> AgentOutput:
+        reasons = list(self.state.reasons)
+        if ReasonCode.MODEL_UNAVAILABLE not in reasons:
+            reasons.append(ReasonCode.MODEL_UNAVAILABLE)
+        now = workflow.now().timestamp()
+        if p.cache is not None and p.cache.enabled:
+            cached: CachedAnswer | None = await workflow.execute_activity(
+                "cache_lookup",
+                CacheLookupInput(key=key, now=now, max_staleness_s=p.cache.max_staleness_s),
+                result_type=CachedAnswer,
+                task_queue=self.ctx.task_queue,
+                start_to_close_timeout=timedelta(seconds=10),
+            )
+            self.attempts.append(
+                AttemptRecord(
+                    route="cache",
+                    tier=3,
+                    started_at=now,
+                    finished_at=workflow.now().timestamp(),
+                    outcome="ok" if cached else "miss",
+                    note=f"age {cached.age_s:.0f}s" if cached else "no fresh entry",
+                )
+            )
+            if cached is not None:
+                reasons.append(ReasonCode.CACHED_RESPONSE)
+                return AgentOutput(
+                    role=self.role_name,
+                    content=cached.content,
+                    data=cached.data,
+                    capability=Capability.DEGRADED,
+                    tier=3,
+                    route=cached.route,
+                    model=cached.model,
+                    reason_codes=reasons,
+                    confidence=confidence_for(Capability.DEGRADED, 3, reasons, cache_age_s=cached.age_s),
+                    attempts=self.attempts,
+                    cache_age_s=cached.age_s,
+                    latency_ms=(workflow.now() - started).total_seconds() * 1000,
+                )
+        out = static_output(role, self.attempts)
+        return out.model_copy(
+            update={
+                "reason_codes": list(dict.fromkeys([*reasons, *out.reason_codes])),
+                "latency_ms": (workflow.now() - started).total_seconds() * 1000,
+            }
+        )
+
+
+def _failure_of(err: ActivityError) -> tuple[str, dict[str, Any]]:
+    """The error type and AttemptFailure details of a failed ``call_model``."""
+    cause = err.cause
+    if isinstance(cause, TimeoutError):
+        return ATTEMPT_TIMEOUT, {}
+    if isinstance(cause, ApplicationError):
+        details = cause.details[0] if cause.details else {}
+        return cause.type or "unknown", details if isinstance(details, dict) else {}
+    return "unknown", {}
