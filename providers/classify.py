@@ -100,7 +100,7 @@ class StreamEnd(StrEnum):
 
 
 def parse_go_duration(value: str) -> float | None:
-    """Seconds in an OpenAI reset header such as ``"1s"``, ``"6m0s"``, ``"20ms"``, ``"1h2m3.5s"``."""
+    """Seconds in an OpenAI reset header: ``"1s"``, ``"6m0s"``, ``"20ms"``, ``"1h2m3.5s"``."""
     text = value.strip()
     if not text:
         return None
@@ -427,6 +427,22 @@ def classify_stream_end(
             return MalformedStreamError(f"too many malformed events{suffix}", **kw)
         case StreamEnd.ERROR_EVENT:
             return StreamErrorEvent(f"error event in the stream{suffix}", decision=decision, **kw)
+
+
+def stream_error_event(error: Any, *, endpoint: str, partial_text: str = "") -> StreamErrorEvent:
+    """The error for an ``error`` event / ``{"error": ...}`` chunk inside a 200 stream."""
+    if isinstance(error, dict):
+        label = error.get("type") or error.get("status") or error.get("code") or "error"
+        detail = f"{label}: {provider_message(json.dumps({'error': error}))}"
+    else:
+        detail = provider_message(str(error))
+    return StreamErrorEvent(
+        f"error event in the stream: {detail}",
+        endpoint=endpoint,
+        status=200,
+        partial_text=partial_text,
+        decision=error_event_decision(error),
+    )
 
 
 def error_event_decision(error: Any) -> Decision:

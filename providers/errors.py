@@ -16,7 +16,7 @@ The tree (``ErrorClass`` value in brackets, then decision)::
     │   └── SlowFirstTokenError [slow_first_token]    FAILOVER  headers, but no token in budget
     ├── HTTPStatusError                      the provider answered with an error status
     │   ├── RateLimitedError    [rate_limited]        COOLDOWN  429 with Retry-After / reset headers
-    │   ├── QuotaExhaustedError [quota_exhausted]     COOLDOWN  429 insufficient_quota / spend limit,
+    │   ├── QuotaExhaustedError [quota_exhausted]     COOLDOWN  429 insufficient_quota/spend limit,
     │   │                                                       non-retryable, long cool-down
     │   ├── OverloadedError     [overloaded]          COOLDOWN  Anthropic 529, OpenAI/Gemini 503
     │   ├── ServerError         [server_error]        RETRY     500/502/504, other 5xx

@@ -11,11 +11,13 @@ comments (``:`` lines, used as keep-alives), CR, LF and CRLF line ends, and a le
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import dataclass
 
 #: The event type when a block names none (WHATWG default).
 DEFAULT_EVENT = "message"
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,27 +49,19 @@ class SSEDecoder:
         if not self._started and text:
             self._started = True
             text = text.removeprefix("\ufeff")
-        if self._after_cr and text.startswith("\n"):
-            text = text[1:]
-        self._after_cr = False
+        if self._after_cr and text:
+            if text.startswith("\n"):
+                text = text[1:]
+            self._after_cr = False
         events: list[SSEEvent] = []
         buffer = self._buffer + text
-        start = 0
-        length = len(buffer)
-        i = 0
-        while i < length:
-            ch = buffer[i]
-            if ch == "\n" or ch == "\r":
-                self._line(buffer[start:i], events)
-                if ch == "\r":
-                    if i + 1 < length:
-                        if buffer[i + 1] == "\n":
-                            i += 1
-                    else:
-                        self._after_cr = True
-                start = i + 1
-            i += 1
-        self._buffer = buffer[start:]
+        pos = 0
+        for match in _LINE_END.finditer(buffer):
+            self._line(buffer[pos : match.start()], events)
+            pos = match.end()
+            # A CR that ends the chunk may be the first half of a CRLF split across chunks.
+            self._after_cr = match.group() == "\r" and pos == len(buffer)
+        self._buffer = buffer[pos:]
         return events
 
     def feed_line(self, line: str) -> list[SSEEvent]:

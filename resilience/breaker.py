@@ -213,7 +213,9 @@ def tick(b: Breaker, now: float) -> tuple[Breaker, Transition | None]:
     return b, None
 
 
-def admit(b: Breaker, s: BreakerSettings, now: float) -> tuple[Breaker, Admission, Transition | None]:
+def admit(
+    b: Breaker, s: BreakerSettings, now: float
+) -> tuple[Breaker, Admission, Transition | None]:
     """Decide whether a call may go to the route now.
 
     CLOSED and FORCED_CLOSED permit; FORCED_OPEN rejects; OPEN rejects until
@@ -241,7 +243,11 @@ def admit(b: Breaker, s: BreakerSettings, now: float) -> tuple[Breaker, Admissio
         rejection = Admission(route=b.route, permitted=False, reason=b.reason, state=state)
         return b, rejection, moved
     b = b.model_copy(update={"trials_in_flight": b.trials_in_flight + 1, "version": b.version + 1})
-    return b, Admission(route=b.route, permitted=True, trial=True, reason=b.reason, state=state), moved
+    return (
+        b,
+        Admission(route=b.route, permitted=True, trial=True, reason=b.reason, state=state),
+        moved,
+    )
 
 
 def is_good_trial(outcome: CallOutcome, s: BreakerSettings) -> bool:
@@ -344,4 +350,6 @@ def release_trial(b: Breaker, now: float) -> Breaker:
     del now  # the slot count does not depend on time
     if b.state is not _S.HALF_OPEN or b.trials_in_flight == 0:
         return b
-    return b.model_copy(update={"trials_in_flight": b.trials_in_flight - 1, "version": b.version + 1})
+    return b.model_copy(
+        update={"trials_in_flight": b.trials_in_flight - 1, "version": b.version + 1}
+    )

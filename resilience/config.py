@@ -7,7 +7,8 @@ schema-valid fallback. Every model forbids unknown keys and validates on constru
 so a bad ``policy.yaml`` fails at start-up with a :class:`PolicyError` that lists each
 problem with its field path (``roles.critic.roster.tier1[0]: unknown endpoint 'gpt-x'``).
 Every default is a named ``DEFAULT_*`` constant; ``docs/policy-reference.md`` documents
-each field with its default and range. The only IO here is reading the YAML file in
+each field with its default and range. :func:`check_policy_file` backs
+``failover config check``. The only IO here is reading the YAML file in
 :func:`load_policy`.
 """
 
@@ -83,6 +84,14 @@ class PolicyError(Exception):
 
     def __str__(self) -> str:
         return "\n".join(f"{path}: {msg}" if path else msg for path, msg in self.errors)
+
+
+class UnknownNameError(PolicyError, KeyError):
+    """A lookup of a role or endpoint the policy does not define (also a ``KeyError``)."""
+
+    def __str__(self) -> str:
+        # KeyError.__str__ would repr() the message; keep PolicyError's "path: message".
+        return PolicyError.__str__(self)
 
 
 class BreakerSettings(BaseModel):
@@ -307,7 +316,9 @@ class RolePolicy(BaseModel):
             try:
                 jsonschema.Draft202012Validator.check_schema(self.output_schema)
             except jsonschema.SchemaError as exc:
-                raise ValueError(f"output_schema is not a valid JSON Schema: {exc.message}") from exc
+                raise ValueError(
+                    f"output_schema is not a valid JSON Schema: {exc.message}"
+                ) from exc
         return self
 
     @property
@@ -386,20 +397,20 @@ class PolicyConfig(BaseModel):
         return override.apply(self.breaker) if override else self.breaker
 
     def role(self, name: str) -> RolePolicy:
-        """The policy of role ``name``; a :class:`PolicyError` names the known roles."""
+        """The policy of role ``name``; an :class:`UnknownNameError` names the known roles."""
         try:
             return self.roles[name]
         except KeyError:
             known = ", ".join(sorted(self.roles)) or "none"
-            raise PolicyError([(f"roles.{name}", f"unknown role (known: {known})")]) from None
+            raise UnknownNameError([(f"roles.{name}", f"unknown role (known: {known})")]) from None
 
     def endpoint(self, name: str) -> EndpointConfig:
-        """The endpoint called ``name``; a :class:`PolicyError` names the known endpoints."""
+        """The endpoint called ``name``; an :class:`UnknownNameError` names the known ones."""
         try:
             return self.endpoints[name]
         except KeyError:
             known = ", ".join(sorted(self.endpoints)) or "none"
-            raise PolicyError(
+            raise UnknownNameError(
                 [(f"endpoints.{name}", f"unknown endpoint (known: {known})")]
             ) from None
 
@@ -429,9 +440,7 @@ def _cross_reference_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
         for tier, routes in role.roster.tiers():
             for i, route in enumerate(routes):
                 if route not in cfg.endpoints:
-                    errors.append(
-                        (f"{base}.roster.tier{tier}[{i}]", f"unknown endpoint {route!r}")
-                    )
+                    errors.append((f"{base}.roster.tier{tier}[{i}]", f"unknown endpoint {route!r}"))
         errors.extend(_static_fallback_errors(role, f"{base}.roster.static"))
     return errors
 
@@ -499,7 +508,7 @@ def _interpolate(
     """Expand ``${VAR}`` / ``${VAR:-default}`` in every string, recording unset variables."""
     if isinstance(value, str):
 
-        def sub(m: re.Match[str]) -> str:
+        def _sub(m: re.Match[str]) -> str:
             name, default = m.group(1), m.group(2)
             if name in env and env[name] != "":
                 return env[name]
@@ -508,7 +517,7 @@ def _interpolate(
             errors.append((path or "<policy>", f"environment variable {name!r} is not set"))
             return m.group(0)
 
-        return _VAR.sub(sub, value)
+        return _VAR.sub(_sub, value)
     if isinstance(value, dict):
         return {
             k: _interpolate(v, env, f"{path}.{k}" if path else str(k), errors)
@@ -551,10 +560,39 @@ def parse_policy(data: Any, *, env: Mapping[str, str] | None = None) -> PolicyCo
     try:
         return PolicyConfig.model_validate(data)
     except ValidationError as exc:
-        raise PolicyError(_validation_errors(exc)) from None
+        # Field errors stop pydantic before the cross-reference check runs; repeat the
+        # name checks on the raw data so one run reports every problem.
+        errors = _validation_errors(exc) + _raw_reference_errors(data)
+        raise PolicyError(list(dict.fromkeys(errors))) from None
 
 
-def load_policy(path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None) -> PolicyConfig:
+def _raw_reference_errors(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """Unknown endpoint names in rosters and overrides, read defensively from raw data."""
+    endpoints = data.get("endpoints")
+    known = set(endpoints) if isinstance(endpoints, dict) else set()
+    errors: list[tuple[str, str]] = []
+    overrides = data.get("breaker_overrides")
+    for route in overrides if isinstance(overrides, dict) else ():
+        if route not in known:
+            errors.append((f"breaker_overrides.{route}", f"unknown endpoint {route!r}"))
+    roles = data.get("roles")
+    for key, role in roles.items() if isinstance(roles, dict) else ():
+        roster = role.get("roster") if isinstance(role, dict) else None
+        if not isinstance(roster, dict):
+            continue
+        for tier in (0, 1, 2):
+            routes = roster.get(f"tier{tier}")
+            for i, route in enumerate(routes if isinstance(routes, list) else ()):
+                if isinstance(route, str) and route not in known:
+                    errors.append(
+                        (f"roles.{key}.roster.tier{tier}[{i}]", f"unknown endpoint {route!r}")
+                    )
+    return errors
+
+
+def load_policy(
+    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+) -> PolicyConfig:
     """Read and validate a YAML policy file; raise :class:`PolicyError` with field paths."""
     p = Path(path)
     try:
@@ -569,3 +607,51 @@ def load_policy(path: str | os.PathLike[str], *, env: Mapping[str, str] | None =
         problem = getattr(exc, "problem", None) or str(exc)
         raise PolicyError([(where, f"invalid YAML: {problem}")]) from None
     return parse_policy(data, env=env)
+
+
+# --- `failover config check` -------------------------------------------------------------
+
+
+def describe_policy(cfg: PolicyConfig) -> list[str]:
+    """A short summary: endpoints, breaker seeds, then one line per role roster."""
+    b = cfg.breaker
+    lines = [
+        f"{len(cfg.endpoints)} endpoints, {len(cfg.roles)} roles; breaker trips at "
+        f"{b.error_rate_threshold:.0%} errors over {b.error_window_s:g}s "
+        f"(min {b.min_calls} calls), opens {b.open_duration_s:g}s x{b.open_duration_multiplier:g} "
+        f"up to {b.max_open_duration_s:g}s; probes every {cfg.probes.interval_s:g}s",
+    ]
+    for name, ep in cfg.endpoints.items():
+        lines.append(
+            f"  endpoint {name}: {ep.provider.value} {ep.model} ({ep.organisation}/{ep.region}, "
+            f"window {ep.context_window}) at {ep.base()}"
+        )
+    for name, role in cfg.roles.items():
+        r = role.roster
+        tiers = " | ".join(f"t{t}: {', '.join(routes)}" for t, routes in r.tiers() if routes)
+        cache = "cache" if r.cache.enabled else "no cache"
+        hedge = " hedged" if role.hedging.enabled and role.stateless else ""
+        lines.append(
+            f"  role {name}: {tiers} | {cache} | static; budget {role.total_budget_ms:g} ms, "
+            f"ttft {role.ttft_budget_ms:g} ms{hedge}"
+        )
+    return lines
+
+
+def check_policy_file(
+    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+) -> tuple[bool, list[str]]:
+    """Load ``path``; return ``(ok, lines)`` with errors (one per field path) or a summary.
+
+    Warnings (e.g. a standby sharing organisation and region with its primary) do not
+    make the policy bad; they are listed after the summary.
+    """
+    try:
+        cfg = load_policy(path, env=env)
+    except PolicyError as exc:
+        lines = [f"policy {os.fspath(path)} is invalid ({len(exc.errors)} problem(s)):"]
+        lines += [f"  error: {p}: {m}" if p else f"  error: {m}" for p, m in exc.errors]
+        return False, lines
+    lines = [f"policy {os.fspath(path)} is valid", *describe_policy(cfg)]
+    lines += [f"  warning: {w}" for w in cfg.warnings]
+    return True, lines

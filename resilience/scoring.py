@@ -8,9 +8,11 @@
 * **latency** ``= max(0, 1 - p95 / sla.p95_ms)``: 1 for an instant route, 0 at or above
   the role's SLA. A route without latency samples gets ``UNKNOWN_LATENCY_SCORE`` (0.5)
   so a new route neither jumps the queue nor is buried.
-* **cost** ``= cheapest / this`` over the candidate routes, each priced for the request
-  at hand (input tokens x input price + max output tokens x output price): the
-  cheapest candidate scores 1, one twice as expensive 0.5; free routes score 1.
+* **cost** ``= 1 - (this - cheapest) / (dearest - cheapest)`` over the role's roster,
+  each route priced for the request at hand (input tokens x input price + max output
+  tokens x output price): the cheapest route scores 1, the dearest 0, and all score 1
+  when they cost the same. Min-max keeps premium routes distinguishable even when the
+  roster also holds a route a hundred times cheaper.
 
 Tier order always wins over score: the score only breaks ties inside a tier.
 """
@@ -62,11 +64,12 @@ def request_cost(endpoint: EndpointConfig, input_tokens: int, output_tokens: int
     return endpoint.prices.cost(input_tokens, output_tokens)
 
 
-def cost_score(cost: float, cheapest: float) -> float:
-    """``cheapest / cost`` in ``[0, 1]``; 1 when the route is free or the cheapest."""
-    if cost <= 0.0 or cost <= cheapest:
+def cost_score(cost: float, cheapest: float, dearest: float) -> float:
+    """Min-max normalized price in ``[0, 1]``: 1 for the cheapest, 0 for the dearest."""
+    span = dearest - cheapest
+    if span <= 0.0:
         return 1.0
-    return max(0.0, cheapest / cost)
+    return min(1.0, max(0.0, 1.0 - (cost - cheapest) / span))
 
 
 def score_route(
@@ -76,10 +79,11 @@ def score_route(
     weights: ScoringWeights,
     cost: float,
     cheapest: float,
+    dearest: float,
 ) -> RouteScore:
     """Combine the three components with the policy's weights."""
     h = health_score(stats)
     lat = latency_score(stats, sla)
-    c = cost_score(cost, cheapest)
+    c = cost_score(cost, cheapest, dearest)
     total = weights.health * h + weights.latency * lat + weights.cost * c
     return RouteScore(route=route, health=h, latency=lat, cost=c, total=total)

@@ -68,13 +68,12 @@ class _Unit:
 def _units(messages: list[Message]) -> list[_Unit]:
     groups: list[list[int]] = []
     for i, m in enumerate(messages):
+        prev = messages[groups[-1][-1]] if groups else None
+        # Tool results belong with the assistant turn that asked for them.
         joins_previous = (
             m.role == "tool"
-            and groups
-            and (
-                messages[groups[-1][-1]].role == "tool"
-                or (messages[groups[-1][-1]].role == "assistant" and messages[groups[-1][-1]].tool_calls)
-            )
+            and prev is not None
+            and (prev.role == "tool" or (prev.role == "assistant" and bool(prev.tool_calls)))
         )
         if joins_previous:
             groups[-1].append(i)

@@ -186,7 +186,11 @@ def build_reply(
         text, tool, finish = "", None, Finish.STOP
     elif out is not None and out.kind is FaultKind.INVALID_JSON:
         # The usual real failure: chatter before the JSON and a missing closing brace.
-        text, tool, finish = "Sure! Here is the JSON you asked for:\n" + text[:-1], None, Finish.STOP
+        text, tool, finish = (
+            "Sure! Here is the JSON you asked for:\n" + text[:-1],
+            None,
+            Finish.STOP,
+        )
     elif out is not None and out.kind is FaultKind.SCHEMA_VIOLATION:
         schema = tool.schema if tool is not None else (request.schema or {"type": "object"})
         text = json.dumps(violate_schema(schema, rng))

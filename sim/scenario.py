@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sim.config import SimEndpoint
 from sim.faults import Fault, FaultKind
@@ -79,15 +79,10 @@ class ScenarioEvent(BaseModel):
                 data[key] = parse_duration(data[key])
         return data
 
-    @field_validator("faults")
-    @classmethod
-    def _some_faults(cls, v: list[Fault]) -> list[Fault]:
-        if not v:
-            raise ValueError("an event needs at least one fault (or 'answers: STATUS')")
-        return v
-
     @model_validator(mode="after")
     def _window(self) -> ScenarioEvent:
+        if not self.faults:
+            raise ValueError("an event needs at least one fault (or 'answers: STATUS')")
         if self.end_s is not None and self.end_s <= self.start_s:
             raise ValueError(f"'to' ({self.end_s}s) must be after 'from' ({self.start_s}s)")
         if not (self.endpoints or self.organisation or self.region):

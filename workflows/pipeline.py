@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
@@ -79,11 +80,20 @@ class AgentPipelineWorkflow:
         self._critical: set[str] = set()
 
     @workflow.run
-    async def run(self, inp: PipelineInput) -> PipelineResult:
-        try:
-            inp = PipelineInput.model_validate(inp.model_dump())
-        except ValidationError as exc:  # pragma: no cover - converter already validated
-            raise ApplicationError(str(exc), type=INVALID_INPUT, non_retryable=True) from exc
+    async def run(self, inp: PipelineInput | dict[str, Any]) -> PipelineResult:
+        # The union lets malformed input reach us as a dict instead of failing the
+        # workflow task forever in the data converter: we fail the run, naming the field.
+        if not isinstance(inp, PipelineInput):
+            try:
+                inp = PipelineInput.model_validate(inp)
+            except ValidationError as exc:
+                fields = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}"
+                    for e in exc.errors()
+                )
+                raise ApplicationError(
+                    f"invalid pipeline input: {fields}", type=INVALID_INPUT, non_retryable=True
+                ) from None
         opts = inp.options
         context = [(c.content, c.priority) for c in inp.context]
         roles = await self._load_roles()

@@ -190,13 +190,20 @@ class AnthropicWire(WireFormat):
     def stream_prelude(self, reply: Reply) -> list[bytes]:
         """``message_start``, ``content_block_start``, ``ping``."""
         return [
-            sse({"type": "message_start", "message": self._message(reply, streaming=True)},
-                "message_start"),
-            sse({"type": "content_block_start", "index": 0,
-                 "content_block": self._content_block(reply, empty=True)},
-                "content_block_start"),
+            sse(
+                {"type": "message_start", "message": self._message(reply, streaming=True)},
+                "message_start",
+            ),
+            sse(
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": self._content_block(reply, empty=True),
+                },
+                "content_block_start",
+            ),
             sse({"type": "ping"}, "ping"),
-        ]  # fmt: skip
+        ]
 
     def stream_piece(self, reply: Reply, index: int, sent_tokens: int) -> bytes:
         """One ``content_block_delta``."""
@@ -205,18 +212,23 @@ class AnthropicWire(WireFormat):
             delta = {"type": "input_json_delta", "partial_json": piece}
         else:
             delta = {"type": "text_delta", "text": piece}
-        return sse({"type": "content_block_delta", "index": 0, "delta": delta},
-                   "content_block_delta")  # fmt: skip
+        return sse(
+            {"type": "content_block_delta", "index": 0, "delta": delta}, "content_block_delta"
+        )
 
     def stream_finale(self, reply: Reply, include_usage: bool) -> list[bytes]:
         """``content_block_stop`` then ``message_delta`` with the stop reason and usage."""
         return [
             sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
-            sse({"type": "message_delta",
-                 "delta": {"stop_reason": _STOP_REASONS[reply.finish], "stop_sequence": None},
-                 "usage": {"output_tokens": reply.output_tokens}},
-                "message_delta"),
-        ]  # fmt: skip
+            sse(
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": _STOP_REASONS[reply.finish], "stop_sequence": None},
+                    "usage": {"output_tokens": reply.output_tokens},
+                },
+                "message_delta",
+            ),
+        ]
 
     def stream_terminal(self) -> list[bytes]:
         """``message_stop``."""
@@ -239,5 +251,9 @@ class AnthropicWire(WireFormat):
             {"type": "model", "id": m, "display_name": m, "created_at": "2025-09-29T00:00:00Z"}
             for m in endpoint.models
         ]
-        return {"data": data, "has_more": False, "first_id": data[0]["id"],
-                "last_id": data[-1]["id"]}  # fmt: skip
+        return {
+            "data": data,
+            "has_more": False,
+            "first_id": data[0]["id"],
+            "last_id": data[-1]["id"],
+        }

@@ -116,7 +116,9 @@ class OpenAIWire(WireFormat):
             system="\n".join(system_parts),
             max_tokens=max_tokens or endpoint.max_output_tokens,
             stream=bool(body.get("stream", False)),
-            include_usage=bool(options.get("include_usage")) if isinstance(options, dict) else False,
+            include_usage=bool(options.get("include_usage"))
+            if isinstance(options, dict)
+            else False,
             json_mode=json_mode or tool is not None,
             schema=schema,
             tool=tool,
@@ -256,8 +258,12 @@ class OpenAIWire(WireFormat):
         return {
             "object": "list",
             "data": [
-                {"id": m, "object": "model", "created": 1_700_000_000,
-                 "owned_by": endpoint.organisation}
+                {
+                    "id": m,
+                    "object": "model",
+                    "created": 1_700_000_000,
+                    "owned_by": endpoint.organisation,
+                }
                 for m in endpoint.models
             ],
-        }  # fmt: skip
+        }

@@ -21,10 +21,12 @@ SETTINGS = BreakerSettings()
 
 
 def ok(at: float, latency_ms: float = 100.0, **kw: object) -> CallOutcome:
+    """A successful call on ROUTE (or ``route=``) finishing at ``at``."""
     return CallOutcome(route=kw.pop("route", ROUTE), at=at, ok=True, latency_ms=latency_ms, **kw)
 
 
 def err(at: float, ec: ErrorClass = ErrorClass.SERVER_ERROR, **kw: object) -> CallOutcome:
+    """A failed call of class ``ec`` on ROUTE (or ``route=``) finishing at ``at``."""
     return CallOutcome(
         route=kw.pop("route", ROUTE), at=at, ok=False, error_class=ec, latency_ms=50.0, **kw
     )
@@ -95,9 +97,13 @@ async def test_outcomes_outside_window_are_forgotten(health_store: HealthStore) 
 async def test_open_rejects_until_cool_down(health_store: HealthStore) -> None:
     """An open breaker rejects with retry_at = open_until and names the route."""
     at = await trip(health_store)
+    open_until = at + SETTINGS.open_duration_s
     adm = await health_store.admit(ROUTE, SETTINGS, at + 1)
     assert not adm.permitted and adm.route == ROUTE
-    assert adm.retry_at == pytest.approx(at + SETTINGS.open_duration_s)
+    assert adm.retry_at == pytest.approx(open_until)
+    assert not (await health_store.admit(ROUTE, SETTINGS, open_until - 0.5)).permitted
+    assert (await health_store.breaker(ROUTE)).state is BreakerState.OPEN
+    assert (await health_store.admit(ROUTE, SETTINGS, open_until)).trial
 
 
 async def test_half_open_trial_budget(health_store: HealthStore) -> None:

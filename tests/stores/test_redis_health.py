@@ -25,18 +25,22 @@ SETTINGS = BreakerSettings()
 
 
 def err(at: float, ec: ErrorClass = ErrorClass.SERVER_ERROR, **kw: object) -> CallOutcome:
+    """A failed call of class ``ec`` on ROUTE finishing at ``at``."""
     return CallOutcome(route=ROUTE, at=at, ok=False, error_class=ec, latency_ms=40.0, **kw)
 
 
 def ok(at: float, **kw: object) -> CallOutcome:
+    """A successful call on ROUTE finishing at ``at``."""
     return CallOutcome(route=ROUTE, at=at, ok=True, latency_ms=80.0, **kw)
 
 
 def workers(url: str, namespace: str, n: int, **kw: object) -> list[RedisHealthStore]:
+    """``n`` stores with their own clients, as ``n`` worker processes would have."""
     return [RedisHealthStore(fail_fast_client(url), namespace=namespace, **kw) for _ in range(n)]
 
 
 async def close_all(stores: list[RedisHealthStore]) -> None:
+    """Close every store."""
     for s in stores:
         await s.close()
 

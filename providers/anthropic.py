@@ -1,0 +1,321 @@
+"""Anthropic Messages API adapter (``POST {base}/v1/messages``), plain and streaming.
+
+Mapping choices:
+
+* ``system`` is the top-level ``system`` field; ``tool`` messages become ``tool_result``
+  blocks in a user turn and assistant tool calls ``tool_use`` blocks; adjacent turns of
+  the same role are merged, since parallel tool results must share one user turn.
+* ``json_schema`` is enforced with a forced tool (``tool_choice`` naming
+  :data:`JSON_TOOL`): the model must fill the schema as the tool's input, which is more
+  reliable than instructions. The input becomes the reply text and is not reported as a
+  tool call. When a ``prefill`` is also given (resuming a cut JSON answer), the schema
+  is stated in the system prompt instead and the prefill continues the text.
+* ``prefill`` is a trailing assistant turn. Anthropic rejects one ending in whitespace,
+  so trailing whitespace is trimmed; the returned text is prefill + continuation.
+* ``stop_reason`` ``refusal`` raises :class:`ContentFilterError`; a stream ``error`` event
+  raises :class:`StreamErrorEvent` (COOLDOWN for ``overloaded_error``). ``message_stop``
+  is the terminal event.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from providers.base import (
+    Call,
+    ProgressCallback,
+    ReplyParts,
+    StreamState,
+    parse_tool_arguments,
+    run_json,
+    run_stream,
+)
+from providers.classify import stream_error_event
+from providers.client import Budgets
+from providers.endpoint import EndpointConfig
+from providers.errors import ContentFilterError
+from providers.models import ChatReply, ChatRequest, FinishReason, ToolCall
+
+API_VERSION = "2023-06-01"
+#: Name of the forced tool that carries structured output.
+JSON_TOOL = "structured_output"
+#: Where a non-object schema is nested, since tool inputs must be JSON objects.
+WRAP_KEY = "value"
+
+_FINISH = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "pause_turn": FinishReason.STOP,
+    "max_tokens": FinishReason.LENGTH,
+    "model_context_window_exceeded": FinishReason.LENGTH,
+    "tool_use": FinishReason.TOOL_CALLS,
+}
+
+
+def _wrapped(schema: dict[str, Any]) -> bool:
+    return schema.get("type") != "object"
+
+
+def _tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    if _wrapped(schema):
+        return {"type": "object", "properties": {WRAP_KEY: schema}, "required": [WRAP_KEY]}
+    return schema
+
+
+def _messages(request: ChatRequest) -> list[dict[str, Any]]:
+    turns: list[dict[str, Any]] = []
+    for m in request.messages:
+        if m.role == "tool":
+            role = "user"
+            blocks: list[dict[str, Any]] = [
+                {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content}
+            ]
+        else:
+            role = m.role
+            blocks = [{"type": "text", "text": m.content}] if m.content else []
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in m.tool_calls
+            ]
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return turns
+
+
+def prefill_text(request: ChatRequest) -> str:
+    """The assistant text the reply continues: the prefill with trailing whitespace trimmed."""
+    return (request.prefill or "").rstrip()
+
+
+def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
+    """The Messages API request body for ``request``."""
+    body: dict[str, Any] = {
+        "model": endpoint.model,
+        "max_tokens": min(request.max_tokens, endpoint.max_output_tokens),
+        "messages": _messages(request),
+    }
+    system = request.system or ""
+    prefill = prefill_text(request)
+    tools = [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        for t in request.tools
+    ]
+    if request.json_schema is not None:
+        if prefill:
+            system = (
+                (f"{system}\n\n" if system else "")
+                + "Answer with JSON only, valid against this JSON Schema:\n"
+                + json.dumps(request.json_schema)
+            )
+        else:
+            tools.append(
+                {
+                    "name": JSON_TOOL,
+                    "description": "Return the final answer as structured data.",
+                    "input_schema": _tool_schema(request.json_schema),
+                }
+            )
+            body["tool_choice"] = {"type": "tool", "name": JSON_TOOL}
+    if prefill:
+        body["messages"].append({"role": "assistant", "content": prefill})
+    if system:
+        body["system"] = system
+    if tools:
+        body["tools"] = tools
+    if request.temperature is not None:
+        # Anthropic's range is 0-1; the normalized request allows OpenAI's 0-2.
+        body["temperature"] = min(request.temperature, 1.0)
+    if request.stop:
+        body["stop_sequences"] = request.stop
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def build_headers(key: str | None) -> dict[str, str]:
+    """Headers of every call; the key goes only into ``x-api-key``."""
+    headers = {"anthropic-version": API_VERSION, "content-type": "application/json"}
+    if key is not None:
+        headers["x-api-key"] = key
+    return headers
+
+
+def url(endpoint: EndpointConfig) -> str:
+    """``{base}/v1/messages``: Anthropic base URLs carry no version, as in the official SDK."""
+    return f"{endpoint.base()}/v1/messages"
+
+
+def _finish(call: Call, stop_reason: Any, partial: str) -> FinishReason:
+    if stop_reason == "refusal":
+        raise ContentFilterError(
+            "the model refused (stop_reason=refusal)",
+            endpoint=call.name,
+            status=200,
+            partial_text=partial,
+        )
+    return _FINISH.get(stop_reason, FinishReason.STOP)
+
+
+def _json_tool_text(value: Any, wrapped: bool) -> str:
+    if wrapped and isinstance(value, dict) and WRAP_KEY in value:
+        value = value[WRAP_KEY]
+    return json.dumps(value)
+
+
+def parse_reply(call: Call, payload: Any) -> ReplyParts:
+    """Read a non-streaming Messages response."""
+    if payload.get("type") == "error":
+        raise stream_error_event(payload.get("error"), endpoint=call.name)
+    forced = call.request.json_schema is not None and not prefill_text(call.request)
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    json_text: str | None = None
+    for block in payload["content"]:
+        if block.get("type") == "text":
+            texts.append(block["text"])
+        elif block.get("type") == "tool_use":
+            if forced and block.get("name") == JSON_TOOL:
+                json_text = _json_tool_text(
+                    block.get("input"), _wrapped(call.request.json_schema or {})
+                )
+            else:
+                calls.append(parse_tool_arguments(block["id"], block["name"], block.get("input")))
+    text = json_text if json_text is not None else "".join(texts)
+    finish = _finish(call, payload.get("stop_reason"), text)
+    if json_text is not None and finish is FinishReason.TOOL_CALLS and not calls:
+        finish = FinishReason.STOP  # the forced tool *is* the answer
+    usage = payload.get("usage") or {}
+    return ReplyParts(
+        text=text,
+        model=payload.get("model"),
+        finish=finish,
+        input_tokens=_input_tokens(usage),
+        output_tokens=usage.get("output_tokens"),
+        tool_calls=calls,
+    )
+
+
+def _input_tokens(usage: dict[str, Any]) -> int | None:
+    if "input_tokens" not in usage:
+        return None
+    # Cached prompt tokens are still prompt tokens for window and cost accounting.
+    return sum(
+        int(usage.get(k) or 0)
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+
+
+class AnthropicStream(StreamState):
+    """Folds ``message_start`` … ``message_stop`` events."""
+
+    def __init__(self, call: Call) -> None:
+        super().__init__(call.name, call.prefix)
+        self._call = call
+        self._forced = call.request.json_schema is not None and not call.prefix
+        self._blocks: dict[int, dict[str, Any]] = {}
+
+    def on_payload(self, event_name: str, payload: Any) -> None:
+        """Apply one Messages stream event."""
+        kind = payload.get("type") or event_name
+        if kind == "message_start":
+            message = payload["message"]
+            self.model = message.get("model") or self.model
+            usage = message.get("usage") or {}
+            self.input_tokens = _input_tokens(usage)
+        elif kind == "content_block_start":
+            block = dict(payload["content_block"])
+            block["partial_json"] = ""
+            self._blocks[int(payload["index"])] = block
+        elif kind == "content_block_delta":
+            self._delta(int(payload["index"]), payload["delta"])
+        elif kind == "message_delta":
+            usage = payload.get("usage") or {}
+            if "output_tokens" in usage:
+                self.output_tokens = int(usage["output_tokens"])
+            if usage.get("input_tokens") is not None:
+                self.input_tokens = _input_tokens(usage)
+            stop = (payload.get("delta") or {}).get("stop_reason")
+            if stop is not None:
+                self.finish = _finish(self._call, stop, self.text)
+        elif kind == "message_stop":
+            self.finished = self.done = True
+        elif kind == "error":
+            error = payload.get("error", payload)
+            raise stream_error_event(error, endpoint=self.endpoint, partial_text=self.text)
+        # ping, content_block_stop and future event types carry nothing we need.
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> None:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            self.add_text(delta["text"])
+        elif kind == "input_json_delta":
+            block = self._blocks[index]
+            fragment = delta.get("partial_json", "")
+            if self._forced and block.get("name") == JSON_TOOL:
+                block["partial_json"] += fragment
+                self.add_text(fragment)
+            else:
+                block["partial_json"] += fragment
+                self.content_events += 1
+
+    def tool_calls(self) -> list[ToolCall]:
+        """Tool calls of the stream (the forced JSON tool excluded)."""
+        calls: list[ToolCall] = []
+        for _, block in sorted(self._blocks.items()):
+            if block.get("type") != "tool_use":
+                continue
+            if self._forced and block.get("name") == JSON_TOOL:
+                continue
+            raw = block["partial_json"] or block.get("input") or {}
+            calls.append(parse_tool_arguments(block.get("id", ""), block.get("name", ""), raw))
+        return calls
+
+    def finalize(self) -> None:
+        """The forced tool is the answer: unwrap a non-object schema, report it as a stop."""
+        if not self._forced:
+            return
+        if self.finish is FinishReason.TOOL_CALLS and not self.tool_calls():
+            self.finish = FinishReason.STOP
+        if _wrapped(self._call.request.json_schema or {}):
+            try:
+                value = json.loads(self.text)
+            except ValueError:
+                return  # truncated: validation reports it with the raw text
+            self.text = _json_tool_text(value, True)
+
+
+async def complete(
+    client: httpx.AsyncClient,
+    endpoint: EndpointConfig,
+    request: ChatRequest,
+    budgets: Budgets,
+    *,
+    on_progress: ProgressCallback | None = None,
+    now: Callable[[], float] = time.time,
+) -> ChatReply:
+    """One call to an Anthropic Messages endpoint (streaming when both sides allow it)."""
+    call = Call.start(
+        client,
+        endpoint,
+        request,
+        budgets,
+        on_progress=on_progress,
+        now=now,
+        prefix=prefill_text(request),
+    )
+    headers = build_headers(call.key)
+    body = build_body(endpoint, request, stream=call.streaming)
+
+    def parse(payload: Any) -> ReplyParts:
+        return parse_reply(call, payload)
+
+    if not call.streaming:
+        return await run_json(call, url(endpoint), headers, body, parse)
+    return await run_stream(call, url(endpoint), headers, body, AnthropicStream(call), parse)

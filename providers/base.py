@@ -1,0 +1,535 @@
+"""The call skeleton every adapter shares: one attempt, budgets enforced, errors classified.
+
+An adapter only knows its wire format: how to build the request body, how to read a
+JSON reply into :class:`ReplyParts`, and a :class:`StreamState` that folds its SSE
+events. This module does the rest, identically for every provider: resolve the key at
+call time, hold an endpoint connection slot, send once, enforce the :class:`Budgets`
+around every chunk (headers, first token, idle gap, total, trailer grace), skip and
+count malformed events, report progress, and turn every failure into exactly one
+:class:`~providers.errors.ProviderError` with the partial text and without the key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from providers.classify import (
+    Phase,
+    StreamEnd,
+    classify_exception,
+    classify_status,
+    classify_stream_end,
+)
+from providers.client import Budgets, FailoverHTTPClient
+from providers.endpoint import EndpointConfig
+from providers.errors import (
+    AuthError,
+    MalformedStreamError,
+    NoResponseError,
+    ProviderError,
+)
+from providers.models import ChatReply, ChatRequest, FinishReason, ToolCall, Usage
+from providers.sse import SSEDecoder, SSEEvent
+from providers.tokens import estimate_request_tokens, estimate_tokens
+
+#: ``on_progress(text_so_far, tokens)``; may be sync or async (e.g. an activity heartbeat).
+ProgressCallback = Callable[[str, int], Awaitable[None] | None]
+
+#: More malformed events than this fail the stream, whatever its length.
+MAX_MALFORMED_EVENTS = 3
+#: ... and so does a malformed share above this, once the stream has enough events to judge.
+MAX_MALFORMED_RATIO = 0.10
+MIN_EVENTS_FOR_RATIO = 10
+#: Minimum gap between two progress reports (the first token is always reported).
+PROGRESS_INTERVAL_S = 0.1
+#: Most bytes of an error body read for classification.
+MAX_ERROR_BODY_BYTES = 64 * 1024
+
+# Exceptions an httpx call can raise besides its own tree (InvalidURL and the stream
+# misuse errors do not derive from httpx.HTTPError; OSError can escape custom transports).
+_CALL_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, OSError)
+# Shape errors while reading a JSON payload that parsed but is not what the wire promises.
+_SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+
+
+def resolve_api_key(endpoint: EndpointConfig) -> str | None:
+    """The endpoint's key from ``os.environ[endpoint.api_key_env]``, read at call time.
+
+    ``None`` when the endpoint declares no key variable (local or simulated servers).
+    A declared but unset variable fails as :class:`AuthError` naming the variable.
+    """
+    if not endpoint.api_key_env:
+        return None
+    key = os.environ.get(endpoint.api_key_env, "").strip()
+    if not key:
+        raise AuthError(
+            f"environment variable {endpoint.api_key_env} is not set; "
+            f"set it to the API key of endpoint {endpoint.name!r}",
+            endpoint=endpoint.name,
+        )
+    return key
+
+
+@dataclass
+class ReplyParts:
+    """What an adapter read from a reply, before usage fallback, cost and timing."""
+
+    text: str
+    model: str | None
+    finish: FinishReason
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+def parse_tool_arguments(call_id: str, name: str, raw: Any) -> ToolCall:
+    """A :class:`ToolCall` from arguments given as a JSON string or an object.
+
+    Unparseable arguments are recorded in ``raw_arguments`` rather than raised, so the
+    reply survives and :mod:`providers.validate` decides.
+    """
+    if isinstance(raw, dict):
+        return ToolCall(id=call_id, name=name, arguments=raw)
+    text = raw if isinstance(raw, str) else json.dumps(raw)
+    if text.strip() == "":
+        return ToolCall(id=call_id, name=name, arguments={})
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        parsed = None
+    if isinstance(parsed, dict):
+        return ToolCall(id=call_id, name=name, arguments=parsed)
+    return ToolCall(id=call_id, name=name, raw_arguments=text)
+
+
+class StreamState(ABC):
+    """Folds one provider's SSE events into text, tool calls, usage and a finish reason.
+
+    ``finished`` is set by the terminal content event (after which only trailers such as
+    usage or ``[DONE]`` may follow, for at most the trailer grace); ``done`` when nothing
+    more is expected and reading stops at once.
+    """
+
+    def __init__(self, endpoint: str, prefix: str = "") -> None:
+        self.endpoint = endpoint
+        self.text = prefix
+        self.model: str | None = None
+        self.finish: FinishReason | None = None
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+        self.finished = False
+        self.done = False
+        self.events = 0
+        self.malformed = 0
+        self.content_events = 0
+
+    def on_event(self, event: SSEEvent) -> None:
+        """Fold one event; a malformed one is counted and skipped, never raised."""
+        self.events += 1
+        payload = self.decode(event)
+        if payload is None:
+            return
+        try:
+            self.on_payload(event.event, payload)
+        except _SHAPE_ERRORS:
+            self.malformed += 1
+
+    def decode(self, event: SSEEvent) -> Any:
+        """The JSON payload of an event, or ``None`` (counted) when it does not parse."""
+        try:
+            return json.loads(event.data)
+        except (ValueError, RecursionError):
+            self.malformed += 1
+            return None
+
+    @abstractmethod
+    def on_payload(self, event_name: str, payload: Any) -> None:
+        """Apply one parsed event; raise a ProviderError for an in-stream error or refusal."""
+
+    @abstractmethod
+    def tool_calls(self) -> list[ToolCall]:
+        """The tool calls assembled from the stream so far."""
+
+    def finalize(self) -> None:  # noqa: B027 - a hook: most wires need no final pass
+        """Last adjustments once the stream completed (override when the wire needs any)."""
+
+    def add_text(self, delta: str) -> None:
+        """Append generated text; counts as a token for time-to-first-token."""
+        if delta:
+            self.text += delta
+            self.content_events += 1
+
+    def too_malformed(self) -> bool:
+        """Whether the skipped events exceed the absolute or relative threshold."""
+        if self.malformed > MAX_MALFORMED_EVENTS:
+            return True
+        return (
+            self.events >= MIN_EVENTS_FOR_RATIO
+            and self.malformed / self.events > MAX_MALFORMED_RATIO
+        )
+
+
+@dataclass
+class Call:
+    """One attempt in flight: its inputs, its clock, and what it has measured so far.
+
+    Build it with :meth:`start` inside the running loop: the attempt's clock starts there.
+    """
+
+    client: httpx.AsyncClient
+    endpoint: EndpointConfig
+    request: ChatRequest
+    budgets: Budgets
+    on_progress: ProgressCallback | None = None
+    now: Callable[[], float] = time.time
+    key: str | None = None
+    prefix: str = ""  # text the reply continues (prefill); part of the returned text
+    started: float = field(default_factory=lambda: asyncio.get_running_loop().time())
+    _last_progress: float | None = field(default=None, init=False)
+
+    @classmethod
+    def start(
+        cls,
+        client: httpx.AsyncClient,
+        endpoint: EndpointConfig,
+        request: ChatRequest,
+        budgets: Budgets,
+        *,
+        on_progress: ProgressCallback | None,
+        now: Callable[[], float],
+        prefix: str = "",
+    ) -> Call:
+        """A new attempt, its key resolved from the environment (AuthError if missing)."""
+        return cls(
+            client=client,
+            endpoint=endpoint,
+            request=request,
+            budgets=budgets,
+            on_progress=on_progress,
+            now=now,
+            key=resolve_api_key(endpoint),
+            prefix=prefix,
+        )
+
+    @property
+    def streaming(self) -> bool:
+        """Stream when the request asks for it and the route supports it."""
+        return self.request.stream and self.endpoint.capabilities.streaming
+
+    @property
+    def name(self) -> str:
+        """The endpoint name every error carries."""
+        return self.endpoint.name
+
+    def clock(self) -> float:
+        """Monotonic loop time, the clock asyncio deadlines use."""
+        return asyncio.get_running_loop().time()
+
+    def elapsed_ms(self) -> float:
+        """Milliseconds since the attempt started."""
+        return (self.clock() - self.started) * 1000.0
+
+    def redact(self, err: ProviderError) -> ProviderError:
+        """``err`` with this call's key masked wherever a provider echoed it."""
+        if self.key:
+            err.message = err.message.replace(self.key, "[redacted]")
+            err.partial_text = err.partial_text.replace(self.key, "[redacted]")
+            err.args = (err.message,)
+        return err
+
+    def build_reply(self, parts: ReplyParts, *, ttft_ms: float | None, malformed: int) -> ChatReply:
+        """The normalized reply: usage (estimated when the provider sent none), cost, timing."""
+        in_tok = parts.input_tokens
+        out_tok = parts.output_tokens
+        if in_tok is None:
+            in_tok = estimate_request_tokens(self.request)
+        if out_tok is None:
+            out_tok = estimate_tokens(parts.text)
+        return ChatReply(
+            text=parts.text,
+            endpoint=self.endpoint.name,
+            model=parts.model or self.endpoint.model,
+            finish_reason=parts.finish,
+            usage=Usage(input_tokens=in_tok, output_tokens=out_tok),
+            cost_usd=self.endpoint.prices.cost(in_tok, out_tok),
+            ttft_ms=ttft_ms,
+            latency_ms=self.elapsed_ms(),
+            tool_calls=parts.tool_calls,
+            malformed_events_skipped=malformed,
+        )
+
+    async def progress(self, text: str, *, final: bool = False) -> None:
+        """Report progress, at most every :data:`PROGRESS_INTERVAL_S` (first and final always)."""
+        if self.on_progress is None:
+            return
+        now = self.clock()
+        last = self._last_progress
+        if not final and last is not None and now - last < PROGRESS_INTERVAL_S:
+            return
+        self._last_progress = now
+        result = self.on_progress(text, estimate_tokens(text))
+        if inspect.isawaitable(result):
+            await result
+
+
+@asynccontextmanager
+async def _slot(call: Call) -> AsyncIterator[None]:
+    """An endpoint connection slot when the client keeps them, else nothing to hold."""
+    if isinstance(call.client, FailoverHTTPClient):
+        async with call.client.endpoint_slots.acquire(call.endpoint, call.budgets.connect_s):
+            yield
+    else:
+        yield
+
+
+def _build_request(call: Call, url: str, headers: dict[str, str], body: Any) -> httpx.Request:
+    """The POST request, with httpx's own timeouts as a backstop to the budgets."""
+    try:
+        return call.client.build_request(
+            "POST", url, json=body, headers=headers, timeout=call.budgets.httpx_timeout()
+        )
+    except _CALL_ERRORS as exc:  # a URL httpx cannot use is this route's problem
+        raise classify_exception(exc, endpoint=call.name, phase=Phase.BEFORE_HEADERS) from exc
+
+
+async def _send(call: Call, request: httpx.Request, deadline: float) -> httpx.Response:
+    """Send once and return at the response headers; nothing here retries."""
+    try:
+        async with asyncio.timeout_at(deadline):
+            return await call.client.send(request, stream=True)
+    except TimeoutError as exc:
+        raise NoResponseError(
+            f"no response headers within {deadline - call.started:.3g}s", endpoint=call.name
+        ) from exc
+    except _CALL_ERRORS as exc:
+        raise classify_exception(exc, endpoint=call.name, phase=Phase.BEFORE_HEADERS) from exc
+
+
+async def _read_body(
+    call: Call, response: httpx.Response, deadline: float, limit: int | None = None
+) -> bytes:
+    """The response body, read within ``deadline`` (and up to ``limit`` bytes)."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout_at(deadline):
+            async for chunk in response.aiter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if limit is not None and size >= limit:
+                    break
+    except TimeoutError as exc:
+        raise NoResponseError(
+            f"response body not complete within {deadline - call.started:.3g}s",
+            endpoint=call.name,
+            status=response.status_code,
+        ) from exc
+    except _CALL_ERRORS as exc:
+        raise classify_exception(exc, endpoint=call.name, phase=Phase.STREAMING) from exc
+    return b"".join(chunks)
+
+
+async def _raise_for_status(call: Call, response: httpx.Response) -> None:
+    """Classify a non-2xx answer from its (bounded) body and headers."""
+    if 200 <= response.status_code < 300:
+        return
+    deadline = call.started + call.budgets.total_s
+    try:
+        body = await _read_body(call, response, deadline, MAX_ERROR_BODY_BYTES)
+    except ProviderError:
+        body = b""  # the status alone still classifies
+    raise classify_status(
+        response.status_code, body, response.headers, endpoint=call.name, now=call.now()
+    )
+
+
+def _parse_json_reply(
+    call: Call, raw: bytes, parse: Callable[[Any], ReplyParts], status: int
+) -> ReplyParts:
+    try:
+        payload = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise MalformedStreamError(
+            "response body is not JSON", endpoint=call.name, status=status
+        ) from exc
+    try:
+        parts = parse(payload)
+    except _SHAPE_ERRORS as exc:
+        raise MalformedStreamError(
+            f"response body does not have the expected shape ({type(exc).__name__})",
+            endpoint=call.name,
+            status=status,
+        ) from exc
+    parts.text = call.prefix + parts.text
+    return parts
+
+
+async def run_json(
+    call: Call,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    parse: Callable[[Any], ReplyParts],
+) -> ChatReply:
+    """One non-streaming attempt: bounded by ``connect_s`` and ``total_s``."""
+    try:
+        request = _build_request(call, url, headers, body)
+        deadline = call.started + call.budgets.total_s
+        async with _slot(call):
+            response = await _send(call, request, deadline)
+            try:
+                await _raise_for_status(call, response)
+                raw = await _read_body(call, response, deadline)
+            finally:
+                await response.aclose()
+        parts = _parse_json_reply(call, raw, parse, response.status_code)
+        reply = call.build_reply(parts, ttft_ms=None, malformed=0)
+        await call.progress(reply.text, final=True)
+        return reply
+    except ProviderError as err:
+        raise call.redact(err) from err.__cause__
+
+
+async def run_stream(
+    call: Call,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    state: StreamState,
+    parse: Callable[[Any], ReplyParts],
+) -> ChatReply:
+    """One streaming attempt with every budget enforced around every chunk.
+
+    A server that ignored ``stream`` and answered with JSON is read with ``parse``.
+    """
+    try:
+        request = _build_request(call, url, headers, body)
+        b = call.budgets
+        headers_deadline = call.started + min(b.ttft_s, b.total_s)
+        async with _slot(call):
+            response = await _send(call, request, headers_deadline)
+            try:
+                await _raise_for_status(call, response)
+                ctype = response.headers.get("content-type", "").lower()
+                if "json" in ctype and "event-stream" not in ctype:
+                    raw = await _read_body(call, response, call.started + b.total_s)
+                    parts = _parse_json_reply(call, raw, parse, response.status_code)
+                    reply = call.build_reply(parts, ttft_ms=call.elapsed_ms(), malformed=0)
+                    await call.progress(reply.text, final=True)
+                    return reply
+                ttft_ms = await _pump(call, response, state)
+            finally:
+                await response.aclose()
+        state.finalize()
+        parts = ReplyParts(
+            text=state.text,
+            model=state.model,
+            finish=state.finish or FinishReason.STOP,
+            input_tokens=state.input_tokens,
+            output_tokens=state.output_tokens,
+            tool_calls=state.tool_calls(),
+        )
+        await call.progress(parts.text, final=True)
+        return call.build_reply(parts, ttft_ms=ttft_ms, malformed=state.malformed)
+    except ProviderError as err:
+        raise call.redact(err) from err.__cause__
+
+
+async def _pump(call: Call, response: httpx.Response, state: StreamState) -> float | None:
+    """Read SSE until the terminal event (plus trailer grace); return the TTFT in ms.
+
+    Each read waits for the earliest applicable deadline: the trailer grace once the
+    terminal event arrived, the first-token budget until a token arrived, then the idle
+    budget since the last chunk, and always the total budget.
+    """
+    b = call.budgets
+    decoder = SSEDecoder()
+    chunks = response.aiter_bytes()
+    total_at = call.started + b.total_s
+    last_chunk_at = call.clock()
+    first_token_at: float | None = None
+    finished_at: float | None = None
+    eof = False
+
+    def fail(end: StreamEnd, detail: str = "") -> ProviderError:
+        return _stream_error(call, state, end, detail)
+
+    while not state.done:
+        if finished_at is not None:
+            deadline, end = finished_at + b.trailer_grace_s, StreamEnd.COMPLETE
+        elif first_token_at is None:
+            deadline, end = call.started + b.ttft_s, StreamEnd.FIRST_TOKEN_TIMEOUT
+        else:
+            deadline, end = last_chunk_at + b.idle_s, StreamEnd.IDLE_TIMEOUT
+        if total_at < deadline:
+            deadline = total_at
+            if end is not StreamEnd.COMPLETE:
+                end = (
+                    StreamEnd.FIRST_TOKEN_TIMEOUT
+                    if first_token_at is None
+                    else StreamEnd.TOTAL_TIMEOUT
+                )
+        try:
+            async with asyncio.timeout_at(deadline):
+                chunk = await anext(chunks)
+        except StopAsyncIteration:
+            eof = True
+            break
+        except TimeoutError as exc:
+            if end is StreamEnd.COMPLETE:
+                break  # terminal event seen; the missing trailer is not worth waiting for
+            raise fail(end, f"after {call.clock() - call.started:.3g}s") from exc
+        except _CALL_ERRORS as exc:
+            if state.finished:
+                break  # the content is complete; a broken trailer does not lose it
+            phase = Phase.AWAITING_FIRST_TOKEN if first_token_at is None else Phase.STREAMING
+            raise classify_exception(
+                exc, endpoint=call.name, phase=phase, partial_text=state.text
+            ) from exc
+        last_chunk_at = call.clock()
+        for event in decoder.feed(chunk):
+            await _apply(call, state, event)
+            if first_token_at is None and state.content_events:
+                first_token_at = call.clock()
+            if state.finished and finished_at is None:
+                finished_at = call.clock()
+            if state.done:
+                break
+    if eof and not state.done:
+        for event in decoder.flush():
+            await _apply(call, state, event)
+    if state.too_malformed():
+        raise fail(StreamEnd.MALFORMED, f"{state.malformed} of {state.events} events")
+    if not state.finished:
+        raise fail(StreamEnd.EOF_BEFORE_TERMINAL, f"after {len(state.text)} characters")
+    if first_token_at is None:
+        return None
+    return (first_token_at - call.started) * 1000.0
+
+
+async def _apply(call: Call, state: StreamState, event: SSEEvent) -> None:
+    before = state.content_events
+    state.on_event(event)
+    if state.too_malformed():
+        raise _stream_error(
+            call, state, StreamEnd.MALFORMED, f"{state.malformed} of {state.events} events"
+        )
+    if state.content_events > before:
+        await call.progress(state.text)
+
+
+def _stream_error(call: Call, state: StreamState, end: StreamEnd, detail: str) -> ProviderError:
+    err = classify_stream_end(end, endpoint=call.name, partial_text=state.text, detail=detail)
+    # Only StreamEnd.COMPLETE maps to None, and a completed stream never asks for an error.
+    return err or MalformedStreamError(detail, endpoint=call.name, partial_text=state.text)

@@ -1,0 +1,279 @@
+"""OpenAI Chat Completions adapter (``POST {base}/chat/completions``) and compatibles.
+
+Covers OpenAI and every server that speaks its wire format (Mistral, DeepSeek, vLLM,
+Ollama). Mapping choices:
+
+* ``json_schema`` → ``response_format: {type: json_schema, json_schema: {name, schema,
+  strict: false}}``; strict mode would reject any schema that is not closed and fully
+  required, and validation happens on our side anyway (:mod:`providers.validate`).
+* ``max_tokens`` is sent as ``max_completion_tokens`` to OpenAI itself (the field its
+  current models require) and as ``max_tokens`` to compatible servers, which know only that.
+* ``stream_options.include_usage`` is requested from OpenAI itself; compatible servers
+  that reject unknown fields send usage in their last chunk anyway.
+* ``prefill`` is a trailing assistant message with ``prefix: true`` (Mistral / DeepSeek
+  style) and is sent only to endpoints declaring ``assistant_prefill``; others fail fast
+  with an :class:`InvalidRequestError` whose decision is FAILOVER (another route can).
+* Terminal: the chunk carrying ``finish_reason``; ``data: [DONE]`` and the usage chunk
+  are trailers, waited for at most the trailer grace. ``finish_reason: content_filter``,
+  a ``refusal`` and an ``{"error": ...}`` chunk raise their typed errors.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from providers.base import (
+    Call,
+    ProgressCallback,
+    ReplyParts,
+    StreamState,
+    parse_tool_arguments,
+    run_json,
+    run_stream,
+)
+from providers.classify import stream_error_event
+from providers.client import Budgets
+from providers.endpoint import EndpointConfig
+from providers.errors import ContentFilterError, Decision, InvalidRequestError
+from providers.models import ChatReply, ChatRequest, FinishReason, Message, ToolCall
+from providers.sse import SSEEvent
+
+#: ``response_format.json_schema.name`` of structured output.
+SCHEMA_NAME = "output"
+#: The stream's end marker.
+DONE = "[DONE]"
+
+_FINISH = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,
+    "model_length": FinishReason.LENGTH,  # Mistral
+}
+
+
+def _is_openai(endpoint: EndpointConfig) -> bool:
+    return endpoint.organisation == "openai"
+
+
+def _message(m: Message) -> dict[str, Any]:
+    if m.role == "tool":
+        return {"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content}
+    out: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        out["content"] = m.content or None
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {
+                    "name": c.name,
+                    "arguments": c.raw_arguments or json.dumps(c.arguments),
+                },
+            }
+            for c in m.tool_calls
+        ]
+    return out
+
+
+def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
+    """The Chat Completions request body for ``request``."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    messages += [_message(m) for m in request.messages]
+    if request.prefill:
+        if not endpoint.capabilities.assistant_prefill:
+            raise InvalidRequestError(
+                "this route does not support assistant prefill",
+                endpoint=endpoint.name,
+                decision=Decision.FAILOVER,
+            )
+        messages.append({"role": "assistant", "content": request.prefill, "prefix": True})
+    body: dict[str, Any] = {"model": endpoint.model, "messages": messages}
+    max_tokens = min(request.max_tokens, endpoint.max_output_tokens)
+    body["max_completion_tokens" if _is_openai(endpoint) else "max_tokens"] = max_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.stop:
+        body["stop"] = request.stop
+    if request.json_schema is not None:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": SCHEMA_NAME, "schema": request.json_schema, "strict": False},
+        }
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in request.tools
+        ]
+    if stream:
+        body["stream"] = True
+        if _is_openai(endpoint):
+            body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def build_headers(key: str | None) -> dict[str, str]:
+    """Headers of every call; the key goes only into ``Authorization: Bearer``."""
+    headers = {"content-type": "application/json"}
+    if key is not None:
+        headers["authorization"] = f"Bearer {key}"
+    return headers
+
+
+def url(endpoint: EndpointConfig) -> str:
+    """``{base}/chat/completions``: OpenAI base URLs include ``/v1``, as in the official SDK."""
+    return f"{endpoint.base()}/chat/completions"
+
+
+def _finish(call: Call, reason: Any, partial: str) -> FinishReason:
+    if reason == "content_filter":
+        raise ContentFilterError(
+            "output blocked by the content filter (finish_reason=content_filter)",
+            endpoint=call.name,
+            status=200,
+            partial_text=partial,
+        )
+    return _FINISH.get(reason, FinishReason.STOP)
+
+
+def _refused(call: Call, refusal: str, partial: str) -> ContentFilterError:
+    return ContentFilterError(
+        f"the model refused: {refusal[:200]}", endpoint=call.name, status=200, partial_text=partial
+    )
+
+
+def parse_reply(call: Call, payload: Any) -> ReplyParts:
+    """Read a non-streaming Chat Completions response."""
+    if isinstance(payload.get("error"), dict):
+        raise stream_error_event(payload["error"], endpoint=call.name)
+    choice = payload["choices"][0]
+    message = choice.get("message") or {}
+    text = message.get("content") or ""
+    if message.get("refusal"):
+        raise _refused(call, str(message["refusal"]), text)
+    finish = _finish(call, choice.get("finish_reason"), text)
+    calls = [
+        parse_tool_arguments(
+            tc.get("id", ""), tc["function"].get("name", ""), tc["function"].get("arguments")
+        )
+        for tc in message.get("tool_calls") or []
+    ]
+    usage = payload.get("usage") or {}
+    return ReplyParts(
+        text=text,
+        model=payload.get("model"),
+        finish=finish,
+        input_tokens=usage.get("prompt_tokens"),
+        output_tokens=usage.get("completion_tokens"),
+        tool_calls=calls,
+    )
+
+
+class OpenAIStream(StreamState):
+    """Folds ``chat.completion.chunk`` events up to ``[DONE]``."""
+
+    def __init__(self, call: Call) -> None:
+        super().__init__(call.name, call.prefix)
+        self._call = call
+        self._tools: dict[int, dict[str, str]] = {}
+        self._refusal = ""
+
+    def decode(self, event: SSEEvent) -> Any:
+        """``[DONE]`` ends the stream; everything else is JSON."""
+        if event.data.strip() == DONE:
+            self.finished = self.done = True
+            return None
+        return super().decode(event)
+
+    def on_payload(self, event_name: str, payload: Any) -> None:
+        """Apply one chunk."""
+        if payload.get("error"):
+            raise stream_error_event(
+                payload["error"], endpoint=self.endpoint, partial_text=self.text
+            )
+        self.model = payload.get("model") or self.model
+        usage = payload.get("usage")
+        if isinstance(usage, dict):
+            self.input_tokens = usage.get("prompt_tokens", self.input_tokens)
+            self.output_tokens = usage.get("completion_tokens", self.output_tokens)
+        for choice in payload.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue  # n=1 is all we ask for
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if isinstance(content, str):
+                self.add_text(content)
+            if delta.get("refusal"):
+                self._refusal += str(delta["refusal"])
+            for tc in delta.get("tool_calls") or []:
+                self._tool_delta(tc)
+            reason = choice.get("finish_reason")
+            if reason is not None:
+                if self._refusal:
+                    raise _refused(self._call, self._refusal, self.text)
+                self.finish = _finish(self._call, reason, self.text)
+                self.finished = True
+        if self.finished and self.output_tokens is not None:
+            self.done = True  # usage came with (or after) the finish: nothing left to wait for
+
+    def _tool_delta(self, tc: dict[str, Any]) -> None:
+        slot = self._tools.setdefault(int(tc.get("index", 0)), {"id": "", "name": "", "args": ""})
+        fn = tc.get("function") or {}
+        if tc.get("id"):
+            slot["id"] = tc["id"]
+        if fn.get("name"):
+            slot["name"] += fn["name"]
+        if fn.get("arguments"):
+            slot["args"] += fn["arguments"]
+        self.content_events += 1
+
+    def tool_calls(self) -> list[ToolCall]:
+        """Tool calls assembled from their streamed fragments."""
+        return [
+            parse_tool_arguments(t["id"], t["name"], t["args"])
+            for _, t in sorted(self._tools.items())
+        ]
+
+
+async def complete(
+    client: httpx.AsyncClient,
+    endpoint: EndpointConfig,
+    request: ChatRequest,
+    budgets: Budgets,
+    *,
+    on_progress: ProgressCallback | None = None,
+    now: Callable[[], float] = time.time,
+) -> ChatReply:
+    """One call to a Chat Completions endpoint (streaming when both sides allow it)."""
+    call = Call.start(
+        client,
+        endpoint,
+        request,
+        budgets,
+        on_progress=on_progress,
+        now=now,
+        prefix=request.prefill or "",
+    )
+    body = build_body(endpoint, request, stream=call.streaming)
+    headers = build_headers(call.key)
+
+    def parse(payload: Any) -> ReplyParts:
+        return parse_reply(call, payload)
+
+    if not call.streaming:
+        return await run_json(call, url(endpoint), headers, body, parse)
+    return await run_stream(call, url(endpoint), headers, body, OpenAIStream(call), parse)

@@ -1,0 +1,48 @@
+"""The single entry point for one model call: dispatch on the endpoint's wire kind.
+
+``complete`` makes exactly one attempt, always: there is no loop here or below it.
+Whether to try again, on this route or another, is decided by the caller from the
+typed error's :class:`~providers.errors.Decision`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+import httpx
+
+from providers import anthropic, gemini, openai
+from providers.base import ProgressCallback
+from providers.client import Budgets
+from providers.endpoint import EndpointConfig, ProviderKind
+from providers.models import ChatReply, ChatRequest
+
+Adapter = Callable[..., Awaitable[ChatReply]]
+
+ADAPTERS: dict[ProviderKind, Adapter] = {
+    ProviderKind.ANTHROPIC: anthropic.complete,
+    ProviderKind.OPENAI: openai.complete,
+    ProviderKind.GEMINI: gemini.complete,
+}
+
+
+async def complete(
+    client: httpx.AsyncClient,
+    endpoint: EndpointConfig,
+    request: ChatRequest,
+    budgets: Budgets,
+    *,
+    on_progress: ProgressCallback | None = None,
+    now: Callable[[], float] = time.time,
+) -> ChatReply:
+    """One attempt at ``request`` on ``endpoint``: a ChatReply or one typed ProviderError.
+
+    Streams when the request asks for it and the endpoint supports it. ``on_progress``
+    (sync or async) receives ``(text_so_far, estimated_tokens)`` as tokens arrive, for
+    heartbeats. ``now`` (epoch seconds) is only used to interpret date-valued
+    Retry-After headers. Raises only :class:`~providers.errors.ProviderError` subclasses
+    (and cancellation).
+    """
+    adapter = ADAPTERS[endpoint.provider]
+    return await adapter(client, endpoint, request, budgets, on_progress=on_progress, now=now)

@@ -1,0 +1,421 @@
+"""The failover planner: (role policy, health snapshot, request facts, now) -> ordered plan.
+
+:func:`plan` is a pure function the workflow calls before every attempt (re-planning
+with what the previous attempts taught it: time spent, routes excluded, cool-downs, a
+larger context window needed). The rules, in order:
+
+1. Tiers run in order 0, 1, 2; inside a tier closed routes go first, ranked by the
+   weighted score (:mod:`resilience.scoring`), then half-open routes as trials.
+2. Routes are skipped when excluded by the caller, forced open, open (before
+   ``open_until``), cooling down after a Retry-After, or when their context window
+   cannot hold the request even after triage; a route that can hold it only after
+   triage is planned with ``needs_triage`` and a ``target_input_tokens``.
+3. Routes whose rolling p95/p99 breach the role's SLA (evaluated with hysteresis from
+   the route's stored ``sla_demoted`` flag) move to the end of the live attempts, not
+   out of the plan: proactive substitution before any timeout happens.
+4. Budget: each attempt's worst-case start is computed (sequential attempts start when
+   every earlier attempt has used its full timeout; a hedge starts its delay after the
+   attempt it hedges). No attempt starts at or past the role's total budget, every
+   timeout is ``min(attempt timeout, budget left at its start)``, and an attempt left
+   with less than the TTFT budget is not planned (it could not answer in time).
+   Because the workflow re-plans after each failure with the real elapsed time, fast
+   failures give later routes their turn.
+5. Hedging (stateless roles with hedging enabled only): the attempts after the first,
+   up to ``max_hedges``, are hedges starting ``delay`` after the previous attempt; the
+   delay is configured or the primary's measured TTFT p95, clamped.
+6. The cache tier (when enabled) and the static fallback always close the plan.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from resilience.config import CacheTier, PolicyConfig, RolePolicy, StaticFallback
+from resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
+from resilience.scoring import RouteScore, request_cost, score_route
+from resilience.sla import evaluate_sla
+
+_TIER_NAMES = {0: "primary", 1: "hot standby", 2: "warm fallback"}
+
+
+class RequestFacts(BaseModel):
+    """What the planner needs to know about the request and the call so far."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = Field(ge=0)
+    max_output_tokens: int = Field(ge=1)
+    elapsed_ms: float = Field(default=0.0, ge=0.0, description="budget already spent")
+    exclude_routes: list[str] = Field(
+        default_factory=list,
+        description="routes that already failed with a content-filter or stop-class error",
+    )
+    min_context_window: int = Field(
+        default=0, ge=0, description="set after a context-length failure"
+    )
+    cooldowns: dict[str, float] = Field(
+        default_factory=dict, description="route -> epoch seconds before which it is not called"
+    )
+    min_input_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "tokens left after the most aggressive triage (resilience.triage."
+            "minimal_input_tokens); None = unknown, assume triage can reach any target"
+        ),
+    )
+
+
+class SkipReason(StrEnum):
+    """Machine-readable kind of a :class:`SkippedRoute`."""
+
+    EXCLUDED = "excluded"
+    FORCED_OPEN = "forced_open"
+    BREAKER_OPEN = "breaker_open"
+    COOLING_DOWN = "cooling_down"
+    SLA_DEMOTED = "sla_demoted"
+    CONTEXT_TOO_SMALL = "context_too_small"
+    NO_BUDGET = "no_budget"
+
+
+class PlannedAttempt(BaseModel):
+    """One call the workflow should make, with its budgets and why it is where it is."""
+
+    model_config = ConfigDict(frozen=True)
+
+    route: str
+    tier: int = Field(ge=0, le=2)
+    start_offset_ms: float = Field(
+        default=0.0, ge=0.0, description="0 sequential; >0 hedge started after the previous"
+    )
+    timeout_ms: float = Field(gt=0.0)
+    ttft_budget_ms: float = Field(gt=0.0)
+    idle_budget_ms: float = Field(gt=0.0)
+    hedge: bool = False
+    needs_triage: bool = False
+    target_input_tokens: int | None = None
+    score: float
+    why: str
+    trial: bool = False  # the route is half-open: this call is one of its trials
+    sla_demoted: bool = False
+    worst_case_start_ms: float = Field(
+        default=0.0, ge=0.0, description="latest this attempt can start, from plan time"
+    )
+
+
+class SkippedRoute(BaseModel):
+    """A roster route the plan does not call now (or, for SLA, moved to the back)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    route: str
+    tier: int
+    reason: str
+    code: SkipReason
+
+
+class FailoverPlan(BaseModel):
+    """The ordered attempts for one agent call, ending in the cache and static tiers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: str
+    attempts: list[PlannedAttempt] = Field(default_factory=list)
+    skipped: list[SkippedRoute] = Field(default_factory=list)
+    cache: CacheTier | None = None
+    static: StaticFallback
+    budget_ms: float
+    remaining_ms: float
+    hedge_delay_ms: float | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    def explain(self) -> list[str]:
+        """Human-readable lines: attempts in order, skipped routes, cache and static."""
+        lines = [
+            f"plan for role {self.role!r}: budget {self.budget_ms:.0f} ms, "
+            f"{self.remaining_ms:.0f} ms left"
+        ]
+        lines += [f"  note: {n}" for n in self.notes]
+        for i, a in enumerate(self.attempts, 1):
+            flags = [f for f, on in (("HEDGE", a.hedge), ("TRIAL", a.trial)) if on]
+            when = f"+{a.start_offset_ms:.0f} ms" if a.hedge else "sequential"
+            flag_txt = f" [{' '.join(flags)}]" if flags else ""
+            lines.append(
+                f"  {i}. tier{a.tier} {a.route}{flag_txt} {when}, timeout {a.timeout_ms:.0f} ms, "
+                f"ttft {a.ttft_budget_ms:.0f} ms, score {a.score:.2f}: {a.why}"
+            )
+        for s in self.skipped:
+            lines.append(f"  skip tier{s.tier} {s.route}: {s.reason}")
+        n = len(self.attempts) + 1
+        if self.cache is not None:
+            lines.append(
+                f"  {n}. cache: fresh for {self.cache.ttl_s:.0f} s, served up to "
+                f"{self.cache.max_staleness_s:.0f} s old"
+            )
+            n += 1
+        preview = (
+            self.static.content
+            if len(self.static.content) <= 60
+            else self.static.content[:57] + "..."
+        )
+        lines.append(f"  {n}. static fallback: {preview!r}")
+        return lines
+
+
+class _Candidate(BaseModel):
+    route: str
+    tier: int
+    score: RouteScore
+    trial: bool
+    demoted: bool
+    demotion_reason: str | None
+    needs_triage: bool
+    target_input_tokens: int | None
+
+
+def _blocked(
+    route: str, tier: int, health: RouteHealth, facts: RequestFacts, now: float
+) -> SkippedRoute | None:
+    """Why the route may not be called now, or None."""
+    if route in facts.exclude_routes:
+        return SkippedRoute(
+            route=route,
+            tier=tier,
+            code=SkipReason.EXCLUDED,
+            reason="excluded: failed earlier in this call with an error no retry here can fix",
+        )
+    if health.breaker is BreakerState.FORCED_OPEN:
+        return SkippedRoute(
+            route=route, tier=tier, code=SkipReason.FORCED_OPEN, reason="forced open by an operator"
+        )
+    if health.breaker is BreakerState.OPEN and (
+        health.open_until is None or now < health.open_until
+    ):
+        why = f" ({health.breaker_reason})" if health.breaker_reason else ""
+        until = f" until {health.open_until:.3f}" if health.open_until is not None else ""
+        return SkippedRoute(
+            route=route,
+            tier=tier,
+            code=SkipReason.BREAKER_OPEN,
+            reason=f"open breaker{why}{until}",
+        )
+    until = facts.cooldowns.get(route)
+    if until is not None and now < until:
+        return SkippedRoute(
+            route=route,
+            tier=tier,
+            code=SkipReason.COOLING_DOWN,
+            reason=f"cooling down until {until:.3f} (Retry-After)",
+        )
+    return None
+
+
+def _fit(
+    route: str, tier: int, policy: PolicyConfig, facts: RequestFacts
+) -> tuple[SkippedRoute | None, bool, int | None]:
+    """Does the request fit the route's window, and if only after triage, to what size?"""
+    ep = policy.endpoint(route)
+    if ep.context_window < facts.min_context_window:
+        return (
+            SkippedRoute(
+                route=route,
+                tier=tier,
+                code=SkipReason.CONTEXT_TOO_SMALL,
+                reason=(
+                    f"context window too small: {ep.context_window} tokens < "
+                    f"{facts.min_context_window} required after a context-length failure"
+                ),
+            ),
+            False,
+            None,
+        )
+    reserve = min(facts.max_output_tokens, ep.max_output_tokens)
+    target = ep.context_window - reserve
+    if facts.input_tokens <= target:
+        return None, False, None
+    floor = facts.min_input_tokens or 0
+    if target <= 0 or floor > target:
+        return (
+            SkippedRoute(
+                route=route,
+                tier=tier,
+                code=SkipReason.CONTEXT_TOO_SMALL,
+                reason=(
+                    f"context window too small: {ep.context_window} tokens cannot hold "
+                    f"{floor} input (after triage) + {reserve} output"
+                ),
+            ),
+            False,
+            None,
+        )
+    return None, True, target
+
+
+def _hedge_delay(role: RolePolicy, primary: RouteHealth) -> tuple[float, str]:
+    h = role.hedging
+    if h.delay_ms is not None:
+        raw, source = h.delay_ms, "configured"
+    elif primary.stats.ttft_p95_ms is not None:
+        raw, source = primary.stats.ttft_p95_ms, "primary's measured TTFT p95"
+    else:
+        # No measurement yet: half the TTFT budget leaves the hedge time to answer.
+        raw, source = role.ttft_budget_ms / 2, "half the TTFT budget (no TTFT samples yet)"
+    hi = h.max_delay_ms if h.max_delay_ms is not None else role.ttft_budget_ms
+    delay = min(max(raw, h.min_delay_ms), max(hi, h.min_delay_ms))
+    return delay, source
+
+
+def plan(
+    role: RolePolicy,
+    policy: PolicyConfig,
+    snapshot: HealthSnapshot,
+    facts: RequestFacts,
+    now: float,
+) -> FailoverPlan:
+    """Build the ordered failover plan for one call of ``role`` (see the module doc)."""
+    skipped: list[SkippedRoute] = []
+    costs = {
+        r: request_cost(policy.endpoint(r), facts.input_tokens, facts.max_output_tokens)
+        for r in role.roster.routes()
+    }
+    cheapest = min(costs.values(), default=0.0)
+    dearest = max(costs.values(), default=0.0)
+    ordered: list[_Candidate] = []
+    demoted: list[_Candidate] = []
+    for tier, routes in role.roster.tiers():
+        closed: list[_Candidate] = []
+        trials: list[_Candidate] = []
+        for route in routes:
+            health = snapshot.get(route)
+            needs_triage, target = False, None
+            block = _blocked(route, tier, health, facts, now)
+            if block is None:
+                block, needs_triage, target = _fit(route, tier, policy, facts)
+            if block is not None:
+                skipped.append(block)
+                continue
+            verdict = evaluate_sla(
+                health.sla_demoted, health.stats, role.sla, policy.hysteresis_margin
+            )
+            cand = _Candidate(
+                route=route,
+                tier=tier,
+                score=score_route(
+                    route, health.stats, role.sla, policy.scoring, costs[route], cheapest, dearest
+                ),
+                # OPEN past open_until is half-open in all but name: admit() moves it.
+                trial=health.breaker in (BreakerState.HALF_OPEN, BreakerState.OPEN),
+                demoted=verdict.demoted,
+                demotion_reason=verdict.reason,
+                needs_triage=needs_triage,
+                target_input_tokens=target,
+            )
+            (trials if cand.trial else closed).append(cand)
+        for group in (closed, trials):
+            # sorted() is stable: equal scores keep the roster's order.
+            for cand in sorted(group, key=lambda c: -c.score.total):
+                if cand.demoted:
+                    why = cand.demotion_reason
+                    demoted.append(cand)
+                    skipped.append(
+                        SkippedRoute(
+                            route=cand.route,
+                            tier=cand.tier,
+                            code=SkipReason.SLA_DEMOTED,
+                            reason=f"sla demoted: moved behind healthy routes ({why})",
+                        )
+                    )
+                else:
+                    ordered.append(cand)
+    ordered += demoted
+    return _schedule(role, snapshot, facts, ordered, skipped)
+
+
+def _schedule(
+    role: RolePolicy,
+    snapshot: HealthSnapshot,
+    facts: RequestFacts,
+    ordered: list[_Candidate],
+    skipped: list[SkippedRoute],
+) -> FailoverPlan:
+    """Lay the ranked candidates on the budget timeline, marking hedges."""
+    budget = role.total_budget_ms
+    remaining = max(budget - facts.elapsed_ms, 0.0)
+    notes: list[str] = []
+    if snapshot.store_degraded:
+        notes.append("health store unreachable: planned from this worker's local view")
+    hedging = role.stateless and role.hedging.enabled and role.hedging.max_hedges > 0
+    delay: float | None = None
+    if hedging and len(ordered) > 1:
+        delay, source = _hedge_delay(role, snapshot.get(ordered[0].route))
+        notes.append(f"hedge delay {delay:.0f} ms ({source})")
+    elif role.hedging.enabled and not role.stateless:
+        notes.append("hedging disabled: the role is not stateless")
+
+    attempts: list[PlannedAttempt] = []
+    free_at = 0.0  # worst case: when every attempt planned so far has finished
+    prev_start = 0.0
+    for i, cand in enumerate(ordered):
+        hedge = delay is not None and 1 <= i <= role.hedging.max_hedges
+        start = prev_start + delay if hedge and delay is not None else free_at
+        left = remaining - start
+        if left < min(role.ttft_budget_ms, role.attempt_timeout):
+            skipped.append(
+                SkippedRoute(
+                    route=cand.route,
+                    tier=cand.tier,
+                    code=SkipReason.NO_BUDGET,
+                    reason=(
+                        f"no budget left: would start {start:.0f} ms from now with "
+                        f"{max(left, 0.0):.0f} ms of {budget:.0f} ms remaining"
+                    ),
+                )
+            )
+            continue
+        timeout = min(role.attempt_timeout, left)
+        attempts.append(
+            PlannedAttempt(
+                route=cand.route,
+                tier=cand.tier,
+                start_offset_ms=start - prev_start if hedge else 0.0,
+                timeout_ms=timeout,
+                ttft_budget_ms=min(role.ttft_budget_ms, timeout),
+                idle_budget_ms=min(role.idle_budget, timeout),
+                hedge=hedge,
+                needs_triage=cand.needs_triage,
+                target_input_tokens=cand.target_input_tokens,
+                score=cand.score.total,
+                why=_why(cand, hedge, attempts[-1].route if hedge and attempts else None),
+                trial=cand.trial,
+                sla_demoted=cand.demoted,
+                worst_case_start_ms=start,
+            )
+        )
+        prev_start = start
+        free_at = max(free_at, start + timeout)
+    return FailoverPlan(
+        role=role.name,
+        attempts=attempts,
+        skipped=skipped,
+        cache=role.roster.cache if role.roster.cache.enabled else None,
+        static=role.roster.static,
+        budget_ms=budget,
+        remaining_ms=remaining,
+        hedge_delay_ms=delay if any(a.hedge for a in attempts) else None,
+        notes=notes,
+    )
+
+
+def _why(cand: _Candidate, hedge: bool, hedged: str | None) -> str:
+    parts = [f"tier{cand.tier} {_TIER_NAMES.get(cand.tier, 'route')}"]
+    parts.append("half-open trial" if cand.trial else "closed")
+    parts.append(cand.score.describe())
+    if cand.demoted:
+        parts.append(f"sla demoted, moved back ({cand.demotion_reason})")
+    if cand.needs_triage:
+        parts.append(f"needs triage to {cand.target_input_tokens} input tokens")
+    if hedge and hedged:
+        parts.append(f"hedges {hedged}")
+    return "; ".join(parts)

@@ -1,0 +1,220 @@
+"""The simulator's admin API under ``/_admin/``: faults, scenarios, the attempts log.
+
+JSON in, JSON out. Invalid fault or scenario definitions get a 400 with pydantic's
+field paths, unknown endpoints a 404, so a chaos script fails loudly instead of
+silently testing nothing.
+
+    GET    /_admin/health                      liveness, in-flight count, TCP_NODELAY check
+    GET    /_admin/endpoints                   endpoints with base URLs and active faults
+    GET    /_admin/faults                      runtime faults per endpoint
+    PUT    /_admin/faults/{endpoint}           replace an endpoint's faults (POST: same)
+    DELETE /_admin/faults[/{endpoint}]         clear one endpoint, or all faults + scenario
+    POST   /_admin/scenario                    load a timeline (JSON or YAML body)
+    GET    /_admin/scenario  DELETE ...        its status / unload it
+    GET    /_admin/attempts?endpoint=&since=&after_seq=
+    DELETE /_admin/attempts
+    POST   /_admin/reset                       faults, scenario, log and RNG back to start
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+import yaml
+from aiohttp import web
+from pydantic import TypeAdapter, ValidationError
+
+from sim.faults import Fault
+from sim.scenario import Scenario
+from sim.state import SimState
+
+_FAULT_LIST = TypeAdapter(list[Fault])
+STATE_KEY: web.AppKey[SimState] = web.AppKey("sim_state", SimState)
+
+
+def _state(request: web.Request) -> SimState:
+    return request.app[STATE_KEY]
+
+
+def _bad_request(message: str, errors: Any = None) -> web.Response:
+    body: dict[str, Any] = {"error": message}
+    if errors is not None:
+        body["details"] = errors
+    return web.json_response(body, status=400)
+
+
+def _validation_details(exc: ValidationError) -> list[dict[str, Any]]:
+    return [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
+
+
+async def _json_body(request: web.Request) -> Any:
+    raw = await request.read()
+    if not raw:
+        return None
+    ctype = request.content_type
+    if "yaml" in ctype or ctype.startswith("text/"):
+        return yaml.safe_load(raw)
+    return json.loads(raw)
+
+
+def _server_url(request: web.Request) -> str:
+    return f"{request.scheme}://{request.host}"
+
+
+async def health(request: web.Request) -> web.Response:
+    """Liveness plus whether Nagle is off on this very connection."""
+    state = _state(request)
+    nodelay = None
+    sock = request.transport.get_extra_info("socket") if request.transport else None
+    if sock is not None:
+        nodelay = bool(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+    return web.json_response(
+        {
+            "ok": True,
+            "now": state.clock.now(),
+            "uptime_s": state.clock.now() - state.started_at,
+            "inflight": state.inflight,
+            "tcp_nodelay": nodelay,
+        }
+    )
+
+
+async def endpoints(request: web.Request) -> web.Response:
+    """Every hosted endpoint with its SDK base URL and the faults active right now."""
+    state = _state(request)
+    url = _server_url(request)
+    out = []
+    for ep in state.config.endpoints:
+        out.append(
+            {
+                "name": ep.name,
+                "kind": ep.kind.value,
+                "organisation": ep.organisation,
+                "region": ep.region,
+                "models": ep.models,
+                "context_window": ep.context_window,
+                "max_output_tokens": ep.max_output_tokens,
+                "tokens_per_sec": ep.tokens_per_sec,
+                "base_url": ep.base_url(url),
+                "faults": [f.model_dump(mode="json") for f in state.faults[ep.name]],
+                "active_faults": [f.model_dump(mode="json") for f in state.active_faults(ep.name)],
+            }
+        )
+    return web.json_response({"endpoints": out})
+
+
+async def get_faults(request: web.Request) -> web.Response:
+    """Runtime faults per endpoint (scenario faults are under /_admin/endpoints)."""
+    state = _state(request)
+    return web.json_response(
+        {name: [f.model_dump(mode="json") for f in fs] for name, fs in state.faults.items()}
+    )
+
+
+async def set_faults(request: web.Request) -> web.Response:
+    """Replace the endpoint's runtime faults with the posted list."""
+    state = _state(request)
+    name = request.match_info["endpoint"]
+    if name not in state.endpoints:
+        return web.json_response({"error": f"unknown endpoint {name!r}"}, status=404)
+    try:
+        body = await _json_body(request)
+    except (ValueError, yaml.YAMLError) as exc:
+        return _bad_request(f"body is not valid JSON/YAML: {exc}")
+    if isinstance(body, dict) and "faults" in body:
+        body = body["faults"]
+    if isinstance(body, dict):
+        body = [body]
+    try:
+        faults = _FAULT_LIST.validate_python(body if body is not None else [])
+    except ValidationError as exc:
+        return _bad_request("invalid fault list", _validation_details(exc))
+    state.set_faults(name, faults)
+    return web.json_response(
+        {"endpoint": name, "faults": [f.model_dump(mode="json") for f in faults]}
+    )
+
+
+async def clear_faults(request: web.Request) -> web.Response:
+    """Clear one endpoint's faults, or (no endpoint) every fault and the scenario."""
+    state = _state(request)
+    name = request.match_info.get("endpoint")
+    if name is not None and name not in state.endpoints:
+        return web.json_response({"error": f"unknown endpoint {name!r}"}, status=404)
+    state.clear_faults(name)
+    return web.json_response({"cleared": name or "all"})
+
+
+async def load_scenario(request: web.Request) -> web.Response:
+    """Validate and start a scenario timeline; times count from now."""
+    state = _state(request)
+    try:
+        body = await _json_body(request)
+        scenario = Scenario.model_validate(body)
+        active = state.load_scenario(scenario)
+    except (ValueError, yaml.YAMLError) as exc:
+        # pydantic's ValidationError is a ValueError; keep its field paths when present
+        details = _validation_details(exc) if isinstance(exc, ValidationError) else None
+        return _bad_request(
+            f"invalid scenario: {exc}" if details is None else "invalid scenario", details
+        )
+    return web.json_response(active.status(state.clock.now()))
+
+
+async def get_scenario(request: web.Request) -> web.Response:
+    """The loaded scenario's status, or ``{"scenario": null}``."""
+    state = _state(request)
+    if state.scenario is None:
+        return web.json_response({"scenario": None})
+    return web.json_response(state.scenario.status(state.clock.now()))
+
+
+async def clear_scenario(request: web.Request) -> web.Response:
+    """Unload the scenario (runtime faults stay)."""
+    _state(request).scenario = None
+    return web.json_response({"cleared": "scenario"})
+
+
+async def attempts(request: web.Request) -> web.Response:
+    """The attempts log, filtered by ``endpoint``, ``since`` (epoch s) and ``after_seq``."""
+    state = _state(request)
+    q = request.query
+    try:
+        since = float(q["since"]) if q.get("since") else None
+        after_seq = int(q["after_seq"]) if q.get("after_seq") else None
+    except ValueError:
+        return _bad_request("'since' must be a number and 'after_seq' an integer")
+    endpoint = q.get("endpoint") or None
+    rows = state.list_attempts(endpoint=endpoint, since=since, after_seq=after_seq)
+    return web.json_response({"attempts": [a.to_dict() for a in rows]})
+
+
+async def clear_attempts(request: web.Request) -> web.Response:
+    """Empty the attempts log."""
+    _state(request).clear_attempts()
+    return web.json_response({"cleared": "attempts"})
+
+
+async def reset(request: web.Request) -> web.Response:
+    """Back to the start-up state."""
+    _state(request).reset()
+    return web.json_response({"reset": True})
+
+
+def add_admin_routes(app: web.Application) -> None:
+    """Mount the admin API on ``app``."""
+    app.router.add_get("/_admin/health", health)
+    app.router.add_get("/_admin/endpoints", endpoints)
+    app.router.add_get("/_admin/faults", get_faults)
+    app.router.add_put("/_admin/faults/{endpoint}", set_faults)
+    app.router.add_post("/_admin/faults/{endpoint}", set_faults)
+    app.router.add_delete("/_admin/faults", clear_faults)
+    app.router.add_delete("/_admin/faults/{endpoint}", clear_faults)
+    app.router.add_post("/_admin/scenario", load_scenario)
+    app.router.add_get("/_admin/scenario", get_scenario)
+    app.router.add_delete("/_admin/scenario", clear_scenario)
+    app.router.add_get("/_admin/attempts", attempts)
+    app.router.add_delete("/_admin/attempts", clear_attempts)
+    app.router.add_post("/_admin/reset", reset)

@@ -1,0 +1,298 @@
+"""Classification is total and exact: statuses, retry hints, exceptions, stream endings."""
+
+from __future__ import annotations
+
+import inspect
+from datetime import UTC, datetime
+from email.utils import format_datetime
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from providers import errors as E
+from providers.classify import (
+    DEFAULT_QUOTA_COOLDOWN_S,
+    MAX_RETRY_AFTER_S,
+    Phase,
+    StreamEnd,
+    classify_exception,
+    classify_status,
+    classify_stream_end,
+    error_event_decision,
+    parse_go_duration,
+    parse_retry_after,
+)
+
+NOW = 1_750_000_000.0
+
+
+def status(code, body=None, headers=None):
+    """classify_status with a fixed endpoint and clock."""
+    return classify_status(code, body, headers, endpoint="ep", now=NOW)
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("1s", 1.0),
+        ("6m0s", 360.0),
+        ("20ms", 0.02),
+        ("1h2m3.5s", 3723.5),
+        ("0s", 0.0),
+        ("500us", 0.0005),
+        ("", None),
+        ("1x", None),
+        ("s", None),
+        ("1s junk", None),
+    ],
+)
+def test_go_durations(value, seconds):
+    """OpenAI reset durations parse; anything else is None."""
+    assert parse_go_duration(value) == (pytest.approx(seconds) if seconds is not None else None)
+
+
+def test_retry_after_seconds_and_date():
+    """Retry-After is delta-seconds or an HTTP-date relative to ``now``."""
+    assert parse_retry_after({"Retry-After": "12"}, now=NOW) == 12.0
+    date = format_datetime(datetime.fromtimestamp(NOW + 30, tz=UTC), usegmt=True)
+    assert parse_retry_after({"retry-after": date}, now=NOW) == pytest.approx(30.0)
+    assert parse_retry_after({"retry-after": date}, now=None) is None  # needs a clock
+
+
+def test_retry_after_ms_wins():
+    """retry-after-ms takes precedence over retry-after."""
+    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}, now=NOW) == 0.25
+
+
+def test_retry_after_clamps():
+    """Past dates clamp to 0 and absurd values to the maximum; garbage is ignored."""
+    past = format_datetime(datetime.fromtimestamp(NOW - 60, tz=UTC), usegmt=True)
+    assert parse_retry_after({"retry-after": past}, now=NOW) == 0.0
+    assert parse_retry_after({"retry-after": "1e12"}, now=NOW) == MAX_RETRY_AFTER_S
+    assert parse_retry_after({"retry-after": "nan"}, now=NOW) is None
+    assert parse_retry_after({"retry-after": "soon"}, now=NOW) is None
+
+
+def test_openai_reset_headers_pick_the_exhausted_limit():
+    """The reset of the limit whose remaining is 0 is used; else the longest."""
+    h = {
+        "x-ratelimit-reset-requests": "1s",
+        "x-ratelimit-reset-tokens": "6m0s",
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-remaining-tokens": "5000",
+    }
+    assert parse_retry_after(h, now=NOW) == 1.0
+    del h["x-ratelimit-remaining-requests"]
+    assert parse_retry_after(h, now=NOW) == 360.0
+
+
+def test_anthropic_reset_headers():
+    """anthropic-ratelimit-*-reset RFC 3339 timestamps become seconds from now."""
+    at = datetime.fromtimestamp(NOW + 42, tz=UTC).isoformat().replace("+00:00", "Z")
+    h = {"anthropic-ratelimit-tokens-reset": at, "anthropic-ratelimit-tokens-remaining": "0"}
+    assert parse_retry_after(h, now=NOW) == pytest.approx(42.0)
+
+
+def test_gemini_retry_delay_in_body():
+    """A Gemini 429 with RetryInfo.retryDelay is a rate limit with that delay, not a quota wall."""
+    body = {
+        "error": {
+            "code": 429,
+            "status": "RESOURCE_EXHAUSTED",
+            "message": "You exceeded your current quota, check billing details",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}],
+        }
+    }
+    import json
+
+    err = status(429, json.dumps(body))
+    assert type(err) is E.RateLimitedError and err.retry_after == 37.0
+
+
+def test_quota_has_long_default_cooldown():
+    """An exhausted quota with no hint cools down for the default, and is non-retryable."""
+    err = status(429, b'{"error": {"code": "insufficient_quota"}}')
+    assert type(err) is E.QuotaExhaustedError
+    assert err.retry_after == DEFAULT_QUOTA_COOLDOWN_S and not err.retryable
+    assert err.decision is E.Decision.COOLDOWN
+
+
+@pytest.mark.parametrize(
+    ("code", "cls"),
+    [
+        (100, E.ServerError),
+        (204, E.ServerError),
+        (302, E.ServerError),
+        (400, E.InvalidRequestError),
+        (401, E.AuthError),
+        (403, E.AuthError),
+        (404, E.InvalidRequestError),
+        (408, E.ServerError),
+        (409, E.ServerError),
+        (413, E.ContextLengthError),
+        (422, E.InvalidRequestError),
+        (429, E.RateLimitedError),
+        (500, E.ServerError),
+        (502, E.ServerError),
+        (503, E.OverloadedError),
+        (504, E.ServerError),
+        (529, E.OverloadedError),
+        (599, E.ServerError),
+    ],
+)
+def test_status_table(code, cls):
+    """Each status with an uninformative body maps to its documented class."""
+    assert type(status(code, b"")) is cls
+
+
+def test_unexpected_status_fails_over():
+    """A redirect or other non-error status fails over rather than retrying the same route."""
+    assert status(301).decision is E.Decision.FAILOVER
+
+
+def test_overloaded_body_on_500():
+    """An Anthropic overloaded_error body on a 5xx is Overloaded."""
+    body = b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    assert type(status(500, body)) is E.OverloadedError
+
+
+headers_st = st.dictionaries(
+    st.sampled_from(
+        [
+            "retry-after",
+            "Retry-After-Ms",
+            "x-ratelimit-reset-tokens",
+            "x-ratelimit-remaining-tokens",
+            "anthropic-ratelimit-requests-reset",
+            "anthropic-ratelimit-requests-remaining",
+            "content-type",
+        ]
+    )
+    | st.text(max_size=10),
+    st.text(max_size=40)
+    | st.sampled_from(
+        ["0", "-5", "1e400", "inf", "6m0s", "Wed, 21 Oct 2015 07:28:00 GMT", "2015-10-21T07:28:00Z"]
+    ),
+    max_size=6,
+)
+bodies_st = (
+    st.none()
+    | st.binary(max_size=200)
+    | st.text(max_size=200)
+    | st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(
+                st.sampled_from(
+                    ["error", "type", "code", "message", "details", "status", "retryDelay"]
+                ),
+                inner,
+                max_size=4,
+            )
+        ),
+        max_leaves=10,
+    ).map(lambda v: __import__("json").dumps(v))
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.integers(min_value=100, max_value=599),
+    bodies_st,
+    headers_st,
+    st.none() | st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12),
+)
+def test_classification_is_total(code, body, headers, now):
+    """Any status 100-599 with any body/headers maps to exactly one class with a Decision."""
+    err = classify_status(code, body, headers, endpoint="ep", now=now)
+    assert type(err) is E.ERROR_TYPES[err.error_class]
+    assert err.decision in E.Decision
+    assert err.status == code
+    assert err.retry_after is None or 0.0 <= err.retry_after <= max(
+        MAX_RETRY_AFTER_S, DEFAULT_QUOTA_COOLDOWN_S
+    )
+    str(err), repr(err)
+
+
+def _httpx_exception_types() -> list[type[BaseException]]:
+    return [
+        obj for _, obj in inspect.getmembers(httpx, inspect.isclass) if issubclass(obj, Exception)
+    ]
+
+
+HTTPX_EXCEPTIONS = _httpx_exception_types()
+
+
+def _instance(cls: type[BaseException]) -> BaseException:
+    if issubclass(cls, httpx.HTTPStatusError):
+        req = httpx.Request("POST", "http://x")
+        return cls("x", request=req, response=httpx.Response(503, request=req))
+    try:
+        return cls("boom")
+    except TypeError:
+        return cls()  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("phase", list(Phase))
+@pytest.mark.parametrize("cls", HTTPX_EXCEPTIONS, ids=lambda c: c.__name__)
+def test_every_httpx_exception_maps(cls, phase):
+    """Every httpx exception type, in every phase, maps to exactly one ProviderError."""
+    err = classify_exception(_instance(cls), endpoint="ep", phase=phase, partial_text="p")
+    assert type(err) is E.ERROR_TYPES[err.error_class]
+
+
+@pytest.mark.parametrize(
+    ("exc", "phase", "cls"),
+    [
+        (httpx.ConnectError("x"), Phase.BEFORE_HEADERS, E.ConnectError),
+        (httpx.RemoteProtocolError("x"), Phase.BEFORE_HEADERS, E.ConnectError),
+        (httpx.ReadTimeout("x"), Phase.BEFORE_HEADERS, E.NoResponseError),
+        (httpx.PoolTimeout("x"), Phase.BEFORE_HEADERS, E.NoResponseError),
+        (httpx.ReadTimeout("x"), Phase.AWAITING_FIRST_TOKEN, E.SlowFirstTokenError),
+        (httpx.ReadTimeout("x"), Phase.STREAMING, E.StreamStalledError),
+        (httpx.RemoteProtocolError("x"), Phase.STREAMING, E.StreamCutError),
+        (httpx.ReadError("x"), Phase.STREAMING, E.StreamCutError),
+        (httpx.DecodingError("x"), Phase.STREAMING, E.MalformedStreamError),
+        (TimeoutError(), Phase.BEFORE_HEADERS, E.NoResponseError),
+        (OSError("x"), Phase.BEFORE_HEADERS, E.ConnectError),
+        (RuntimeError("x"), Phase.STREAMING, E.StreamCutError),
+    ],
+)
+def test_exception_table(exc, phase, cls):
+    """Key exceptions map to the class the phase implies."""
+    assert type(classify_exception(exc, endpoint="ep", phase=phase)) is cls
+
+
+def test_provider_error_passes_through():
+    """An already classified error is returned unchanged."""
+    err = E.ServerError("x", endpoint="ep")
+    assert classify_exception(err, endpoint="other") is err
+
+
+@pytest.mark.parametrize("end", list(StreamEnd))
+def test_every_stream_end_maps(end):
+    """Every stream ending maps to one class, and only COMPLETE to none."""
+    err = classify_stream_end(end, endpoint="ep", partial_text="so far")
+    if end is StreamEnd.COMPLETE:
+        assert err is None
+    else:
+        assert err is not None and type(err) is E.ERROR_TYPES[err.error_class]
+        assert err.partial_text == "so far"
+
+
+@pytest.mark.parametrize(
+    ("error", "decision"),
+    [
+        ({"type": "overloaded_error"}, E.Decision.COOLDOWN),
+        ({"code": 503, "status": "UNAVAILABLE"}, E.Decision.COOLDOWN),
+        ({"type": "rate_limit_error"}, E.Decision.COOLDOWN),
+        ({"type": "api_error"}, E.Decision.FAILOVER),
+        ("something broke", E.Decision.FAILOVER),
+    ],
+)
+def test_error_event_decisions(error, decision):
+    """Overload / rate-limit error events cool the route down; others fail over."""
+    assert error_event_decision(error) is decision

@@ -1,0 +1,198 @@
+"""The shared client and the budgets: limits, no retries, slots, deadlines, progress, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from pydantic import ValidationError
+
+from providers import errors as E
+from providers.client import Budgets, FailoverHTTPClient, build_http_client
+from providers.models import ChatRequest, Message
+from providers.registry import complete
+from tests.providers.wire import (
+    SENTINEL_KEY,
+    anthropic_stream,
+    endpoint,
+    hang_forever,
+    openai_json,
+    openai_stream,
+    stream_response,
+)
+
+Q = ChatRequest(messages=[Message(role="user", content="q")])
+
+
+def test_budgets_validate_on_construction():
+    """Zero or negative budgets are rejected when built."""
+    with pytest.raises(ValidationError):
+        Budgets(ttft_s=0)
+    with pytest.raises(ValidationError):
+        Budgets(total_s=-1)
+
+
+def test_budgets_httpx_timeout():
+    """The httpx timeout is a backstop built from the budgets."""
+    t = Budgets(connect_s=1, total_s=9).httpx_timeout()
+    assert (t.connect, t.read, t.pool) == (1, 9, 1)
+
+
+async def test_build_http_client_pools_per_origin_without_retries():
+    """Each origin gets its own pool, sized from its endpoints, with retries=0."""
+    eps = [
+        endpoint("openai-us", max_connections=7),
+        endpoint("cheap-mini", max_connections=3),
+        endpoint("gemini-flash", base_url="http://127.0.0.2:9000/gemini-flash", max_connections=4),
+    ]
+    client = build_http_client(eps)
+    async with client:
+        assert isinstance(client, FailoverHTTPClient)
+        pools = {
+            str(pattern.pattern): transport._pool  # type: ignore[union-attr]
+            for pattern, transport in client._mounts.items()
+            if transport is not None
+        }
+        assert pools["http://127.0.0.1:8400"]._max_connections == 10
+        assert pools["http://127.0.0.2:9000"]._max_connections == 4
+        assert all(p._retries == 0 for p in pools.values())
+        default = client._transport._pool  # type: ignore[attr-defined]
+        assert default._max_connections == 14 and default._retries == 0
+        assert client.follow_redirects is False
+
+
+async def test_endpoint_slots_bound_concurrency():
+    """With max_connections=1 a second concurrent call waits, then fails as NoResponseError."""
+    ep = endpoint("openai-us", max_connections=1)
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    async def respond(_):
+        started.set()
+        await release.wait()
+        return httpx.Response(200, json=openai_json("ok"))
+
+    client = build_http_client(transport=httpx.MockTransport(respond))
+    budgets = Budgets(connect_s=0.03, total_s=5)
+    req = Q.model_copy(update={"stream": False})
+    async with client:
+        first = asyncio.create_task(complete(client, ep, req, budgets))
+        await started.wait()
+        assert client.endpoint_slots.in_use(ep) == 1
+        with pytest.raises(E.NoResponseError, match="slots busy"):
+            await complete(client, ep, req, budgets)
+        release.set()
+        assert (await first).text == "ok"
+        assert client.endpoint_slots.in_use(ep) == 0
+
+
+async def test_total_budget_while_tokens_trickle():
+    """Tokens arriving within idle but past the total budget fail as StreamStalledError."""
+
+    async def body():
+        yield openai_stream(["a"])[0]
+        while True:
+            yield openai_stream(["tick "])[1]
+            await asyncio.sleep(0.005)
+
+    client = build_http_client(
+        transport=httpx.MockTransport(
+            lambda _: httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, content=body()
+            )
+        )
+    )
+    budgets = Budgets(ttft_s=1, idle_s=1, total_s=0.06)
+    async with client:
+        with pytest.raises(E.StreamStalledError, match="total") as info:
+            await complete(client, endpoint("openai-us"), Q, budgets)
+    assert info.value.partial_text.startswith("tick")
+
+
+async def test_ttft_counts_content_not_pings():
+    """Events without content (message_start, pings) do not satisfy the first-token budget."""
+    prelude = anthropic_stream(["x"])[:3]  # message_start, content_block_start, ping
+    client = build_http_client(
+        transport=httpx.MockTransport(lambda _: stream_response(prelude * 1, hang=True))
+    )
+    async with client:
+        with pytest.raises(E.SlowFirstTokenError):
+            await complete(
+                client, endpoint("anthropic-us-east"), Q, Budgets(ttft_s=0.03, total_s=5)
+            )
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+async def test_on_progress_reports_text(is_async):
+    """on_progress (sync or async) sees the first token and, finally, the whole text."""
+    seen: list[tuple[str, int]] = []
+
+    def sync_cb(text: str, tokens: int) -> None:
+        seen.append((text, tokens))
+
+    async def async_cb(text: str, tokens: int) -> None:
+        seen.append((text, tokens))
+
+    client = build_http_client(
+        transport=httpx.MockTransport(
+            lambda _: stream_response(openai_stream(["Hello ", "big ", "world"]))
+        )
+    )
+    async with client:
+        reply = await complete(
+            client,
+            endpoint("openai-us"),
+            Q,
+            Budgets(),
+            on_progress=async_cb if is_async else sync_cb,
+        )
+    assert seen[0][0] == "Hello "
+    assert seen[-1] == (reply.text, seen[-1][1]) and seen[-1][1] >= 1
+
+
+async def test_cancellation_closes_the_stream():
+    """Cancelling a call mid-stream propagates CancelledError and closes the response."""
+    closed = asyncio.Event()
+
+    async def body():
+        try:
+            yield openai_stream(["Hi"])[1]
+            await hang_forever()
+        finally:
+            closed.set()
+
+    client = build_http_client(
+        transport=httpx.MockTransport(
+            lambda _: httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, content=body()
+            )
+        )
+    )
+    async with client:
+        task = asyncio.create_task(complete(client, endpoint("openai-us"), Q, Budgets()))
+        await asyncio.sleep(0)  # let the call start; no timing depends on this
+        for _ in range(50):
+            if client.endpoint_slots.in_use(endpoint("openai-us")):
+                break
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(closed.wait(), 1)
+        assert client.endpoint_slots.in_use(endpoint("openai-us")) == 0
+
+
+@pytest.mark.parametrize("name", ["anthropic-us-east", "openai-us", "gemini-flash"])
+async def test_key_absent_from_reply(name):
+    """A successful reply carries no trace of the key."""
+    from tests.providers import wire as W
+
+    w = {"anthropic-us-east": W.ANTHROPIC, "openai-us": W.OPENAI, "gemini-flash": W.GEMINI}[name]
+    client = build_http_client(
+        transport=httpx.MockTransport(lambda _: stream_response(w.ok_stream(["ok"])))
+    )
+    async with client:
+        reply = await complete(client, endpoint(name), Q, Budgets())
+    assert SENTINEL_KEY not in reply.model_dump_json()
+    assert SENTINEL_KEY not in repr(endpoint(name))

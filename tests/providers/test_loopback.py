@@ -1,0 +1,124 @@
+"""The adapters over a real loopback socket: mounted pools, h11 streaming, real deadlines.
+
+A minimal Starlette app on 127.0.0.1 (not the simulator, which has its own suite) serves
+an OpenAI-style stream, a stream that stalls after one token, and a 429. This checks what
+MockTransport cannot: that the per-origin mounts route real requests and that the
+budgets hold against a real socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
+
+from providers import errors as E
+from providers.client import Budgets, build_http_client
+from providers.models import ChatRequest, Message
+from providers.registry import complete
+from tests.providers.wire import SENTINEL_KEY, endpoint, openai_stream
+
+Q = ChatRequest(messages=[Message(role="user", content="q")])
+
+
+async def _chat(request: Request) -> StreamingResponse | JSONResponse:
+    name = request.path_params["name"]
+    assert request.headers["authorization"] == f"Bearer {SENTINEL_KEY}"
+    body = json.loads(await request.body())
+    if name == "limited":
+        return JSONResponse(
+            {"error": {"type": "rate_limit_error", "message": "slow down"}},
+            status_code=429,
+            headers={"retry-after": "3"},
+        )
+
+    async def events() -> AsyncIterator[bytes]:
+        chunks = openai_stream(["Hello", " loopback"])
+        if name == "stall":
+            yield chunks[1]
+            await asyncio.Event().wait()
+        for c in chunks:
+            yield c
+
+    assert body["stream"] is True
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn.Server that signals when it is listening (no polling)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = asyncio.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """Start as usual, then signal readiness."""
+        await super().startup(sockets)
+        self.ready.set()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+async def server_port() -> AsyncIterator[int]:
+    """A uvicorn server in this event loop, for the module's tests."""
+    port = _free_port()
+    app = Starlette(routes=[Route("/{name}/v1/chat/completions", _chat, methods=["POST"])])
+    server = _Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    )
+    task = asyncio.create_task(server.serve())
+    await asyncio.wait_for(server.ready.wait(), 10)
+    yield port
+    server.should_exit = True
+    await task
+
+
+def ep(name: str, port: int):
+    """An OpenAI-kind endpoint served by the loopback app."""
+    return endpoint("openai-us", name=name, base_url=f"http://127.0.0.1:{port}/{name}/v1")
+
+
+async def test_stream_over_real_socket(server_port):
+    """A real SSE stream through the mounted pool yields the full reply."""
+    eps = [ep("ok", server_port), ep("stall", server_port)]
+    async with build_http_client(eps) as client:
+        reply = await complete(client, eps[0], Q, Budgets(total_s=5))
+    assert reply.text == "Hello loopback" and reply.usage.output_tokens == 20
+
+
+async def test_stall_over_real_socket(server_port):
+    """A real stream that goes silent fails within the idle budget."""
+    e = ep("stall", server_port)
+    async with build_http_client([e]) as client:
+        with pytest.raises(E.StreamStalledError):
+            await complete(client, e, Q, Budgets(idle_s=0.05, total_s=5))
+
+
+async def test_rate_limit_over_real_socket(server_port):
+    """A real 429 with Retry-After is RateLimitedError carrying the hint."""
+    e = ep("limited", server_port)
+    async with build_http_client([e]) as client:
+        with pytest.raises(E.RateLimitedError) as info:
+            await complete(client, e, Q, Budgets(total_s=5))
+    assert info.value.retry_after == 3.0
+
+
+async def test_refused_connection(server_port):
+    """Nothing listening on the port is a ConnectError."""
+    e = ep("ok", _free_port())
+    async with build_http_client([e]) as client:
+        with pytest.raises(E.ConnectError):
+            await complete(client, e, Q, Budgets(total_s=5))

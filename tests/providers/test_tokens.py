@@ -1,0 +1,56 @@
+"""The token estimator: ~4 ASCII chars per token, corrected for non-ASCII text."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from providers.models import ChatRequest, Message, ToolCall
+from providers.tokens import estimate_request_tokens, estimate_tokens
+
+
+def test_empty_and_tiny():
+    """Empty text is 0 tokens; any non-empty text is at least 1."""
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("a") == 1
+
+
+def test_ascii_is_four_chars_per_token():
+    """English-like ASCII costs about a token per four characters."""
+    assert estimate_tokens("x" * 400) == 100
+
+
+def test_cjk_costs_a_token_per_character():
+    """CJK text costs about one token per character, far more than len/4."""
+    assert estimate_tokens("世界" * 50) == 100
+
+
+def test_accented_text_costs_more_than_ascii():
+    """Non-ASCII letters outside the wide scripts cost a token per two characters."""
+    assert estimate_tokens("é" * 100) == 50 > estimate_tokens("e" * 100)
+
+
+@given(st.text(max_size=200), st.text(max_size=200))
+def test_estimate_is_roughly_additive(a, b):
+    """The estimate of a concatenation is within rounding of the sum of the parts."""
+    assert estimate_tokens(a) + estimate_tokens(b) - 2 <= estimate_tokens(a + b)
+    assert estimate_tokens(a + b) <= estimate_tokens(a) + estimate_tokens(b)
+
+
+def test_request_estimate_counts_every_part():
+    """System, messages, tool calls, prefill and schema all add to the request estimate."""
+    base = ChatRequest(messages=[Message(role="user", content="hello there")])
+    bigger = base.model_copy(
+        update={
+            "system": "x" * 400,
+            "prefill": "y" * 40,
+            "json_schema": {"type": "object"},
+            "messages": [
+                *base.messages,
+                Message(
+                    role="assistant", tool_calls=[ToolCall(id="1", name="f", arguments={"a": 1})]
+                ),
+            ],
+        }
+    )
+    assert estimate_request_tokens(bigger) > estimate_request_tokens(base) + 100

@@ -1,0 +1,232 @@
+"""Policy loading: the demo and example policies load; every kind of error names its field."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from providers.endpoint import Capabilities, EndpointConfig, Prices
+from resilience.config import (
+    DEFAULT_ERROR_RATE_THRESHOLD,
+    DEFAULT_HYSTERESIS_MARGIN,
+    DEFAULT_PROBE_INTERVAL_S,
+    BreakerSettings,
+    CacheTier,
+    HedgeSettings,
+    LatencySLA,
+    PolicyConfig,
+    PolicyError,
+    ProbeSettings,
+    RolePolicy,
+    Roster,
+    ScoringWeights,
+    StaticFallback,
+    check_policy_file,
+    load_policy,
+    parse_policy,
+)
+from tests.resilience.conftest import DEMO_POLICY, EXAMPLE_POLICY
+
+SIM_ENDPOINTS = {
+    "anthropic-us-east", "anthropic-eu-west", "openai-us", "cheap-mini", "gemini-flash",
+}  # fmt: skip
+ROLES = {"planner", "researcher", "analyst", "critic", "synthesis"}
+
+
+@pytest.fixture
+def raw() -> dict[str, Any]:
+    """The demo policy as plain YAML data, to be broken by each test."""
+    return yaml.safe_load(DEMO_POLICY.read_text())
+
+
+def errors_of(data: dict[str, Any], env: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    with pytest.raises(PolicyError) as info:
+        parse_policy(data, env=env or {})
+    return info.value.errors
+
+
+def test_demo_policy_loads(demo_policy: PolicyConfig) -> None:
+    """The simulator policy is valid, has the five endpoints and five roles, no warnings."""
+    assert set(demo_policy.endpoints) == SIM_ENDPOINTS
+    assert set(demo_policy.roles) == ROLES
+    assert demo_policy.warnings == []
+    assert demo_policy.endpoint("anthropic-us-east").base() == (
+        "http://127.0.0.1:8400/anthropic-us-east"
+    )
+    assert demo_policy.endpoint("openai-us").base().endswith("/openai-us/v1")
+    assert demo_policy.endpoint("gemini-flash").base().endswith("/gemini-flash")
+    assert demo_policy.routes_for("critic") == [
+        "anthropic-us-east", "anthropic-eu-west", "openai-us", "cheap-mini", "gemini-flash",
+    ]  # fmt: skip
+
+
+def test_sim_url_interpolation() -> None:
+    """${SIM_URL:-default} takes the environment value when set."""
+    cfg = load_policy(DEMO_POLICY, env={"SIM_URL": "http://127.0.0.1:9999"})
+    assert cfg.endpoint("cheap-mini").base() == "http://127.0.0.1:9999/cheap-mini/v1"
+
+
+def test_example_policy_loads() -> None:
+    """The real-provider example is valid and names key variables, not keys."""
+    cfg = load_policy(EXAMPLE_POLICY, env={})
+    assert set(cfg.roles) == ROLES
+    keys = [ep.api_key_env for ep in cfg.endpoints.values()]
+    assert all(k and k.endswith("_API_KEY") for k in keys)
+
+
+def test_defaults_are_the_seeds() -> None:
+    """Unset settings take the documented seeds."""
+    b = BreakerSettings()
+    assert b.error_rate_threshold == DEFAULT_ERROR_RATE_THRESHOLD == 0.15
+    assert (b.error_window_s, b.min_calls) == (30, 10)
+    assert (b.open_duration_s, b.open_duration_multiplier, b.max_open_duration_s) == (30, 2, 300)
+    assert (b.half_open_max_trials, b.close_after_consecutive_successes) == (3, 3)
+    assert (b.semantic_failure_threshold, b.semantic_window_s) == (0.10, 60)
+    assert (b.slow_call_baseline_factor, b.slow_call_rate_threshold) == (3.0, 0.5)
+    assert DEFAULT_PROBE_INTERVAL_S == 12 and DEFAULT_HYSTERESIS_MARGIN == 0.8
+
+
+def test_breaker_override_merges(demo_policy: PolicyConfig) -> None:
+    """breaker_for() applies the endpoint's override over the shared settings."""
+    assert demo_policy.breaker_for("cheap-mini").min_calls == 5
+    assert demo_policy.breaker_for("cheap-mini").error_rate_threshold == 0.15
+    assert demo_policy.breaker_for("openai-us") == demo_policy.breaker
+
+
+def test_unknown_endpoint_in_roster(raw: dict[str, Any]) -> None:
+    """A roster naming an unknown endpoint reports roles.<role>.roster.tierN[i]."""
+    raw["roles"]["critic"]["roster"]["tier1"][0] = "gpt-x"
+    assert ("roles.critic.roster.tier1[0]", "unknown endpoint 'gpt-x'") in errors_of(raw)
+
+
+def test_out_of_range_threshold(raw: dict[str, Any]) -> None:
+    """A threshold outside its range names the field."""
+    raw["breaker"]["error_rate_threshold"] = 1.5
+    raw["probes"]["interval_s"] = 0.5
+    paths = {p for p, _ in errors_of(raw)}
+    assert {"breaker.error_rate_threshold", "probes.interval_s"} <= paths
+
+
+def test_weights_must_sum_to_one(raw: dict[str, Any]) -> None:
+    """Scoring weights that do not sum to 1 are rejected at scoring."""
+    raw["scoring"] = {"health": 0.5, "latency": 0.3, "cost": 0.3}
+    [(path, msg)] = errors_of(raw)
+    assert path == "scoring" and "sum to 1" in msg
+
+
+def test_static_fallback_must_match_schema(raw: dict[str, Any]) -> None:
+    """A static fallback violating the role's output schema names the offending field."""
+    raw["roles"]["critic"]["roster"]["static"]["data"]["verdict"] = "maybe"
+    [(path, msg)] = errors_of(raw)
+    assert path == "roles.critic.roster.static.data.verdict"
+    assert "violates output_schema" in msg
+
+
+def test_static_fallback_data_required_with_schema(raw: dict[str, Any]) -> None:
+    """A structured role's static fallback must carry data."""
+    del raw["roles"]["planner"]["roster"]["static"]["data"]
+    expected = (
+        "roles.planner.roster.static.data",
+        "required because the role has an output_schema",
+    )
+    assert expected in errors_of(raw)
+
+
+def test_bad_yaml_reports_line(tmp_path: Path) -> None:
+    """Malformed YAML fails with the file, line and column."""
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("endpoints:\n  a: [1, 2\nroles: {}\n")
+    with pytest.raises(PolicyError) as info:
+        load_policy(bad, env={})
+    [(where, msg)] = info.value.errors
+    assert where.startswith(f"{bad}:") and "invalid YAML" in msg
+
+
+def test_missing_file_is_a_policy_error(tmp_path: Path) -> None:
+    """A missing file is reported, not raised as OSError."""
+    with pytest.raises(PolicyError, match="cannot read policy file"):
+        load_policy(tmp_path / "nope.yaml", env={})
+
+
+def test_unknown_key_and_type_errors(raw: dict[str, Any]) -> None:
+    """Unknown keys and wrong types are reported with their paths, all at once."""
+    raw["roles"]["analyst"]["hedging"]["delay"] = 100
+    raw["endpoints"]["openai-us"]["context_window"] = "big"
+    paths = {p for p, _ in errors_of(raw)}
+    assert {"roles.analyst.hedging.delay", "endpoints.openai-us.context_window"} <= paths
+
+
+def test_unset_variable_without_default(raw: dict[str, Any]) -> None:
+    """${VAR} with no default and no value names the field that used it."""
+    raw["endpoints"]["openai-us"]["api_key_env"] = "${KEY_NAME}"
+    expected = ("endpoints.openai-us.api_key_env", "environment variable 'KEY_NAME' is not set")
+    assert expected in errors_of(raw)
+
+
+def test_budget_consistency(raw: dict[str, Any]) -> None:
+    """A TTFT budget larger than the total budget is rejected on the role."""
+    raw["roles"]["planner"]["ttft_budget_ms"] = 30_000
+    [(path, msg)] = errors_of(raw)
+    assert path == "roles.planner" and "ttft_budget_ms" in msg
+
+
+def test_override_for_unknown_endpoint(raw: dict[str, Any]) -> None:
+    """breaker_overrides keys must be endpoints; merged overrides are re-validated."""
+    raw["breaker_overrides"]["nope"] = {"min_calls": 3}
+    raw["breaker_overrides"]["cheap-mini"] = {"max_open_duration_s": 1}
+    paths = {p for p, _ in errors_of(raw)}
+    assert {"breaker_overrides.nope", "breaker_overrides.cheap-mini"} <= paths
+
+
+def test_standby_sharing_org_and_region_warns(raw: dict[str, Any]) -> None:
+    """A tier-1 standby in the primary's organisation and region produces a warning."""
+    data = copy.deepcopy(raw)
+    data["endpoints"]["anthropic-eu-west"]["region"] = "us-east"
+    cfg = parse_policy(data, env={})
+    assert any("roles.planner.roster.tier1[0]" in w and "us-east" in w for w in cfg.warnings)
+
+
+def test_role_lookup_names_known_roles(demo_policy: PolicyConfig) -> None:
+    """role()/endpoint() on an unknown name list the known ones and are KeyErrors too."""
+    with pytest.raises(PolicyError, match="known: analyst, critic, planner"):
+        demo_policy.role("reasoning")
+    with pytest.raises(KeyError) as info:
+        demo_policy.endpoint("gpt-x")
+    assert str(info.value).startswith("endpoints.gpt-x: unknown endpoint (known: anthropic-eu-west")
+
+
+def test_policy_reference_documents_every_field() -> None:
+    """docs/policy-reference.md mentions every configurable field."""
+    doc = (DEMO_POLICY.parents[1] / "docs" / "policy-reference.md").read_text()
+    models = [
+        BreakerSettings, LatencySLA, HedgeSettings, CacheTier, StaticFallback, Roster,
+        RolePolicy, ScoringWeights, ProbeSettings, PolicyConfig, EndpointConfig, Prices,
+        Capabilities,
+    ]  # fmt: skip
+    missing = [f"{m.__name__}.{f}" for m in models for f in m.model_fields if f"`{f}" not in doc
+               and f".{f}`" not in doc]  # fmt: skip
+    assert missing == []
+
+
+def test_policy_error_prints_one_line_per_problem() -> None:
+    """str(PolicyError) is one 'path: message' line per problem."""
+    err = PolicyError([("roles.a.roster.tier1[0]", "unknown endpoint 'gpt-x'"), ("scoring", "bad")])
+    assert str(err) == "roles.a.roster.tier1[0]: unknown endpoint 'gpt-x'\nscoring: bad"
+
+
+def test_check_policy_file(tmp_path: Path, raw: dict[str, Any]) -> None:
+    """check_policy_file returns ok + a summary, or not ok + one error line per problem."""
+    ok, lines = check_policy_file(DEMO_POLICY, env={})
+    assert ok and "is valid" in lines[0] and any("role critic" in line for line in lines)
+    raw["scoring"]["cost"] = 0.9
+    raw["roles"]["critic"]["roster"]["tier0"] = ["nope"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(raw))
+    ok, lines = check_policy_file(bad, env={})
+    assert not ok
+    expected = "error: roles.critic.roster.tier0[0]: unknown endpoint 'nope'"
+    assert any(expected in line for line in lines)

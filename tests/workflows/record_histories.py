@@ -1,0 +1,101 @@
+"""Record the workflow histories that the replay test checks (run by hand after a change).
+
+    .venv/bin/python -m tests.workflows.record_histories
+
+Runs a healthy pipeline, a failover pipeline and a hedged resilient call on a fresh dev
+server against the simulator, and writes each history to ``tests/histories/``. Commit
+the files: replaying them in CI catches any workflow change that would break running
+workflows (non-determinism).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from pathlib import Path
+
+from cli.stack import start_dev_server
+from config import DEFAULT_POLICY_PATH
+from providers.models import ChatRequest, Message
+from resilience.config import load_policy
+from resilience.contracts import AgentOutput
+from sim.admin import SimAdmin
+from sim.server import start_simulator
+from tests.workflows.conftest import make_harness, running
+from tests.workflows.helpers import CallInput, ResilientCallWorkflow
+from workflows.models import PipelineInput, PipelineOptions, PipelineResult
+from workflows.pipeline import AgentPipelineWorkflow
+
+OUT = Path(__file__).resolve().parents[1] / "histories"
+
+
+async def main() -> None:
+    sim = await start_simulator(port=0)
+    os.environ["SIM_URL"] = sim.url
+    env = await start_dev_server(ui=False)
+    admin = SimAdmin(sim.url)
+    base = load_policy(DEFAULT_POLICY_PATH)
+    analyst = base.role("analyst")
+    hedged = analyst.model_copy(
+        update={
+            "name": "hedged",
+            "hedging": analyst.hedging.model_copy(update={"enabled": True, "delay_ms": 200.0}),
+        }
+    )
+    policy = base.model_copy(update={"roles": {**base.roles, "hedged": hedged}})
+    h, workers = await make_harness(env.client, policy)
+    OUT.mkdir(exist_ok=True)
+    try:
+        async with running(workers):
+            runs = []
+            await admin.reset()
+            wid = f"healthy-{uuid.uuid4().hex[:6]}"
+            await h.client.execute_workflow(
+                AgentPipelineWorkflow.run,
+                PipelineInput(task="Compare two queue designs"),
+                id=wid,
+                task_queue=h.task_queue,
+                result_type=PipelineResult,
+            )
+            runs.append(("pipeline_healthy", wid))
+            await admin.set_faults("anthropic-us-east", [{"kind": "overloaded"}])
+            await admin.set_faults("anthropic-eu-west", [{"kind": "stream_cut", "after_tokens": 4}])
+            wid = f"failover-{uuid.uuid4().hex[:6]}"
+            await h.client.execute_workflow(
+                AgentPipelineWorkflow.run,
+                PipelineInput(
+                    task="Assess a region evacuation",
+                    options=PipelineOptions(escalate_on_critical_degraded=False),
+                ),
+                id=wid,
+                task_queue=h.task_queue,
+                result_type=PipelineResult,
+            )
+            runs.append(("pipeline_failover", wid))
+            await admin.reset()
+            await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.5}])
+            wid = f"hedged-{uuid.uuid4().hex[:6]}"
+            await h.client.execute_workflow(
+                ResilientCallWorkflow.run,
+                CallInput(
+                    role="hedged",
+                    request=ChatRequest(messages=[Message(role="user", content="hedge me")]),
+                ),
+                id=wid,
+                task_queue=h.task_queue,
+                result_type=AgentOutput,
+            )
+            runs.append(("call_hedged", wid))
+            for name, wid in runs:
+                history = await h.client.get_workflow_handle(wid).fetch_history()
+                (OUT / f"{name}.json").write_text(history.to_json())
+                print(f"wrote {OUT / (name + '.json')}")
+    finally:
+        await admin.aclose()
+        await env.shutdown()
+        await sim.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,196 @@
+"""Failover conduct on the dev server against the simulator on a real socket.
+
+Each test injects one fault, runs one resilient call through a real Temporal worker,
+and asserts both what the caller got and what the simulator saw (attempt counts per
+route, gaps, no hammering of a failed route).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from providers.models import ChatRequest, Message
+from resilience.contracts import AgentOutput, Capability, ReasonCode
+from sim.admin import SimAdmin
+from tests.workflows.conftest import Harness
+from tests.workflows.helpers import CallInput, ResilientCallWorkflow
+
+pytestmark = pytest.mark.devserver
+
+PRIMARY, OTHER_REGION, OTHER_PROVIDER, CHEAP, LARGE = (
+    "anthropic-us-east",
+    "anthropic-eu-west",
+    "openai-us",
+    "cheap-mini",
+    "gemini-flash",
+)
+
+
+def _request(text: str = "Summarize the failover design", max_tokens: int = 120) -> ChatRequest:
+    return ChatRequest(messages=[Message(role="user", content=text)], max_tokens=max_tokens)
+
+
+async def _call(h: Harness, role: str = "plain", request: ChatRequest | None = None):
+    t0 = time.monotonic()
+    out: AgentOutput = await h.client.execute_workflow(
+        ResilientCallWorkflow.run,
+        CallInput(role=role, request=request or _request(f"task {uuid.uuid4().hex[:6]}")),
+        id=f"call-{uuid.uuid4().hex[:10]}",
+        task_queue=h.task_queue,
+        result_type=AgentOutput,
+    )
+    return out, time.monotonic() - t0
+
+
+async def _per_route(admin: SimAdmin) -> Counter[str]:
+    return Counter(a["endpoint"] for a in await admin.attempts())
+
+
+async def test_healthy_call_is_served_by_primary(harness: Harness, sim_admin: SimAdmin) -> None:
+    """No fault: one attempt on tier 0, full capability, model and usage of that route."""
+    out, _ = await _call(harness)
+    assert out.capability is Capability.FULL and out.tier == 0
+    assert out.route == PRIMARY and out.model == "claude-sonnet-4-5"
+    assert out.usage.output_tokens > 0 and out.content.strip()
+    assert await _per_route(sim_admin) == Counter({PRIMARY: 1})
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ({"kind": "stream_cut", "after_tokens": 5}, ReasonCode.STREAM_INTERRUPTED),
+        ({"kind": "stream_stall", "after_tokens": 5, "seconds": 30}, ReasonCode.STREAM_INTERRUPTED),
+        ({"kind": "stream_error_event", "after_tokens": 3}, ReasonCode.STREAM_INTERRUPTED),
+        ({"kind": "slow_first_token", "seconds": 30}, ReasonCode.LATENCY_BUDGET_EXCEEDED),
+        ({"kind": "hang"}, ReasonCode.LATENCY_BUDGET_EXCEEDED),
+        ({"kind": "overloaded"}, ReasonCode.MODEL_UNAVAILABLE),
+        ({"kind": "connection_reset"}, ReasonCode.MODEL_UNAVAILABLE),
+        ({"kind": "empty_output"}, ReasonCode.SEMANTIC_FAILURE),
+    ],
+    ids=lambda v: v["kind"] if isinstance(v, dict) else v.value,
+)
+async def test_primary_fault_fails_over_to_other_region(
+    harness: Harness, sim_admin: SimAdmin, fault: dict, reason: ReasonCode
+) -> None:
+    """A failing primary is tried once, then the other region answers, complete."""
+    await sim_admin.set_faults(PRIMARY, [fault])
+    out, waited = await _call(harness)
+    assert out.route == OTHER_REGION and out.tier == 1
+    assert out.capability is Capability.FULL
+    assert reason in out.reason_codes
+    assert ReasonCode.STANDBY_ROUTE in out.reason_codes
+    # the failed attempt is in the history with its class, the answer is not truncated
+    assert [a.route for a in out.attempts if a.outcome not in ("ok", "skipped")] == [PRIMARY]
+    assert out.content.strip() and out.usage.output_tokens > 0
+    seen = await _per_route(sim_admin)
+    assert seen[PRIMARY] == 1, "a failed primary must not be retried blindly"
+    assert seen[OTHER_REGION] == 1
+    # budgets bound the wait: ttft 2 s / idle 3 s in the demo policy, plus overheads
+    assert waited < 10, f"caller waited {waited:.1f}s"
+
+
+async def test_single_malformed_chunk_is_skipped_not_failed(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """One bad SSE event is skipped and counted; the primary's reply is still used."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "malformed_chunk", "after_tokens": 3}])
+    out, _ = await _call(harness)
+    assert out.route == PRIMARY and out.tier == 0
+    assert await _per_route(sim_admin) == Counter({PRIMARY: 1})
+
+
+async def test_missing_done_is_finalized_promptly(harness: Harness, sim_admin: SimAdmin) -> None:
+    """OpenAI terminal chunk without [DONE]: the reply is final at once, not after idle."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "overloaded"}])
+    await sim_admin.set_faults(OTHER_REGION, [{"kind": "overloaded"}])
+    await sim_admin.set_faults(OTHER_PROVIDER, [{"kind": "no_done"}])
+    out, waited = await _call(harness)
+    assert out.route == OTHER_PROVIDER
+    assert waited < 3.0, f"waited {waited:.1f}s for a stream whose terminal chunk had arrived"
+
+
+async def test_rate_limit_with_retry_after_cools_the_route(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """429 + Retry-After: fail over now, and the route is not called again before it lapses."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "rate_limit", "retry_after": 60}])
+    out1, _ = await _call(harness)
+    out2, _ = await _call(harness)
+    assert out1.route == OTHER_REGION and ReasonCode.RATE_LIMITED in out1.reason_codes
+    assert out2.route == OTHER_REGION
+    skipped = [a for a in out2.attempts if a.route == PRIMARY]
+    assert skipped and all(a.outcome == "skipped" for a in skipped)
+    assert (await _per_route(sim_admin))[PRIMARY] == 1
+
+
+async def test_context_length_goes_to_a_larger_window(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """A context-length rejection skips same-size windows and lands on the largest one."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "context_length"}])
+    out, _ = await _call(harness)
+    assert out.route == LARGE
+    assert ReasonCode.CONTEXT_TOO_LONG in out.reason_codes
+    seen = await _per_route(sim_admin)
+    assert seen[OTHER_REGION] == 0 and seen[OTHER_PROVIDER] == 0 and seen[CHEAP] == 0
+
+
+async def test_content_filter_is_not_retried_on_the_same_model(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """A refusal moves to another model (not the same model in another region)."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "content_filter"}])
+    out, _ = await _call(harness)
+    assert out.route == OTHER_PROVIDER
+    assert ReasonCode.CONTENT_FILTERED in out.reason_codes
+    seen = await _per_route(sim_admin)
+    assert seen[PRIMARY] == 1 and seen[OTHER_REGION] == 0
+
+
+async def test_provider_down_goes_to_other_provider(harness: Harness, sim_admin: SimAdmin) -> None:
+    """Both Anthropic regions down: OpenAI answers, each Anthropic route tried once."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "overloaded"}])
+    await sim_admin.set_faults(OTHER_REGION, [{"kind": "connection_reset"}])
+    out, _ = await _call(harness)
+    assert out.route == OTHER_PROVIDER and out.tier == 1 and out.model == "gpt-4.1"
+    seen = await _per_route(sim_admin)
+    assert seen[PRIMARY] == 1 and seen[OTHER_REGION] == 1
+
+
+async def test_everything_down_cache_then_static(harness: Harness, sim_admin: SimAdmin) -> None:
+    """All live tiers down: a seen request is answered from cache, a new one statically."""
+    req = _request("a request that was answered before")
+    warm, _ = await _call(harness, request=req)
+    assert warm.tier == 0
+    for ep in (PRIMARY, OTHER_REGION, OTHER_PROVIDER, CHEAP, LARGE):
+        await sim_admin.set_faults(ep, [{"kind": "server_error"}])
+    cached, _ = await _call(harness, request=req)
+    assert cached.tier == 3 and cached.capability is Capability.DEGRADED
+    assert ReasonCode.CACHED_RESPONSE in cached.reason_codes
+    assert cached.content == warm.content and cached.cache_age_s is not None
+    static, _ = await _call(harness, request=_request("a request never seen"))
+    assert static.capability is Capability.STATIC and static.tier == 3
+    assert ReasonCode.STATIC_FALLBACK in static.reason_codes
+    # server errors are the one class Temporal retries on the same route, at most twice
+    seen = await _per_route(sim_admin)
+    assert all(n <= 1 + 2 * 2 for n in seen.values()), seen
+
+
+async def test_hedge_races_a_slow_primary_and_cancels_the_loser(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """Stateless role: a slow primary is raced after the hedge delay; first good answer wins."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "latency", "seconds": 1.5}])
+    out, waited = await _call(harness, role="hedged")
+    assert out.route == OTHER_REGION
+    assert ReasonCode.HEDGED in out.reason_codes
+    by_route = {a.route: a for a in out.attempts}
+    assert by_route[PRIMARY].outcome == "cancelled"
+    assert by_route[OTHER_REGION].hedge is True
+    assert waited < 1.4, f"hedging should answer before the slow primary ({waited:.2f}s)"
+    seen = await _per_route(sim_admin)
+    assert seen[PRIMARY] == 1 and seen[OTHER_REGION] == 1
