@@ -43,6 +43,7 @@ from providers.validate import validate_reply
 from resilience.breaker import Transition
 from resilience.config import PolicyConfig
 from resilience.contracts import CallOutcome
+from resilience.outcomes import BREAKER_REJECTED
 from resilience.sla import evaluate_sla
 from stores.cache import CachedEntry, ResponseCache
 from stores.health import HealthStore
@@ -51,8 +52,6 @@ from telemetry.setup import meter
 
 log = logging.getLogger(__name__)
 
-#: Error type of the ApplicationError raised when a breaker refuses the call.
-BREAKER_REJECTED = "breaker_rejected"
 #: Heartbeat cadence while waiting for the first token (cancellation rides on heartbeats).
 HEARTBEAT_EVERY_S = 1.0
 #: Prompt of the health probe: tiny, deterministic, cheap.

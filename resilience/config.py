@@ -67,6 +67,8 @@ DEFAULT_HEDGE_MIN_DELAY_MS = 50.0
 DEFAULT_CACHE_TTL_S = 3_600.0
 DEFAULT_CACHE_MAX_STALENESS_S = 86_400.0
 DEFAULT_POLICY_VERSION = 1
+#: Bulkhead (own task queue and activity slots) of roles that do not name one.
+DEFAULT_BULKHEAD = "core"
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -299,6 +301,11 @@ class RolePolicy(BaseModel):
     min_quality: float = Field(default=0.0, ge=0.0, le=1.0)
     roster: Roster
     system_prompt: str | None = None
+    bulkhead: str = Field(
+        default=DEFAULT_BULKHEAD,
+        pattern=r"^[a-z0-9][a-z0-9_-]*$",
+        description="task queue / slot pool this role's model calls run in",
+    )
 
     @model_validator(mode="after")
     def _check_budgets(self) -> RolePolicy:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from providers.errors import CLASSIFICATION, Decision, ErrorClass
 from resilience.contracts import ReasonCode
+from resilience.degrade import reason_codes_for
 
 #: Cool-down when a COOLDOWN-class error carried no Retry-After.
 DEFAULT_COOLDOWN_S = 30.0
@@ -37,37 +38,6 @@ class CallState(BaseModel):
             self.reasons.append(code)
 
 
-def reasons_for_error(error_type: str) -> list[ReasonCode]:
-    """Reason codes a failure of this type puts on the final output."""
-    if error_type == BREAKER_REJECTED:
-        return [ReasonCode.BREAKER_OPEN, ReasonCode.MODEL_UNAVAILABLE]
-    if error_type == ATTEMPT_TIMEOUT:
-        return [ReasonCode.LATENCY_BUDGET_EXCEEDED]
-    try:
-        ec = ErrorClass(error_type)
-    except ValueError:
-        return [ReasonCode.MODEL_UNAVAILABLE]
-    table = {
-        ErrorClass.RATE_LIMITED: [ReasonCode.RATE_LIMITED],
-        ErrorClass.QUOTA_EXHAUSTED: [ReasonCode.RATE_LIMITED],
-        ErrorClass.NO_RESPONSE: [ReasonCode.LATENCY_BUDGET_EXCEEDED],
-        ErrorClass.SLOW_FIRST_TOKEN: [ReasonCode.LATENCY_BUDGET_EXCEEDED],
-        ErrorClass.STREAM_STALLED: [ReasonCode.STREAM_INTERRUPTED],
-        ErrorClass.STREAM_CUT: [ReasonCode.STREAM_INTERRUPTED],
-        ErrorClass.MALFORMED_STREAM: [ReasonCode.STREAM_INTERRUPTED],
-        ErrorClass.STREAM_ERROR_EVENT: [ReasonCode.STREAM_INTERRUPTED],
-        ErrorClass.CONTEXT_LENGTH: [ReasonCode.CONTEXT_TOO_LONG],
-        ErrorClass.CONTENT_FILTER: [ReasonCode.CONTENT_FILTERED],
-        ErrorClass.INVALID_REQUEST: [ReasonCode.INVALID_REQUEST],
-    }
-    codes = table.get(ec)
-    if codes is not None:
-        return codes
-    if CLASSIFICATION[ec].semantic:
-        return [ReasonCode.SEMANTIC_FAILURE]
-    return [ReasonCode.MODEL_UNAVAILABLE]
-
-
 def apply_failure(
     state: CallState,
     *,
@@ -85,7 +55,7 @@ def apply_failure(
     s = state.model_copy(deep=True)
     if route not in s.excluded:
         s.excluded.append(route)
-    for code in reasons_for_error(error_type):
+    for code in reason_codes_for(error_type):
         s.add_reason(code)
     if error_type in (BREAKER_REJECTED, ATTEMPT_TIMEOUT):
         return s
