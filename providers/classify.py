@@ -62,7 +62,13 @@ _CONTEXT_WORDS = (
     "context window",
     "request_too_large",
 )
-_CONTENT_POLICY_WORDS = ("content_policy_violation", "content_filter", "responsibleaipolicy")
+# Anthropic's output classifier answers 400 "Output blocked by content filtering policy".
+_CONTENT_POLICY_WORDS = (
+    "content_policy_violation",
+    "content_filter",
+    "content filtering policy",
+    "responsibleaipolicy",
+)
 _QUOTA_WORDS = (
     "insufficient_quota",
     "spend limit",

@@ -175,7 +175,9 @@ class BreakerOverride(BaseModel):
     def apply(self, base: BreakerSettings) -> BreakerSettings:
         """Return ``base`` with the fields set in this override replaced (and re-validated)."""
         merged = base.model_dump()
-        merged.update(self.model_dump(exclude_unset=True))
+        # exclude_none, not exclude_unset: the policy travels through Temporal as JSON,
+        # where every field comes back "set" (to null), and null means "inherit".
+        merged.update(self.model_dump(exclude_none=True))
         return BreakerSettings.model_validate(merged)
 
 

@@ -192,7 +192,11 @@ class _ResilientCall:
         self, attempt: PlannedAttempt, handle: asyncio.Task[Any], used_prefill: bool, t0: float
     ) -> _AttemptResult:
         rec = AttemptRecord(
-            route=attempt.route, tier=attempt.tier, started_at=t0, hedge=attempt.hedge
+            route=attempt.route,
+            tier=attempt.tier,
+            started_at=t0,
+            hedge=attempt.hedge,
+            outcome="pending",
         )
         try:
             result: CallModelResult = await handle

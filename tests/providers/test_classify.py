@@ -296,3 +296,16 @@ def test_every_stream_end_maps(end):
 def test_error_event_decisions(error, decision):
     """Overload / rate-limit error events cool the route down; others fail over."""
     assert error_event_decision(error) is decision
+
+
+def test_anthropic_output_filter_400_is_content_filter() -> None:
+    """Anthropic's 400 "Output blocked by content filtering policy" is a content filter, not STOP."""
+    from providers.classify import classify_status
+    from providers.errors import ContentFilterError
+
+    body = (
+        b'{"type":"error","error":{"type":"invalid_request_error",'
+        b'"message":"Output blocked by content filtering policy"}}'
+    )
+    err = classify_status(400, body, {}, endpoint="a", now=0.0)
+    assert isinstance(err, ContentFilterError)

@@ -104,6 +104,8 @@ def _workers(client: Client, acts: LLMActivities, policy: PolicyConfig, tq: str)
             workflows=[AgentPipelineWorkflow, HealthMonitorWorkflow, ResilientCallWorkflow],
             activities=acts.all(),
             workflow_runner=workflow_runner(),
+            # A bug in workflow code fails the test at once instead of retrying the task.
+            workflow_failure_exception_types=[Exception],
         )
     ]
     for bh in sorted({r.bulkhead for r in policy.roles.values()}):
