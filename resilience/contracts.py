@@ -114,6 +114,10 @@ class ReasonCode(StrEnum):
     ESCALATED = "ESCALATED"
 
 
+#: Attempt outcomes that are not failures of a route.
+NON_FAILURE_OUTCOMES = frozenset({"ok", "cancelled", "skipped", "miss", "pending"})
+
+
 class AttemptRecord(BaseModel):
     """One step of the failover history: a route tried (or skipped) and how it went."""
 
@@ -153,4 +157,5 @@ class AgentOutput(BaseModel):
 
     @property
     def substitutions(self) -> int:
-        return sum(1 for a in self.attempts if a.outcome not in ("ok", "cancelled"))
+        """Attempts that failed and forced a move to another route (skips are not counted)."""
+        return sum(1 for a in self.attempts if a.outcome not in NON_FAILURE_OUTCOMES)

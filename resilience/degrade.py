@@ -27,7 +27,13 @@ from collections.abc import Iterable, Sequence
 
 from providers.errors import CLASSIFICATION, ErrorClass
 from resilience.config import DEFAULT_CACHE_MAX_STALENESS_S, RolePolicy
-from resilience.contracts import AgentOutput, AttemptRecord, Capability, ReasonCode
+from resilience.contracts import (
+    NON_FAILURE_OUTCOMES,
+    AgentOutput,
+    AttemptRecord,
+    Capability,
+    ReasonCode,
+)
 
 TIER_CONFIDENCE = {0: 1.0, 1: 0.95, 2: 0.8}
 CACHE_CONFIDENCE = 0.6
@@ -39,7 +45,7 @@ REASON_PENALTY = {
     ReasonCode.PREFILL_CONTINUATION: 0.95,
 }
 #: Attempt outcomes that are not failures and add no reason code.
-NEUTRAL_OUTCOMES = frozenset({"ok", "skipped", "cancelled", "miss"})
+NEUTRAL_OUTCOMES = NON_FAILURE_OUTCOMES
 
 _BY_CLASS: dict[ErrorClass, list[ReasonCode]] = {
     ErrorClass.CONNECT_ERROR: [ReasonCode.MODEL_UNAVAILABLE],

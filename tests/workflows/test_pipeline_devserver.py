@@ -38,6 +38,7 @@ async def _start(h: Harness, task: str, **opts):
         PipelineInput(task=task, options=PipelineOptions(**opts)),
         id=f"pipe-{uuid.uuid4().hex[:10]}",
         task_queue=h.task_queue,
+        result_type=PipelineResult,
     )
 
 
@@ -46,7 +47,7 @@ async def test_healthy_pipeline_runs_every_stage_on_tier0(
 ) -> None:
     """Planner → specialists → critic → synthesis, all full capability, attributes set."""
     handle = await _start(harness, "Compare two queue designs")
-    result: PipelineResult = await handle.result(result_type=PipelineResult)
+    result: PipelineResult = await handle.result()
     names = [s.step for s in result.steps]
     assert names[0] == "planner" and names[-1] == "synthesis"
     assert any(n.startswith("critic") for n in names)
@@ -67,7 +68,7 @@ async def test_outage_pipeline_is_findable_by_search_attributes(
     await sim_admin.set_faults("anthropic-eu-west", [{"kind": "overloaded"}])
     await sim_admin.set_faults("openai-us", [{"kind": "overloaded"}])
     handle = await _start(harness, "Assess a region evacuation")
-    result: PipelineResult = await handle.result(result_type=PipelineResult)
+    result: PipelineResult = await handle.result()
     assert result.summary.worst_tier == 2 and result.degraded
     assert {s.output.route for s in result.steps} <= {"cheap-mini", "gemini-flash"}
     assert "Provenance" in result.answer
@@ -90,7 +91,7 @@ async def test_outage_pipeline_is_findable_by_search_attributes(
 
 async def _drive_escalations(handle, decisions: list[EscalationDecision]) -> list[PipelineStatus]:
     seen: list[PipelineStatus] = []
-    result_task = asyncio.create_task(handle.result(result_type=PipelineResult))
+    result_task = asyncio.create_task(handle.result())
     while not result_task.done():
         st: PipelineStatus = await handle.query(
             AgentPipelineWorkflow.status, result_type=PipelineStatus
@@ -116,7 +117,7 @@ async def test_escalation_pauses_with_state_and_accepts_human_output(
     )
     accept = EscalationDecision(action=EscalationAction.ACCEPT_DEGRADED, operator="alice")
     seen = await _drive_escalations(handle, [human, accept, accept])
-    result: PipelineResult = await handle.result(result_type=PipelineResult)
+    result: PipelineResult = await handle.result()
     assert seen, "the pipeline never reported a pending escalation"
     pending = seen[0].pending_escalation
     assert pending is not None and pending.step == "planner"
