@@ -71,13 +71,16 @@ TASKS = [
 
 
 def phases() -> list[Phase]:
-    overloaded = [{"kind": "overloaded", "retry_after": 20}]
+    overloaded = [{"kind": "overloaded", "retry_after": 5}]
     return [
         Phase("1 healthy", "all routes healthy: every step on tier 0", {}, TASKS[:2]),
         Phase(
             "2 region down",
-            "anthropic-us-east answers 529 overloaded → the other region (tier 1)",
-            {"anthropic-us-east": overloaded},
+            "anthropic-us-east answers 529 while openai-us throttles (429) → the other region",
+            {
+                "anthropic-us-east": overloaded,
+                "openai-us": [{"kind": "rate_limit", "retry_after": 5}],
+            },
             [TASKS[2]],
         ),
         Phase(
@@ -168,7 +171,10 @@ def _tiers_seen(runs: list[Run]) -> set[str]:
 def _summary_table(runs: list[Run]) -> Table:
     t = Table(title="Demo: every pipeline, by phase", title_justify="left")
     for col in ("phase", "task", "steps by tier", "answered by", "subst.", "conf.", "s", "note"):
-        t.add_column(col, overflow="fold")
+        if col == "task":
+            t.add_column(col, no_wrap=True, overflow="ellipsis", max_width=30)
+        else:
+            t.add_column(col, overflow="fold")
     for r in runs:
         if r.result is None:
             t.add_row(r.phase, r.task, "-", "-", "-", "-", f"{r.seconds:.1f}", f"[red]{r.error}[/]")
@@ -178,14 +184,14 @@ def _summary_table(runs: list[Run]) -> Table:
         for s in r.result.steps:
             lbl = tier_label(s.output)
             counts[lbl] = counts.get(lbl, 0) + 1
-            rt = s.output.route or ("static" if lbl.endswith("static") else "-")
+            rt = {"3 static": "static", "3 cache": "cache"}.get(lbl, s.output.route or "-")
             routes[rt] = routes.get(rt, 0) + 1
         tiers = " ".join(
             f"[{TIER_STYLE.get(int(k[0]), 'white')}]{k}×{v}[/]" for k, v in sorted(counts.items())
         )
         t.add_row(
             r.phase,
-            r.task[:40],
+            r.task,
             tiers,
             ", ".join(f"{k}×{v}" for k, v in routes.items()),
             str(r.result.summary.substitutions),
@@ -196,11 +202,13 @@ def _summary_table(runs: list[Run]) -> Table:
     return t
 
 
-async def _wait_recovered(stack: DevStack, console: Console) -> tuple[bool, float]:
-    """Wait until no breaker is open: probes drive half-open trials and closing."""
+async def _wait_recovered(
+    stack: DevStack, console: Console, routes: list[str] | None = None
+) -> tuple[bool, float]:
+    """Wait until the routes' breakers are closed: probes drive half-open trials and closing."""
     t0 = time.monotonic()
-    routes = sorted(stack.policy.endpoints)
-    with console.status("recovery: waiting for probes to close the breakers…") as st:
+    routes = sorted(routes if routes is not None else stack.policy.endpoints)
+    with console.status("waiting for the health monitor's probes to close breakers…") as st:
         while time.monotonic() - t0 < RECOVERY_TIMEOUT_S:
             states = {r: (await stack.deps.stores.health.breaker(r)).state for r in routes}
             bad = {r: s.value for r, s in states.items() if s is not BreakerState.CLOSED}
@@ -231,6 +239,13 @@ async def run_demo(
         for ph in phases():
             console.rule(f"[bold]{ph.name}[/]: {ph.story}")
             await admin.clear()
+            healthy = [r for r in stack.policy.endpoints if r not in ph.faults]
+            recovered, took = await _wait_recovered(stack, console, healthy)
+            if took > 1:
+                console.print(
+                    f"  routes back in service after {took:.1f}s of probing: "
+                    + ", ".join(sorted(healthy))
+                )
             for endpoint, faults in ph.faults.items():
                 await admin.set_faults(endpoint, faults)
             for task in ph.tasks:
@@ -263,6 +278,20 @@ async def run_demo(
             f"tiers seen: {', '.join(sorted(seen))}"
             + (f" · [red]missing {sorted(missing)}[/]" if missing else " · [green]all tiers[/]")
         )
+        degraded_runs = [
+            w.id
+            async for w in stack.client.list_workflows(
+                "WorkflowType = 'AgentPipelineWorkflow' AND Degraded = true "
+                "AND WorkflowId STARTS_WITH 'demo-'"
+            )
+        ]
+        expected = {r.workflow_id for r in runs if r.result and r.result.degraded}
+        filter_ok = expected <= set(degraded_runs)
+        console.print(
+            f"visibility filter [bold]Degraded = true[/] finds {len(expected & set(degraded_runs))}"
+            f" of the {len(expected)} degraded runs of this demo"
+            + ("" if filter_ok else " [red](visibility lagging or attributes missing)[/]")
+        )
         if stack.ui:
             console.print(
                 f"Temporal UI: {stack.ui}/namespaces/default/workflows  — filter: "
@@ -274,7 +303,7 @@ async def run_demo(
                 await asyncio.Event().wait()
             except asyncio.CancelledError:
                 pass
-        ok = not missing and not failed and recovered and restored
+        ok = not missing and not failed and recovered and restored and filter_ok
         if not ok:
             console.print("[red]demo check failed[/]")
         return 0 if ok else 1

@@ -26,8 +26,29 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Check policy files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
-console = Console()
+# Tables are wide; when output is piped (CI logs, files) do not squeeze them to 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 150)
 err = Console(stderr=True)
+
+
+@app.callback()
+def _setup(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every activity failure.")] = False,
+) -> None:
+    """Logging: breaker transitions and warnings; expected activity failures only with -v."""
+    import logging
+
+    from rich.logging import RichHandler
+
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(message)s",
+        handlers=[RichHandler(console=err, show_path=False, markup=False)],
+    )
+    if not verbose:
+        # Failed attempts are the point of failover; they are shown in tables instead.
+        logging.getLogger("temporalio.activity").setLevel(logging.ERROR)
+        logging.getLogger("temporalio.workflow").setLevel(logging.ERROR)
 
 AddressOpt = Annotated[
     str | None,

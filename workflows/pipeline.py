@@ -117,8 +117,10 @@ class AgentPipelineWorkflow:
                 for i, r in enumerate(specialists[: opts.max_subtasks])
             ]
 
+        self._done_stage(PLANNER)
         self._phase = "specialists"
         sections = await self._run_specialists(inp.task, subtasks, context, [], opts)
+        self._done_stage("specialists")
 
         verdict = None
         for round_no in range(opts.revision_rounds + 1):
@@ -132,6 +134,7 @@ class AgentPipelineWorkflow:
             self._phase = "revision"
             sections = await self._run_specialists(inp.task, subtasks, context, reasons, opts)
 
+        self._done_stage(CRITIC)
         self._phase = "synthesis"
         synth = await self._step(
             SYNTHESIS,
@@ -184,7 +187,9 @@ class AgentPipelineWorkflow:
         self, task: str, subtasks: list[Subtask], context, feedback: list[str], opts
     ) -> list[tuple[str, AgentOutput]]:
         upstream = self._upstream_reasons()
-        names = [f"{s.role}:{s.id}" + ("/rev" if feedback else "") for s in subtasks]
+        # Step names use the position, not the model's subtask id, so they stay short and
+        # stable across a revision round.
+        names = [f"{s.role}#{i + 1}" + ("/rev" if feedback else "") for i, s in enumerate(subtasks)]
         outs = await asyncio.gather(
             *(
                 self._step(
@@ -243,8 +248,6 @@ class AgentPipelineWorkflow:
                 )
             break
         self._steps.append(StepResult(step=name, output=out))
-        if name in self._pending:
-            self._pending.remove(name)
         self._upsert()
         return out
 
@@ -280,6 +283,10 @@ class AgentPipelineWorkflow:
         return self._decision
 
     # -- visibility ---------------------------------------------------------------------
+
+    def _done_stage(self, stage: str) -> None:
+        if stage in self._pending:
+            self._pending.remove(stage)
 
     def _summary(self) -> FailoverSummary:
         return summarize([(s.step, s.output) for s in self._steps])

@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from resilience.contracts import AgentOutput, AttemptRecord, Capability, ReasonCode
     from resilience.degrade import confidence_for, static_output
     from resilience.outcomes import ATTEMPT_TIMEOUT, CallState, apply_failure
-    from resilience.planner import FailoverPlan, PlannedAttempt, RequestFacts, plan
+    from resilience.planner import FailoverPlan, PlannedAttempt, RequestFacts, SkipReason, plan
     from resilience.triage import triage
 
 #: Extra time Temporal allows beyond the activity's own budget before it times it out.
@@ -279,8 +279,18 @@ class _ResilientCall:
         )
 
     def _record_skipped(self, p: FailoverPlan) -> None:
+        """Put health-driven skips in the history; budget skips only clutter it."""
         now = workflow.now().timestamp()
         for s in p.skipped:
+            if s.code in (SkipReason.BREAKER_OPEN, SkipReason.FORCED_OPEN, SkipReason.COOLING_DOWN):
+                self.state.add_reason(ReasonCode.BREAKER_OPEN)
+                self.state.add_reason(ReasonCode.MODEL_UNAVAILABLE)
+            elif s.code is SkipReason.SLA_DEMOTED:
+                # Demoted routes stay in the plan, moved last: a reason, not a skip.
+                self.state.add_reason(ReasonCode.SLA_DEMOTED)
+                continue
+            elif s.code is not SkipReason.CONTEXT_TOO_SMALL:
+                continue
             self.attempts.append(
                 AttemptRecord(
                     route=s.route,
@@ -291,11 +301,6 @@ class _ResilientCall:
                     note=s.reason,
                 )
             )
-            if "open" in s.reason.lower() or "cool" in s.reason.lower():
-                self.state.add_reason(ReasonCode.BREAKER_OPEN)
-                self.state.add_reason(ReasonCode.MODEL_UNAVAILABLE)
-            if "sla" in s.reason.lower():
-                self.state.add_reason(ReasonCode.SLA_DEMOTED)
 
     # -- outputs ------------------------------------------------------------------------
 
