@@ -78,6 +78,21 @@ async def start_dev_server(
     """
     if db_file is not None:
         db_file.parent.mkdir(parents=True, exist_ok=True)
+    # The CLI prints a banner on its stdout, which it inherits from us: point our fd 1 at
+    # stderr while it spawns, so commands that print JSON on stdout keep it clean.
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        return await _start_local(port, ui, ui_port, db_file)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+async def _start_local(
+    port: int | None, ui: bool, ui_port: int | None, db_file: Path | None
+) -> WorkflowEnvironment:
     return await WorkflowEnvironment.start_local(
         namespace="default",
         data_converter=pydantic_data_converter,

@@ -13,8 +13,9 @@ Mapping choices:
 * ``prefill`` is a trailing assistant turn. Anthropic rejects one ending in whitespace,
   so trailing whitespace is trimmed; the returned text is prefill + continuation.
 * ``stop_reason`` ``refusal`` raises :class:`ContentFilterError`; a stream ``error`` event
-  raises :class:`StreamErrorEvent` (COOLDOWN for ``overloaded_error``). ``message_stop``
-  is the terminal event.
+  raises :class:`StreamErrorEvent` (COOLDOWN for ``overloaded_error``). The
+  ``message_delta`` carrying ``stop_reason`` is the terminal event; ``message_stop`` is a
+  trailer, waited for at most the trailer grace (as ``[DONE]`` is for OpenAI).
 """
 
 from __future__ import annotations
@@ -244,6 +245,9 @@ class AnthropicStream(StreamState):
             stop = (payload.get("delta") or {}).get("stop_reason")
             if stop is not None:
                 self.finish = _finish(self._call, stop, self.text)
+                # The content and final usage are complete here; message_stop is only a
+                # trailer, so a connection held open without it must not stall the call.
+                self.finished = True
         elif kind == "message_stop":
             self.finished = self.done = True
         elif kind == "error":

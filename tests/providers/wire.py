@@ -168,7 +168,7 @@ ANTHROPIC = Wire(
     name="anthropic-us-east",
     ok_json=anthropic_json,
     ok_stream=anthropic_stream,
-    terminal_blocks=1,  # message_stop
+    terminal_blocks=2,  # message_delta (stop_reason), message_stop
     error_event=lambda kind: sse(
         "error", {"type": "error", "error": {"type": kind, "message": "x"}}
     ),
