@@ -159,7 +159,11 @@ def run_simulator_blocking(
     port: int,
     config_path: str | Path | None = None,
     scenario_path: str | Path | None = None,
+    host: str = "127.0.0.1",
 ) -> None:
-    """Serve on ``127.0.0.1:port`` until interrupted (the ``failover sim`` command)."""
+    """Serve on ``host:port`` until interrupted (the ``failover sim`` command).
+
+    The default is loopback; a container (docker-compose) passes ``0.0.0.0``.
+    """
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_forever(port, config_path, scenario_path))
+        asyncio.run(serve_forever(port, config_path, scenario_path, host=host))

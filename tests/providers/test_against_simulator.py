@@ -132,12 +132,12 @@ FAILOVER, COOLDOWN, RETRY, STOP = (
 
 CASES: dict[str, Case] = {
     # latency family: slower, still successful (slow_first_token beyond ttft fails)
-    "latency": Case({"kind": "latency", "seconds": 0.15}, check=slower_than(0.15)),
+    "latency": Case({"kind": "latency", "seconds": 0.1}, check=slower_than(0.1)),
     "lognormal_latency": Case(
-        {"kind": "lognormal_latency", "median_s": 0.12, "sigma": 0.0}, check=slower_than(0.12)
+        {"kind": "lognormal_latency", "median_s": 0.08, "sigma": 0.0}, check=slower_than(0.08)
     ),
     "slow_first_token_within_budget": Case(
-        {"kind": "slow_first_token", "seconds": 0.15}, check=slower_than(0.15)
+        {"kind": "slow_first_token", "seconds": 0.1}, check=slower_than(0.1)
     ),
     "slow_first_token": Case(
         {"kind": "slow_first_token", "seconds": 2.0},
@@ -147,7 +147,7 @@ CASES: dict[str, Case] = {
         retryable=True,
         check=within(BUDGETS.ttft_s),
     ),
-    "tokens_per_sec": Case({"kind": "tokens_per_sec", "rate": 400}, check=paced_at(400)),
+    "tokens_per_sec": Case({"kind": "tokens_per_sec", "rate": 800}, check=paced_at(800)),
     # terminal family: one typed error per status, reset or hang
     "rate_limit_retry_after": Case(
         {"kind": "rate_limit", "retry_after": 2},
@@ -204,8 +204,8 @@ CASES: dict[str, Case] = {
         error=E.NoResponseError,
         decision=FAILOVER,
         retryable=True,
-        budgets=BUDGETS.model_copy(update={"total_s": 0.5}),
-        check=within(0.5),
+        budgets=BUDGETS.model_copy(update={"total_s": 0.3}),
+        check=within(0.3),
     ),
     "context_length": Case(
         {"kind": "context_length"}, error=E.ContextLengthError, decision=FAILOVER, retryable=False
@@ -241,7 +241,9 @@ CASES: dict[str, Case] = {
     "malformed_chunk": Case(
         {"kind": "malformed_chunk", "after_tokens": 3}, modes=(STREAM,), check=one_skipped
     ),
-    "no_done": Case({"kind": "no_done", "seconds": 2.0}, modes=(STREAM,), check=prompt_without_done),
+    "no_done": Case(
+        {"kind": "no_done", "seconds": 2.0}, modes=(STREAM,), check=prompt_without_done
+    ),
     "stream_error_event_overloaded": Case(
         {"kind": "stream_error_event", "after_tokens": 3, "error_type": "overloaded"},
         modes=(STREAM,),
