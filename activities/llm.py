@@ -106,7 +106,9 @@ class LLMActivities:
         )
         for route in routes:
             rh = snap.get(route)
-            verdict = evaluate_sla(rh.sla_demoted, rh.stats, role.sla, self._policy.hysteresis_margin)
+            verdict = evaluate_sla(
+                rh.sla_demoted, rh.stats, role.sla, self._policy.hysteresis_margin
+            )
             if verdict.demoted != rh.sla_demoted:
                 await self._health.set_sla_demoted(inp.role, route, verdict.demoted)
                 snap.routes[route] = rh.model_copy(update={"sla_demoted": verdict.demoted})
@@ -127,7 +129,8 @@ class LLMActivities:
         missing = sorted(stages - set(self._policy.roles))
         if missing:
             raise ApplicationError(
-                f"policy has no role(s) {missing}; the pipeline needs planner, critic and synthesis",
+                f"policy has no role(s) {missing}; "
+                "the pipeline needs planner, critic and synthesis",
                 type="policy_error",
                 non_retryable=True,
             )

@@ -10,7 +10,8 @@ Part 2 (hedging): the same stateless role with and without hedging (delay 1 s) w
 primary's latency is lognormal (median 400 ms, sigma 1.0: a heavy tail); p50/p95/p99 of
 caller latency side by side, with the ratio and the extra load hedging costs. The hedge
 delay is a Temporal timer; the dev server fires timers with roughly one-second
-granularity, which is why the benchmark uses a 1 s delay. Prints one JSON document; ``--png`` draws both charts. Usage::
+granularity, which is why the benchmark uses a 1 s delay. Prints one JSON document;
+``--png`` draws both charts. Usage::
 
     .venv/bin/python bench/failover_conduct.py --calls 40 --png bench/out/failover.png
 """
@@ -30,16 +31,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cli.stack import start_dev_server  # noqa: E402
-from config import DEFAULT_POLICY_PATH  # noqa: E402
-from providers.models import ChatRequest, Message  # noqa: E402
-from resilience.config import load_policy  # noqa: E402
-from resilience.contracts import AgentOutput  # noqa: E402
-from resilience.windows import percentile  # noqa: E402
-from sim.admin import SimAdmin  # noqa: E402
-from sim.server import start_simulator  # noqa: E402
-from tests.workflows.conftest import make_harness, running  # noqa: E402
-from tests.workflows.helpers import CallInput, ResilientCallWorkflow  # noqa: E402
+from cli.stack import start_dev_server
+from config import DEFAULT_POLICY_PATH
+from providers.models import ChatRequest, Message
+from resilience.config import load_policy
+from resilience.contracts import AgentOutput
+from resilience.windows import percentile
+from sim.admin import SimAdmin
+from sim.server import start_simulator
+from tests.workflows.conftest import make_harness, running
+from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
 PRIMARY = "anthropic-us-east"
 FAULTS: list[tuple[str, dict[str, Any]]] = [
@@ -90,7 +91,10 @@ async def main(calls: int, png: str | None) -> dict[str, Any]:
     analyst = base.role("analyst")
     roles = {
         "plain": analyst.model_copy(
-            update={"name": "plain", "hedging": analyst.hedging.model_copy(update={"enabled": False})}
+            update={
+                "name": "plain",
+                "hedging": analyst.hedging.model_copy(update={"enabled": False}),
+            }
         ),
         "hedged": analyst.model_copy(
             update={

@@ -21,8 +21,8 @@ from temporalio.worker import Worker
 from cli.stack import STATE_DIR, start_dev_server, ui_url
 from config import DEFAULT_POLICY_PATH
 from resilience.config import PolicyConfig
-from stores.factory import DEFAULT_REDIS_URL
 from sim.server import RunningSimulator, start_simulator
+from stores.factory import DEFAULT_REDIS_URL
 from worker import (
     DEFAULT_TASK_QUEUE,
     WorkerDeps,

@@ -33,7 +33,9 @@ err = Console(stderr=True)
 
 @app.callback()
 def _setup(
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every activity failure.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log every activity failure.")
+    ] = False,
 ) -> None:
     """Logging: breaker transitions and warnings; expected activity failures only with -v."""
     import logging
@@ -50,10 +52,14 @@ def _setup(
         logging.getLogger("temporalio.activity").setLevel(logging.ERROR)
         logging.getLogger("temporalio.workflow").setLevel(logging.ERROR)
 
+
 AddressOpt = Annotated[
     str | None,
-    typer.Option("--address", help="Temporal frontend host:port (default: TEMPORAL_ADDRESS, "
-                 "then the running `failover dev` stack, then 127.0.0.1:7233)."),
+    typer.Option(
+        "--address",
+        help="Temporal frontend host:port (default: TEMPORAL_ADDRESS, "
+        "then the running `failover dev` stack, then 127.0.0.1:7233).",
+    ),
 ]
 
 
@@ -134,7 +140,9 @@ def dev(
         console.print(f"Temporal   [bold]{stack.address}[/]   Web UI [link]{stack.ui}[/link]")
         console.print(f"Simulator  [bold]{stack.sim.url}[/]   admin {stack.sim.url}/_admin/")
         console.print(f"Redis      [bold]{stack.deps.stores.backend}[/]")
-        console.print('Try: [bold]failover run "Compare two databases for a ledger"[/]  (Ctrl-C stops)')
+        console.print(
+            'Try: [bold]failover run "Compare two databases for a ledger"[/]  (Ctrl-C stops)'
+        )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         import signal
@@ -203,7 +211,7 @@ def run(
                         f"{s.summary.substitutions} substitutions · escalation {s.escalation.value}"
                         f" · {time.monotonic() - started:.1f}s"
                     )
-                except Exception:  # noqa: BLE001 - the query may race the start; keep polling
+                except Exception:
                     pass
                 await asyncio.wait([result_task], timeout=0.5)
             result = result_task.result()
@@ -251,7 +259,7 @@ def status(
         url = redis_url or os.environ.get("REDIS_URL") or stack.get("redis_url")
         try:
             stores = await connect_stores(url, embedded_fallback=False)
-        except Exception as exc:  # noqa: BLE001 - report any connection failure plainly
+        except Exception as exc:
             err.print(f"[red]cannot reach the health store at {url}[/]: {exc}")
             raise typer.Exit(1) from exc
         try:
@@ -277,7 +285,7 @@ def status(
                 f"health monitor: probing {'paused' if table.paused else 'active'}, "
                 f"{table.rounds} rounds"
             )
-        except (typer.Exit, Exception):  # noqa: BLE001 - the table above is still useful
+        except (typer.Exit, Exception):
             err.print("health monitor not reachable (is a worker running?)")
 
     asyncio.run(_run())
@@ -294,7 +302,11 @@ def force(
     from workflows.models import ForceRouteSignal
     from workflows.monitor import MONITOR_WORKFLOW_ID, HealthMonitorWorkflow
 
-    mapping = {"open": BreakerState.FORCED_OPEN, "closed": BreakerState.FORCED_CLOSED, "release": None}
+    mapping = {
+        "open": BreakerState.FORCED_OPEN,
+        "closed": BreakerState.FORCED_CLOSED,
+        "release": None,
+    }
     if state not in mapping:
         err.print(f"[red]state must be open, closed or release, not {state!r}[/]")
         raise typer.Exit(2)

@@ -31,9 +31,7 @@ def steps_table(result: PipelineResult, title: str = "Pipeline steps") -> Table:
     for s in result.steps:
         o = s.output
         style = TIER_STYLE.get(o.tier, "white")
-        tried = " → ".join(
-            f"{a.route}:{a.outcome}" for a in o.attempts if a.outcome not in ("ok",)
-        )
+        tried = " → ".join(f"{a.route}:{a.outcome}" for a in o.attempts if a.outcome not in ("ok",))
         t.add_row(
             s.step,
             f"[{style}]{tier_label(o)}[/]",

@@ -129,7 +129,9 @@ async def start_time_skipping() -> WorkflowEnvironment:
 
 async def connect(address: str, namespace: str = "default") -> Client:
     """Connect to a Temporal frontend with the pydantic data converter."""
-    return await Client.connect(address, namespace=namespace, data_converter=pydantic_data_converter)
+    return await Client.connect(
+        address, namespace=namespace, data_converter=pydantic_data_converter
+    )
 
 
 def ui_url(address: str, ui_port: int | None = None) -> str | None:

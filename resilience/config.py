@@ -6,7 +6,7 @@ latency SLA, budgets, hedging and tiered roster ending in a cache tier and a sta
 schema-valid fallback. Every model forbids unknown keys and validates on construction,
 so a bad ``policy.yaml`` fails at start-up with a :class:`PolicyError` that lists each
 problem with its field path (``roles.critic.roster.tier1[0]: unknown endpoint 'gpt-x'``).
-Every default is a named ``DEFAULT_*`` constant; ``the README's "Policy reference"`` documents
+Every default is a named ``DEFAULT_*`` constant; the README's "Policy reference" documents
 each field with its default and range. :func:`check_policy_file` backs
 ``failover config check``. The only IO here is reading the YAML file in
 :func:`load_policy`.

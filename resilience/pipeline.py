@@ -34,7 +34,9 @@ class PlanError(ValueError):
     """The planner's output is not a usable plan (names what was wrong)."""
 
 
-def planner_request(task: str, context: list[tuple[str, Priority]], roles: list[str]) -> ChatRequest:
+def planner_request(
+    task: str, context: list[tuple[str, Priority]], roles: list[str]
+) -> ChatRequest:
     """The planner's request: the task, the context items and the specialist roles on offer."""
     msgs = [Message(role="user", content=c, priority=p) for c, p in context]
     msgs.append(
@@ -195,7 +197,9 @@ def final_answer(
 
 def needs_escalation(out: AgentOutput, *, critical: bool) -> bool:
     """A critical role that could only be answered by the static fallback needs a human."""
-    return critical and (out.capability is Capability.STATIC or ReasonCode.STATIC_FALLBACK in out.reason_codes)
+    return critical and (
+        out.capability is Capability.STATIC or ReasonCode.STATIC_FALLBACK in out.reason_codes
+    )
 
 
 def dumps_plan(subtasks: list[Subtask]) -> list[dict[str, Any]]:

@@ -9,7 +9,6 @@ closed, release it, and pause or resume probing; the ``health`` query returns th
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -50,7 +49,7 @@ class HealthMonitorWorkflow:
                 await workflow.wait_condition(
                     lambda: self._wake, timeout=timedelta(seconds=inp.interval_s)
                 )
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             if workflow.info().is_continue_as_new_suggested():
                 break
@@ -83,7 +82,7 @@ class HealthMonitorWorkflow:
         for route, h in zip(routes, handles, strict=True):
             try:
                 self._results[route] = await h
-            except Exception as exc:  # noqa: BLE001 - a failed probe activity must not stop probing
+            except Exception as exc:
                 workflow.logger.warning("probe of %s failed: %s", route, exc)
 
     async def _apply_forces(self) -> None:
@@ -114,4 +113,3 @@ class HealthMonitorWorkflow:
     @workflow.query(name="health")
     def health(self) -> MonitorTable:
         return MonitorTable(paused=self._paused, rounds=self._rounds, results=self._results)
-

@@ -206,7 +206,10 @@ class AgentPipelineWorkflow:
 
     async def _step(self, name: str, role: str, request, opts, upstream=None) -> AgentOutput:
         out = await resilient_complete(role, request, upstream_reasons=upstream)
-        while needs_escalation(out, critical=role in self._critical) and opts.escalate_on_critical_degraded:
+        while (
+            needs_escalation(out, critical=role in self._critical)
+            and opts.escalate_on_critical_degraded
+        ):
             decision = await self._escalate(name, role, out, opts.escalation_timeout_s)
             if decision is None:
                 out = out.model_copy(
@@ -272,7 +275,7 @@ class AgentPipelineWorkflow:
             await workflow.wait_condition(
                 lambda: self._decision is not None, timeout=timedelta(seconds=timeout_s)
             )
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._escalation = EscalationState.TIMED_OUT
             self._pending_escalation = None
             self._upsert()

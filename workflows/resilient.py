@@ -176,8 +176,7 @@ class _ResilientCall:
             result_type=CallModelResult,
             task_queue=self.ctx.task_queue,
             start_to_close_timeout=timeout + ACTIVITY_GRACE,
-            schedule_to_close_timeout=max(timeout, timedelta(milliseconds=budget))
-            + ACTIVITY_GRACE,
+            schedule_to_close_timeout=max(timeout, timedelta(milliseconds=budget)) + ACTIVITY_GRACE,
             heartbeat_timeout=CALL_HEARTBEAT_TIMEOUT,
             retry_policy=RetryPolicy(
                 initial_interval=timedelta(milliseconds=200),
@@ -322,7 +321,11 @@ class _ResilientCall:
         if ReasonCode.CONTEXT_TRUNCATED in reasons:
             capability = Capability.DEGRADED
         reasons = list(dict.fromkeys(reasons))
-        text = (winner.result.reply.text if not winner.used_prefill else self.state.prefill_text + reply.text)
+        text = (
+            winner.result.reply.text
+            if not winner.used_prefill
+            else self.state.prefill_text + reply.text
+        )
         output = AgentOutput(
             role=self.role_name,
             content=text,
@@ -392,7 +395,9 @@ class _ResilientCall:
                     route=cached.route,
                     model=cached.model,
                     reason_codes=reasons,
-                    confidence=confidence_for(Capability.DEGRADED, 3, reasons, cache_age_s=cached.age_s),
+                    confidence=confidence_for(
+                        Capability.DEGRADED, 3, reasons, cache_age_s=cached.age_s
+                    ),
                     attempts=self.attempts,
                     cache_age_s=cached.age_s,
                     latency_ms=(workflow.now() - started).total_seconds() * 1000,

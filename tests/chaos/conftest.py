@@ -6,6 +6,7 @@ the old one was killed) or put the stores on a Redis that the test kills and res
 from __future__ import annotations
 
 import uuid
+
 from temporalio.client import Client
 from temporalio.worker import Worker
 

@@ -299,7 +299,7 @@ def test_error_event_decisions(error, decision):
 
 
 def test_anthropic_output_filter_400_is_content_filter() -> None:
-    """Anthropic's 400 "Output blocked by content filtering policy" is a content filter, not STOP."""
+    """Anthropic's 400 "Output blocked by content filtering policy" is a content filter."""
     from providers.classify import classify_status
     from providers.errors import ContentFilterError
 

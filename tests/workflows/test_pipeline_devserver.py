@@ -112,7 +112,9 @@ async def test_escalation_pauses_with_state_and_accepts_human_output(
     handle = await _start(harness, "Plan a failover drill", revision_rounds=0)
     human = EscalationDecision(
         action=EscalationAction.PROVIDE_OUTPUT,
-        output='{"subtasks": [{"id": "h1", "role": "researcher", "instruction": "check runbooks"}]}',
+        output=(
+            '{"subtasks": [{"id": "h1", "role": "researcher", "instruction": "check runbooks"}]}'
+        ),
         operator="alice",
     )
     accept = EscalationDecision(action=EscalationAction.ACCEPT_DEGRADED, operator="alice")

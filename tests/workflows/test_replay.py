@@ -27,7 +27,7 @@ def test_histories_are_committed() -> None:
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_history_replays_deterministically(path: Path) -> None:
     """Replaying a recorded run with the current code raises no non-determinism error."""
-    data = json.loads(path.read_text())
+    data = json.loads(path.read_text())  # noqa: ASYNC240 - a small local file
     history = WorkflowHistory.from_json(path.stem, data)
     replayer = Replayer(
         workflows=[AgentPipelineWorkflow, HealthMonitorWorkflow, ResilientCallWorkflow],

@@ -7,7 +7,6 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
-import pytest
 import pytest_asyncio
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
