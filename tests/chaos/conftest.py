@@ -33,7 +33,7 @@ CHAOS_RECONNECT_S = 0.3
 
 def build_worker(
     client: Client,
-    policy: PolicyConfig,
+    policy_: PolicyConfig,
     *,
     task_queue: str | None = None,
     health: MemoryHealthStore | RedisHealthStore | None = None,
@@ -54,10 +54,10 @@ def build_worker(
         else:
             health, cache = MemoryHealthStore(), MemoryResponseCache()
     acts = LLMActivities(
-        policy,
-        build_http_client(policy.endpoints.values()),
+        policy_,
+        build_http_client(policy_.endpoints.values()),
         health,
         cache,
-        task_queue_for=lambda role: llm_task_queue(tq, policy.role(role).bulkhead),
+        task_queue_for=lambda role: llm_task_queue(tq, policy_.role(role).bulkhead),
     )
-    return Harness(client, tq, acts, health, cache, policy), _workers(client, acts, policy, tq)
+    return Harness(client, tq, acts, health, cache, policy_), _workers(client, acts, policy_, tq)

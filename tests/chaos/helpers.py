@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from temporalio.client import WorkflowHandle
 
@@ -47,22 +47,33 @@ async def start_pipeline(h: Harness, task: str, **opts: object) -> WorkflowHandl
 
 async def results_of(handles: Iterable[WorkflowHandle], timeout_s: float) -> list[PipelineResult]:
     """Every handle's result; any failed pipeline or the deadline fails the test."""
-    return list(
-        await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), timeout_s)
-    )
+    return list(await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), timeout_s))
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]], timeout_s: float = 10.0, every_s: float = 0.05
+) -> None:
+    """Poll ``check`` until it holds; the deadline (not a sleep length) bounds the wait.
+
+    Chaos tests observe other processes (a dev server, a simulator, Redis) that offer no
+    event to await, so polling is the only way to see a state change."""
+    async with asyncio.timeout(timeout_s):
+        while not await check():  # noqa: ASYNC110 - see docstring
+            await asyncio.sleep(every_s)
 
 
 async def wait_until_steps(handle: WorkflowHandle, n: int, timeout_s: float = 15.0) -> None:
-    """Poll the status query until ``n`` steps are done (the run is demonstrably mid-way)."""
-    async with asyncio.timeout(timeout_s):
-        while True:
-            with contextlib.suppress(Exception):  # not yet picked up by a worker
-                st: PipelineStatus = await handle.query(
-                    AgentPipelineWorkflow.status, result_type=PipelineStatus
-                )
-                if len(st.completed_steps) >= n:
-                    return
-            await asyncio.sleep(0.05)
+    """Wait until ``n`` steps of the pipeline are done (the run is demonstrably mid-way)."""
+
+    async def done() -> bool:
+        with contextlib.suppress(Exception):  # not yet picked up by a worker
+            st: PipelineStatus = await handle.query(
+                AgentPipelineWorkflow.status, result_type=PipelineStatus
+            )
+            return len(st.completed_steps) >= n
+        return False
+
+    await eventually(done, timeout_s)
 
 
 def assert_consistent(result: PipelineResult) -> None:

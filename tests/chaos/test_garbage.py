@@ -50,7 +50,9 @@ async def test_garbage_never_passes_as_an_answer(dev_env, policy, sim_admin: Sim
     async with running(workers):
         handles = [
             await start_pipeline(
-                h, f"garbage task {i}", escalate_on_critical_degraded=bool(i % 2),
+                h,
+                f"garbage task {i}",
+                escalate_on_critical_degraded=bool(i % 2),
                 escalation_timeout_s=0.5,
             )
             for i in range(8)

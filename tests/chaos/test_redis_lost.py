@@ -16,6 +16,7 @@ from tests.chaos.helpers import (
     PRIMARY,
     assert_conduct,
     assert_consistent,
+    eventually,
     results_of,
     start_pipeline,
     wait_until_steps,
@@ -59,9 +60,11 @@ async def test_pipelines_complete_through_redis_loss_and_recovery(
             await server.astart()  # same port, empty: no snapshot survived the crash
             assert server.running
             recovered = await results_of(await _batch(h, "back"), timeout_s=15)
-            async with asyncio.timeout(10):
-                while not ((await h.health.status()).healthy and (await h.cache.status()).healthy):
-                    await asyncio.sleep(0.1)
+
+            async def healed() -> bool:
+                return (await h.health.status()).healthy and (await h.cache.status()).healthy
+
+            await eventually(healed)
             health = await h.health.status()
             assert health.pending_sync == 0 and health.dropped_sync == 0
             # the outage's outcomes were replayed into the new, empty server

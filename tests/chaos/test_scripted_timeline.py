@@ -98,7 +98,6 @@ async def test_pipelines_ride_out_a_ramp_a_spike_and_recovery(
     assert any(s.output.tier >= 1 for r in results for s in r.steps)
     # Recovery: after the spike the primary answered again, and served the late pipelines.
     assert any(
-        a.endpoint == PRIMARY and a.status == 200 and a.arrival > loaded + SPIKE_END_S
-        for a in seen
+        a.endpoint == PRIMARY and a.status == 200 and a.arrival > loaded + SPIKE_END_S for a in seen
     )
     assert any(s.output.route == PRIMARY for r in late for s in r.steps)

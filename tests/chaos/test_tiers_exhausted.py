@@ -46,7 +46,9 @@ async def test_every_tier_exhausted_ends_static_or_escalated(
         ]
         loud = [
             await start_pipeline(
-                h, f"exhausted loud {i}", escalate_on_critical_degraded=True,
+                h,
+                f"exhausted loud {i}",
+                escalate_on_critical_degraded=True,
                 escalation_timeout_s=0.5,
             )
             for i in range(3)

@@ -14,6 +14,7 @@ from tests.chaos.helpers import (
     PRIMARY,
     assert_conduct,
     assert_consistent,
+    eventually,
     results_of,
     start_pipeline,
     wait_until_steps,
@@ -33,10 +34,12 @@ async def test_pipeline_survives_its_worker_being_killed(
     tasks = [asyncio.create_task(w.run()) for w in old_workers]
     handles = [await start_pipeline(old, f"killed worker task {i}") for i in range(3)]
     await wait_until_steps(handles[0], 1)
+
     # ...and a specialist call is on the wire (the primary holds it for a second)
-    async with asyncio.timeout(10):
-        while len(await sim_admin.attempts()) <= len(handles):
-            await asyncio.sleep(0.05)
+    async def on_the_wire() -> bool:
+        return len(await sim_admin.attempts()) > len(handles)
+
+    await eventually(on_the_wire)
     # Abrupt: cancel the run tasks (no graceful period, in-flight activities are cut).
     for t in tasks:
         t.cancel()
