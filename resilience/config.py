@@ -661,6 +661,6 @@ def check_policy_file(
         lines = [f"policy {os.fspath(path)} is invalid ({len(exc.errors)} problem(s)):"]
         lines += [f"  error: {p}: {m}" if p else f"  error: {m}" for p, m in exc.errors]
         return False, lines
-    lines = [f"policy {os.fspath(path)} is valid", *describe_policy(cfg)]
+    lines = [f"OK: policy {os.fspath(path)} is valid", *describe_policy(cfg)]
     lines += [f"  warning: {w}" for w in cfg.warnings]
     return True, lines

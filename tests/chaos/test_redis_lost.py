@@ -38,8 +38,8 @@ async def test_pipelines_complete_through_redis_loss_and_recovery(
     await sim_admin.set_faults(PRIMARY, [{"kind": "latency", "seconds": 0.3}])
     server = await EmbeddedRedis().astart()
     probe = aioredis.Redis.from_url(server.url)
+    h, workers = build_worker(dev_env.client, policy, redis_url=server.url)
     try:
-        h, workers = build_worker(dev_env.client, policy, redis_url=server.url)
         async with running(workers):
             before = await results_of(await _batch(h, "before"), timeout_s=15)
             assert (await h.health.status()).healthy and (await h.cache.status()).healthy
@@ -76,4 +76,6 @@ async def test_pipelines_complete_through_redis_loss_and_recovery(
         assert_conduct(results, await sim_admin.attempts())
     finally:
         await probe.aclose()
+        await h.health.close()
+        await h.cache.close()
         await server.astop()

@@ -209,3 +209,18 @@ async def test_hedge_races_a_slow_primary_and_cancels_the_loser(
     assert waited < 1.4, f"hedging should answer before the slow primary ({waited:.2f}s)"
     seen = await _per_route(sim_admin)
     assert seen[PRIMARY] == 1 and seen[OTHER_PROVIDER] == 1
+
+
+async def test_cut_stream_continues_on_a_prefill_route(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """A stream cut after partial output continues on a route that declares prefill support,
+    and the answer is the partial text plus the continuation, never the truncated text."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "stream_cut", "after_tokens": 6}])
+    await sim_admin.set_faults(OTHER_PROVIDER, [{"kind": "overloaded"}])
+    out, _ = await _call(harness)
+    assert out.route == OTHER_REGION
+    assert ReasonCode.PREFILL_CONTINUATION in out.reason_codes
+    assert ReasonCode.STREAM_INTERRUPTED in out.reason_codes
+    assert out.content.startswith("[echo:") and out.content.rstrip().endswith("[end]")
+    assert "prefill" in next(a.note for a in out.attempts if a.route == OTHER_REGION)

@@ -144,3 +144,29 @@ async def test_escalation_times_out_and_keeps_the_degraded_answer(
     assert result.degraded
     assert result.steps[0].step == "planner"
     assert "ESCALATED" in [c.value for c in result.steps[0].output.reason_codes]
+
+
+async def test_hedge_timer_starts_the_standby_while_the_primary_hangs(
+    ts_env: WorkflowEnvironment, ts_harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """The hedge delay is a workflow timer: the standby starts while the primary still hangs."""
+    from providers.models import ChatRequest, Message
+    from resilience.contracts import AgentOutput, ReasonCode
+    from tests.workflows.helpers import CallInput, ResilientCallWorkflow
+
+    await sim_admin.set_faults(PRIMARY, [{"kind": "hang"}])
+    out: AgentOutput = await ts_harness.client.execute_workflow(
+        ResilientCallWorkflow.run,
+        CallInput(
+            role="hedged",
+            request=ChatRequest(messages=[Message(role="user", content="hedge under test")]),
+        ),
+        id=f"hedge-{uuid.uuid4().hex[:8]}",
+        task_queue=ts_harness.task_queue,
+        result_type=AgentOutput,
+    )
+    assert ReasonCode.HEDGED in out.reason_codes and out.route != PRIMARY
+    primary = next(a for a in out.attempts if a.route == PRIMARY)
+    hedge = next(a for a in out.attempts if a.route == out.route)
+    assert primary.outcome == "cancelled" and hedge.hedge
+    assert hedge.started_at - primary.started_at >= 0.2  # the configured 200 ms delay
