@@ -132,7 +132,9 @@ class AgentPipelineWorkflow:
             if verdict == "approve" or round_no == opts.revision_rounds:
                 break
             self._phase = "revision"
-            sections = await self._run_specialists(inp.task, subtasks, context, reasons, opts)
+            sections = await self._run_specialists(
+                inp.task, subtasks, context, reasons, opts, revision=round_no + 1
+            )
 
         self._done_stage(CRITIC)
         self._phase = "synthesis"
@@ -184,12 +186,20 @@ class AgentPipelineWorkflow:
         )
 
     async def _run_specialists(
-        self, task: str, subtasks: list[Subtask], context, feedback: list[str], opts
+        self,
+        task: str,
+        subtasks: list[Subtask],
+        context,
+        feedback: list[str],
+        opts,
+        revision: int = 0,
     ) -> list[tuple[str, AgentOutput]]:
         upstream = self._upstream_reasons()
         # Step names use the position, not the model's subtask id, so they stay short and
-        # stable across a revision round.
-        names = [f"{s.role}#{i + 1}" + ("/rev" if feedback else "") for i, s in enumerate(subtasks)]
+        # stable across a revision round. Each round gets its own suffix: the failover
+        # history is keyed by step name, so a repeated name would drop a round's attempts.
+        suffix = "" if revision == 0 else "/rev" if revision == 1 else f"/rev{revision}"
+        names = [f"{s.role}#{i + 1}{suffix}" for i, s in enumerate(subtasks)]
         outs = await asyncio.gather(
             *(
                 self._step(

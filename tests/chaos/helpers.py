@@ -87,8 +87,8 @@ def assert_consistent(result: PipelineResult) -> None:
     assert critics == [f"critic#{i + 1}" for i in range(len(critics))] and critics, names
     specialists = [f"{p['role']}#{i + 1}" for i, p in enumerate(result.plan)]
     expected = set(specialists)
-    if len(critics) > 1:  # one revision round re-ran every specialist once
-        expected |= {f"{s}/rev" for s in specialists}
+    for k in range(1, len(critics)):  # each revision round re-ran every specialist once
+        expected |= {f"{s}/rev{k if k > 1 else ''}" for s in specialists}
     assert set(names) - {"planner", "synthesis", *critics} == expected, names
     assert len(result.sections) == len(result.plan)
     assert {s.step for s in result.sections} <= set(names)

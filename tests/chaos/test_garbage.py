@@ -48,12 +48,14 @@ async def test_garbage_never_passes_as_an_answer(dev_env, policy, sim_admin: Sim
         await sim_admin.set_faults(ep, GARBAGE)
     h, workers = build_worker(dev_env.client, policy)
     async with running(workers):
+        # Half the runs allow two revision rounds, so step naming across rounds is covered.
         handles = [
             await start_pipeline(
                 h,
                 f"garbage task {i}",
                 escalate_on_critical_degraded=bool(i % 2),
                 escalation_timeout_s=0.5,
+                revision_rounds=1 + (i // 4),
             )
             for i in range(8)
         ]

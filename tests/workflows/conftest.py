@@ -1,27 +1,22 @@
-"""Fixtures for workflow tests: one dev server and one simulator per session, a fresh
-worker (uuid task queue, uuid store namespace) per test, faults cleared between tests.
+"""Fixtures for workflow tests: a fresh worker (uuid task queue, uuid store namespace) per
+test on the session's dev server and simulator (see ``tests/conftest.py``).
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import pytest
 import pytest_asyncio
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.llm import LLMActivities
-from cli.stack import start_dev_server, start_time_skipping
-from config import DEFAULT_POLICY_PATH
 from providers.client import build_http_client
-from resilience.config import PolicyConfig, load_policy
+from resilience.config import PolicyConfig
 from sim.admin import SimAdmin
-from sim.server import RunningSimulator, start_simulator
 from stores.cache import MemoryResponseCache, RedisResponseCache
 from stores.health import MemoryHealthStore, RedisHealthStore
 from stores.redis_link import fail_fast_client
@@ -29,61 +24,6 @@ from tests.workflows.helpers import ResilientCallWorkflow
 from worker import llm_task_queue, workflow_runner
 from workflows.monitor import HealthMonitorWorkflow
 from workflows.pipeline import AgentPipelineWorkflow
-
-
-@pytest_asyncio.fixture(scope="session")
-async def simulator() -> AsyncIterator[RunningSimulator]:
-    sim = await start_simulator(port=0)
-    os.environ["SIM_URL"] = sim.url
-    yield sim
-    await sim.stop()
-
-
-@pytest_asyncio.fixture
-async def sim_admin(simulator: RunningSimulator) -> AsyncIterator[SimAdmin]:
-    """Admin client; the simulator is reset (faults and attempt log) before each test."""
-    admin = SimAdmin(simulator.url)
-    await admin.reset()
-    yield admin
-    await admin.reset()
-    await admin.aclose()
-
-
-@pytest_asyncio.fixture(scope="session")
-async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
-    env = await start_dev_server(ui=False)
-    yield env
-    await env.shutdown()
-
-
-@pytest_asyncio.fixture(scope="session")
-async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
-    env = await start_time_skipping()
-    yield env
-    await env.shutdown()
-
-
-@pytest.fixture
-def policy(simulator: RunningSimulator) -> PolicyConfig:
-    """The demo policy pointed at this session's simulator, plus two test roles.
-
-    ``plain`` is the analyst without hedging (one route at a time, so conduct is exact);
-    ``hedged`` hedges after 200 ms.
-    """
-    base = load_policy(DEFAULT_POLICY_PATH, env={**os.environ, "SIM_URL": simulator.url})
-    analyst = base.role("analyst")
-    plain = analyst.model_copy(
-        update={"name": "plain", "hedging": analyst.hedging.model_copy(update={"enabled": False})}
-    )
-    hedged = analyst.model_copy(
-        update={
-            "name": "hedged",
-            "hedging": analyst.hedging.model_copy(
-                update={"enabled": True, "delay_ms": 200.0, "max_hedges": 1}
-            ),
-        }
-    )
-    return base.model_copy(update={"roles": {**base.roles, "plain": plain, "hedged": hedged}})
 
 
 @dataclass
@@ -119,17 +59,33 @@ def _workers(client: Client, acts: LLMActivities, policy: PolicyConfig, tq: str)
     return workers
 
 
-async def make_harness(
-    client: Client, policy: PolicyConfig, *, redis_url: str | None = None
+def build_harness(
+    client: Client,
+    policy: PolicyConfig,
+    *,
+    redis_url: str | None = None,
+    task_queue: str | None = None,
+    health: MemoryHealthStore | RedisHealthStore | None = None,
+    cache: MemoryResponseCache | RedisResponseCache | None = None,
+    reconnect_interval_s: float | None = None,
 ) -> tuple[Harness, list[Worker]]:
-    """Activities over fresh stores (memory, or Redis under a unique namespace)."""
-    tq = f"test-{uuid.uuid4().hex[:10]}"
-    if redis_url:
-        ns = f"test-wf-{uuid.uuid4().hex[:10]}"
-        health = RedisHealthStore(fail_fast_client(redis_url), namespace=ns)
-        cache = RedisResponseCache(fail_fast_client(redis_url), namespace=ns)
-    else:
-        health, cache = MemoryHealthStore(), MemoryResponseCache()
+    """Activities over fresh stores (memory, or Redis under a unique namespace).
+
+    Pass ``task_queue`` and the stores of a dead worker to stand in a replacement.
+    """
+    tq = task_queue or f"test-{uuid.uuid4().hex[:10]}"
+    if health is None or cache is None:
+        if redis_url:
+            ns = f"test-wf-{uuid.uuid4().hex[:10]}"
+            extra = (
+                {}
+                if reconnect_interval_s is None
+                else {"reconnect_interval_s": reconnect_interval_s}
+            )
+            health = RedisHealthStore(fail_fast_client(redis_url), namespace=ns, **extra)
+            cache = RedisResponseCache(fail_fast_client(redis_url), namespace=ns, **extra)
+        else:
+            health, cache = MemoryHealthStore(), MemoryResponseCache()
     http = build_http_client(policy.endpoints.values())
     acts = LLMActivities(
         policy,
@@ -139,6 +95,13 @@ async def make_harness(
         task_queue_for=lambda role: llm_task_queue(tq, policy.role(role).bulkhead),
     )
     return Harness(client, tq, acts, health, cache, policy), _workers(client, acts, policy, tq)
+
+
+async def make_harness(
+    client: Client, policy: PolicyConfig, **kw: object
+) -> tuple[Harness, list[Worker]]:
+    """:func:`build_harness` for async callers (fixtures, scripts)."""
+    return build_harness(client, policy, **kw)  # type: ignore[arg-type]
 
 
 @pytest_asyncio.fixture

@@ -1,0 +1,73 @@
+"""Session-wide fixtures shared by the workflow and chaos tiers: one simulator, one dev
+server, one time-skipping server per test session; the simulator is reset between tests.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from temporalio.testing import WorkflowEnvironment
+
+from cli.stack import start_dev_server, start_time_skipping
+from config import DEFAULT_POLICY_PATH
+from resilience.config import PolicyConfig, load_policy
+from sim.admin import SimAdmin
+from sim.server import RunningSimulator, start_simulator
+
+
+@pytest_asyncio.fixture(scope="session")
+async def simulator() -> AsyncIterator[RunningSimulator]:
+    sim = await start_simulator(port=0)
+    os.environ["SIM_URL"] = sim.url
+    yield sim
+    await sim.stop()
+
+
+@pytest_asyncio.fixture
+async def sim_admin(simulator: RunningSimulator) -> AsyncIterator[SimAdmin]:
+    """Admin client; the simulator is reset (faults and attempt log) before each test."""
+    admin = SimAdmin(simulator.url)
+    await admin.reset()
+    yield admin
+    await admin.reset()
+    await admin.aclose()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await start_dev_server(ui=False)
+    yield env
+    await env.shutdown()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await start_time_skipping()
+    yield env
+    await env.shutdown()
+
+
+@pytest.fixture
+def policy(simulator: RunningSimulator) -> PolicyConfig:
+    """The demo policy pointed at this session's simulator, plus two test roles.
+
+    ``plain`` is the analyst without hedging (one route at a time, so conduct is exact);
+    ``hedged`` hedges after 200 ms.
+    """
+    base = load_policy(DEFAULT_POLICY_PATH, env={**os.environ, "SIM_URL": simulator.url})
+    analyst = base.role("analyst")
+    plain = analyst.model_copy(
+        update={"name": "plain", "hedging": analyst.hedging.model_copy(update={"enabled": False})}
+    )
+    hedged = analyst.model_copy(
+        update={
+            "name": "hedged",
+            "hedging": analyst.hedging.model_copy(
+                update={"enabled": True, "delay_ms": 200.0, "max_hedges": 1}
+            ),
+        }
+    )
+    return base.model_copy(update={"roles": {**base.roles, "plain": plain, "hedged": hedged}})
