@@ -18,7 +18,6 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from providers.client import build_http_client
 from resilience.config import PolicyConfig, PolicyError, load_policy
 from stores.factory import Stores, connect_stores
 from workflows.models import MonitorInput
-from workflows.monitor import MONITOR_WORKFLOW_ID, HealthMonitorWorkflow
+from workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
 from workflows.pipeline import AgentPipelineWorkflow
 
 log = logging.getLogger("agent_failover.worker")
@@ -90,11 +89,21 @@ class WorkerDeps:
 
 
 async def build_deps(
-    policy: PolicyConfig, *, redis_url: str | None, task_queue: str = DEFAULT_TASK_QUEUE
+    policy: PolicyConfig,
+    *,
+    redis_url: str | None,
+    task_queue: str = DEFAULT_TASK_QUEUE,
+    namespace: str | None = None,
 ) -> WorkerDeps:
-    """One HTTP client and one pair of stores for the whole process."""
+    """One HTTP client and one pair of stores for the whole process.
+
+    ``namespace`` prefixes every Redis key (default ``FAILOVER_REDIS_NAMESPACE``, else
+    ``failover``): deployments sharing a Redis keep separate health state.
+    """
     http = build_http_client(policy.endpoints.values())
-    stores = await connect_stores(redis_url)
+    stores = await connect_stores(
+        redis_url, namespace=namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", "failover")
+    )
     acts = LLMActivities(
         policy,
         http,
@@ -115,14 +124,12 @@ def build_workers(
     """The main worker (workflows + health/cache activities) and one per bulkhead."""
     slots = {**DEFAULT_BULKHEAD_SLOTS, **(bulkhead_slots or {})}
     acts = deps.activities
-    executor = ThreadPoolExecutor(max_workers=4)
     workers = [
         Worker(
             client,
             task_queue=task_queue,
             workflows=[AgentPipelineWorkflow, HealthMonitorWorkflow],
             activities=acts.all(),
-            activity_executor=executor,
             workflow_runner=workflow_runner(),
             max_concurrent_activities=32,
         )
@@ -147,7 +154,7 @@ async def ensure_monitor(
     return await client.start_workflow(
         HealthMonitorWorkflow.run,
         MonitorInput(routes=sorted(policy.endpoints), interval_s=policy.probes.interval_s),
-        id=MONITOR_WORKFLOW_ID,
+        id=monitor_workflow_id(task_queue),
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
     )
@@ -216,5 +223,26 @@ async def main() -> None:
         await deps.close()
 
 
+def run() -> None:
+    """Process entry: run, then exit without interpreter finalization.
+
+    Everything is drained by then (workers shut down, HTTP client and stores closed), but
+    the Temporal core's native threads can still hold Python references while the
+    interpreter finalizes, which aborts the process (``PyGILState_Release``) and turns a
+    clean SIGTERM into exit 134. Exiting directly keeps the exit code honest.
+    """
+    code = 0
+    try:
+        asyncio.run(main())
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except KeyboardInterrupt:
+        code = 130
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    run()

@@ -227,7 +227,13 @@ async def run_demo(
 ) -> int:
     """Run the demo; returns the process exit code."""
     with console.status("starting simulator, Temporal dev server (with Web UI), Redis, worker…"):
-        stack = await start_stack(temporal_port=temporal_port, ui_port=ui_port)
+        # A namespace of its own: health state left in a shared Redis by an earlier (or
+        # interrupted) run must not decide this run's routes.
+        stack = await start_stack(
+            temporal_port=temporal_port,
+            ui_port=ui_port,
+            namespace=f"failover-demo-{uuid.uuid4().hex[:8]}",
+        )
     console.print(
         f"Temporal {stack.address} · Web UI {stack.ui} · simulator {stack.sim.url} · "
         f"store {stack.deps.stores.backend}"

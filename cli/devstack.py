@@ -78,6 +78,7 @@ async def start_stack(
     monitor: bool = True,
     task_queue: str = DEFAULT_TASK_QUEUE,
     redis_url: str | None = None,
+    namespace: str | None = None,
 ) -> DevStack:
     """Start simulator, Temporal (with UI), stores and workers; return when ready."""
     sim = await start_simulator(port=sim_port)
@@ -93,7 +94,10 @@ async def start_stack(
     )
     address = env.client.service_client.config.target_host
     deps = await build_deps(
-        policy, redis_url=redis_url or os.environ.get("REDIS_URL"), task_queue=task_queue
+        policy,
+        redis_url=redis_url or os.environ.get("REDIS_URL"),
+        task_queue=task_queue,
+        namespace=namespace,
     )
     workers = build_workers(env.client, deps, task_queue=task_queue)
     tasks = [asyncio.create_task(w.run()) for w in workers]
@@ -123,6 +127,7 @@ async def start_stack(
                     else (redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL)
                 ),
                 "redis": deps.stores.backend,
+                "namespace": namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", "failover"),
                 "task_queue": task_queue,
                 "pid": os.getpid(),
             }

@@ -88,6 +88,11 @@ async def _client(address: str | None):
         raise typer.Exit(1) from exc
 
 
+TaskQueueOpt = Annotated[
+    str, typer.Option("--task-queue", help="The deployment's workflow task queue.")
+]
+
+
 @config_app.command("check")
 def config_check(
     file: Annotated[Path, typer.Argument(help="Policy YAML to validate.")] = DEFAULT_POLICY_PATH,
@@ -119,7 +124,7 @@ def worker() -> None:
     """Run a worker (same as `python worker.py`); configured by environment variables."""
     import worker as worker_mod
 
-    asyncio.run(worker_mod.main())
+    worker_mod.run()
 
 
 @app.command()
@@ -162,7 +167,7 @@ def dev(
 def run(
     task: Annotated[str, typer.Argument(help="What the pipeline should do.")],
     address: AddressOpt = None,
-    task_queue: Annotated[str, typer.Option(help="Workflow task queue.")] = "agent-failover",
+    task_queue: TaskQueueOpt = "agent-failover",
     no_escalate: Annotated[
         bool, typer.Option("--no-escalate", help="Never pause for a human.")
     ] = False,
@@ -238,12 +243,17 @@ def status(
     ] = None,
     policy: Annotated[Path | None, typer.Option(help="Policy YAML (for the route list).")] = None,
     window_s: Annotated[float, typer.Option(help="Rolling window for the figures.")] = 60.0,
+    task_queue: TaskQueueOpt = "agent-failover",
+    namespace: Annotated[
+        str | None,
+        typer.Option(help="Redis key namespace (default FAILOVER_REDIS_NAMESPACE or 'failover')."),
+    ] = None,
 ) -> None:
     """The health table: breaker state, p50/p95/p99, error rate, last probe."""
     from cli.devstack import read_stack_file
     from cli.render import health_table
     from workflows.models import MonitorTable
-    from workflows.monitor import MONITOR_WORKFLOW_ID, HealthMonitorWorkflow
+    from workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
 
     stack = read_stack_file() or {}
     if stack.get("sim_url") and not os.environ.get("SIM_URL"):
@@ -258,7 +268,13 @@ def status(
 
         url = redis_url or os.environ.get("REDIS_URL") or stack.get("redis_url")
         try:
-            stores = await connect_stores(url, embedded_fallback=False)
+            stores = await connect_stores(
+                url,
+                embedded_fallback=False,
+                namespace=namespace
+                or stack.get("namespace")
+                or os.environ.get("FAILOVER_REDIS_NAMESPACE", "failover"),
+            )
         except Exception as exc:
             err.print(f"[red]cannot reach the health store at {url}[/]: {exc}")
             raise typer.Exit(1) from exc
@@ -278,7 +294,8 @@ def status(
         console.print(health_table(ht))
         try:
             client = await _client(address)
-            table: MonitorTable = await client.get_workflow_handle(MONITOR_WORKFLOW_ID).query(
+            monitor = client.get_workflow_handle(monitor_workflow_id(task_queue))
+            table: MonitorTable = await monitor.query(
                 HealthMonitorWorkflow.health, result_type=MonitorTable
             )
             console.print(
@@ -296,11 +313,12 @@ def force(
     route: Annotated[str, typer.Argument(help="Route (endpoint name).")],
     state: Annotated[str, typer.Argument(help="open, closed or release.")],
     address: AddressOpt = None,
+    task_queue: TaskQueueOpt = "agent-failover",
 ) -> None:
     """Operator override of a route's breaker (through the health monitor)."""
     from resilience.contracts import BreakerState
     from workflows.models import ForceRouteSignal
-    from workflows.monitor import MONITOR_WORKFLOW_ID, HealthMonitorWorkflow
+    from workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
 
     mapping = {
         "open": BreakerState.FORCED_OPEN,
@@ -313,7 +331,7 @@ def force(
 
     async def _run() -> None:
         client = await _client(address)
-        handle = client.get_workflow_handle(MONITOR_WORKFLOW_ID)
+        handle = client.get_workflow_handle(monitor_workflow_id(task_queue))
         await handle.signal(
             HealthMonitorWorkflow.force_route, ForceRouteSignal(route=route, state=mapping[state])
         )

@@ -55,7 +55,7 @@ def policy(simulator: RunningSimulator) -> PolicyConfig:
     """The demo policy pointed at this session's simulator, plus two test roles.
 
     ``plain`` is the analyst without hedging (one route at a time, so conduct is exact);
-    ``hedged`` hedges after 200 ms.
+    ``hedged`` hedges after 200 ms; ``tight-sla`` is ``plain`` with a 250/400 ms p95/p99 SLA.
     """
     base = load_policy(DEFAULT_POLICY_PATH, env={**os.environ, "SIM_URL": simulator.url})
     analyst = base.role("analyst")
@@ -70,4 +70,13 @@ def policy(simulator: RunningSimulator) -> PolicyConfig:
             ),
         }
     )
-    return base.model_copy(update={"roles": {**base.roles, "plain": plain, "hedged": hedged}})
+    tight = plain.model_copy(
+        update={
+            "name": "tight-sla",
+            "sla": plain.sla.model_copy(
+                update={"p95_ms": 250.0, "p99_ms": 400.0, "min_samples": 4}
+            ),
+        }
+    )
+    roles = {**base.roles, "plain": plain, "hedged": hedged, "tight-sla": tight}
+    return base.model_copy(update={"roles": roles})

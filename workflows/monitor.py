@@ -18,8 +18,12 @@ with workflow.unsafe.imports_passed_through():
     from activities.models import ForceRouteInput, ProbeInput, ProbeResult
     from workflows.models import ForceRouteSignal, MonitorInput, MonitorTable
 
-#: Workflow id the worker uses, so starting it again is idempotent.
-MONITOR_WORKFLOW_ID = "failover-health-monitor"
+
+def monitor_workflow_id(task_queue: str) -> str:
+    """The monitor's workflow id: one per deployment (task queue), so starting it is idempotent."""
+    return f"{task_queue}-health-monitor"
+
+
 PROBE_TIMEOUT = timedelta(seconds=30)
 # Probes are themselves the retry loop: a failed probe is data, not something to repeat.
 _NO_RETRY = RetryPolicy(maximum_attempts=1)

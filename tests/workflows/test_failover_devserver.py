@@ -224,3 +224,20 @@ async def test_cut_stream_continues_on_a_prefill_route(
     assert ReasonCode.STREAM_INTERRUPTED in out.reason_codes
     assert out.content.startswith("[echo:") and out.content.rstrip().endswith("[end]")
     assert "prefill" in next(a.note for a in out.attempts if a.route == OTHER_REGION)
+
+
+async def test_slow_primary_is_demoted_before_any_timeout(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """Once the primary's rolling p95 breaches the role's SLA, calls go to the standby first:
+    proactive substitution, with no attempt timing out on the slow route."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "latency", "seconds": 0.35}])
+    for _ in range(4):  # min_samples of the tight SLA: each call succeeds, slowly
+        out, _ = await _call(harness, role="tight-sla")
+        assert out.route == PRIMARY and ReasonCode.SLA_DEMOTED not in out.reason_codes
+    await sim_admin.clear_attempts()
+    out, waited = await _call(harness, role="tight-sla")
+    assert out.route == OTHER_PROVIDER and ReasonCode.SLA_DEMOTED in out.reason_codes
+    assert all(a.outcome == "ok" for a in out.attempts if a.outcome != "skipped")
+    assert (await _per_route(sim_admin))[PRIMARY] == 0, "a demoted route is not tried first"
+    assert waited < 0.35 + 1.0

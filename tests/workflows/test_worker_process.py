@@ -1,0 +1,116 @@
+"""``python worker.py`` as a real process: bad policy → exit 2; good policy → serves
+pipelines, starts its health monitor, and drains on SIGTERM with exit 0. And ``failover
+run`` / ``failover status`` against it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+from typer.testing import CliRunner
+
+from cli.main import app
+from config import DEFAULT_POLICY_PATH
+from sim.server import RunningSimulator
+from workflows.models import PipelineInput, PipelineResult
+from workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
+from workflows.pipeline import AgentPipelineWorkflow
+
+pytestmark = pytest.mark.devserver
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(dev_env: WorkflowEnvironment, sim: RunningSimulator, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
+        "SIM_URL": sim.url,
+        "LOG_LEVEL": "WARNING",
+        **extra,
+    }
+
+
+async def test_bad_policy_exits_2_naming_the_field(
+    dev_env: WorkflowEnvironment, simulator: RunningSimulator, tmp_path: Path
+) -> None:
+    """A policy with an unknown roster endpoint stops the worker at start-up with exit 2."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        DEFAULT_POLICY_PATH.read_text().replace("tier0: [anthropic-us-east]", "tier0: [nope]", 1)
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "worker.py",
+        cwd=ROOT,
+        env=_env(dev_env, simulator, FAILOVER_POLICY=str(bad)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 2
+    assert "roles.planner.roster.tier0[0]" in err.decode() and "nope" in err.decode()
+
+
+async def test_worker_serves_pipelines_and_drains_on_sigterm(
+    dev_env: WorkflowEnvironment, simulator: RunningSimulator, sim_admin
+) -> None:
+    """The worker process runs a pipeline end to end, its monitor probes, SIGTERM → exit 0."""
+    tq = f"proc-{uuid.uuid4().hex[:8]}"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "worker.py",
+        cwd=ROOT,
+        env=_env(dev_env, simulator, FAILOVER_TASK_QUEUE=tq, FAILOVER_REDIS_NAMESPACE=tq),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    client = dev_env.client
+    try:
+        result: PipelineResult = await asyncio.wait_for(
+            client.execute_workflow(
+                AgentPipelineWorkflow.run,
+                PipelineInput(task="worker process test"),
+                id=f"proc-{uuid.uuid4().hex[:8]}",
+                task_queue=tq,
+                result_type=PipelineResult,
+            ),
+            90,
+        )
+        assert result.answer and result.summary.worst_tier == 0
+        monitor = client.get_workflow_handle(monitor_workflow_id(tq))
+        for _ in range(100):
+            table = await monitor.query(HealthMonitorWorkflow.health)
+            if table.rounds >= 1:
+                break
+            await asyncio.sleep(0.1)
+        assert table.rounds >= 1 and set(table.results) == {
+            "anthropic-us-east",
+            "anthropic-eu-west",
+            "openai-us",
+            "cheap-mini",
+            "gemini-flash",
+        }
+        runner = CliRunner()
+        status = await asyncio.to_thread(
+            runner.invoke,
+            app,
+            ["status", "--address", _env(dev_env, simulator)["TEMPORAL_ADDRESS"],
+             "--task-queue", tq, "--namespace", tq],
+        )  # fmt: skip
+        assert status.exit_code == 0, status.output
+        assert "anthropic-us-east" in status.output and "closed" in status.output
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.wait(), 30)
+        assert proc.returncode == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await client.get_workflow_handle(monitor_workflow_id(tq)).terminate()
