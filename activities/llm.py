@@ -204,18 +204,7 @@ class LLMActivities:
     async def _record_failure(
         self, inp: CallModelInput, err: ProviderError, elapsed_ms: float, trial: bool, t0: float
     ) -> None:
-        cls = err.classification
-        outcome = CallOutcome(
-            route=inp.route,
-            at=self._now(inp.now, t0),
-            ok=False,
-            error_class=err.error_class,
-            latency_ms=elapsed_ms,
-            semantic_failure=cls.semantic,
-            counts_against_route=cls.counts_against_route,
-            retry_after_s=err.retry_after,
-            trial=trial,
-        )
+        outcome = _failed_outcome(inp.route, err, self._now(inp.now, t0), elapsed_ms, trial=trial)
         await self._record(outcome, self._policy.breaker_for(inp.route))
         self._attempts.add(
             1, {"route": inp.route, "role": inp.role, "outcome": err.error_class.value}
@@ -274,53 +263,37 @@ class LLMActivities:
             idle_s=probes.timeout_s,
             total_s=probes.timeout_s,
         )
+        err: ProviderError | None = None
         try:
             reply = await complete(self._http, endpoint, request, budgets)
             validate_reply(reply, None, endpoint=inp.route)
-        except ProviderError as err:
-            cls = err.classification
-            elapsed_ms = (time.monotonic() - started) * 1000
+        except ProviderError as exc:
+            err = exc
+        at = self._now(inp.now, started)
+        if err is None:
             outcome = CallOutcome(
                 route=inp.route,
-                at=self._now(inp.now, started),
-                ok=False,
-                error_class=err.error_class,
-                latency_ms=elapsed_ms,
-                semantic_failure=cls.semantic,
-                counts_against_route=cls.counts_against_route,
-                retry_after_s=err.retry_after,
+                at=at,
+                ok=True,
+                latency_ms=reply.latency_ms,
+                ttft_ms=reply.ttft_ms,
                 probe=True,
                 trial=admission.trial,
             )
-            transition = await self._record(outcome, settings)
-            self._probes.add(1, {"route": inp.route, "ok": False})
-            b = await self._health.breaker(inp.route)
-            return ProbeResult(
-                route=inp.route,
-                ok=False,
-                error_class=err.error_class.value,
-                latency_ms=elapsed_ms,
-                trial=admission.trial,
-                breaker=b.state,
-                transition=transition,
+        else:
+            elapsed_ms = (time.monotonic() - started) * 1000
+            outcome = _failed_outcome(
+                inp.route, err, at, elapsed_ms, trial=admission.trial, probe=True
             )
-        outcome = CallOutcome(
-            route=inp.route,
-            at=self._now(inp.now, started),
-            ok=True,
-            latency_ms=reply.latency_ms,
-            ttft_ms=reply.ttft_ms,
-            probe=True,
-            trial=admission.trial,
-        )
         transition = await self._record(outcome, settings)
-        self._probes.add(1, {"route": inp.route, "ok": True})
+        self._probes.add(1, {"route": inp.route, "ok": outcome.ok})
         b = await self._health.breaker(inp.route)
         return ProbeResult(
             route=inp.route,
-            ok=True,
-            latency_ms=reply.latency_ms,
-            ttft_ms=reply.ttft_ms,
+            ok=outcome.ok,
+            error_class=err.error_class.value if err else None,
+            latency_ms=outcome.latency_ms,
+            ttft_ms=outcome.ttft_ms,
             trial=admission.trial,
             breaker=b.state,
             transition=transition,
@@ -421,6 +394,31 @@ async def _heartbeat_loop(progress: _Progress) -> None:
     while True:
         _safe_heartbeat(progress)
         await asyncio.sleep(HEARTBEAT_EVERY_S)
+
+
+def _failed_outcome(
+    route: str,
+    err: ProviderError,
+    at: float,
+    elapsed_ms: float,
+    *,
+    trial: bool,
+    probe: bool = False,
+) -> CallOutcome:
+    """The health observation of a classified failure, as its classification counts it."""
+    cls = err.classification
+    return CallOutcome(
+        route=route,
+        at=at,
+        ok=False,
+        error_class=err.error_class,
+        latency_ms=elapsed_ms,
+        semantic_failure=cls.semantic,
+        counts_against_route=cls.counts_against_route,
+        retry_after_s=err.retry_after,
+        trial=trial,
+        probe=probe,
+    )
 
 
 def _to_application_error(route: str, err: ProviderError, elapsed_ms: float) -> ApplicationError:

@@ -40,7 +40,7 @@ from resilience.windows import percentile
 from sim.admin import SimAdmin
 from sim.server import start_simulator
 from tests.workflows.conftest import make_harness, running
-from tests.workflows.helpers import CallInput, ResilientCallWorkflow
+from tests.workflows.helpers import CallInput, ResilientCallWorkflow, with_test_roles
 
 PRIMARY = "anthropic-us-east"
 FAULTS: list[tuple[str, dict[str, Any]]] = [
@@ -87,25 +87,7 @@ async def main(calls: int, png: str | None) -> dict[str, Any]:
     os.environ["SIM_URL"] = sim.url
     env = await start_dev_server(ui=False)
     admin = SimAdmin(sim.url)
-    base = load_policy(DEFAULT_POLICY_PATH)
-    analyst = base.role("analyst")
-    roles = {
-        "plain": analyst.model_copy(
-            update={
-                "name": "plain",
-                "hedging": analyst.hedging.model_copy(update={"enabled": False}),
-            }
-        ),
-        "hedged": analyst.model_copy(
-            update={
-                "name": "hedged",
-                "hedging": analyst.hedging.model_copy(
-                    update={"enabled": True, "delay_ms": 1000.0, "max_hedges": 1}
-                ),
-            }
-        ),
-    }
-    policy = base.model_copy(update={"roles": {**base.roles, **roles}})
+    policy = with_test_roles(load_policy(DEFAULT_POLICY_PATH), hedge_delay_ms=1000.0)
     report: dict[str, Any] = {"faults": [], "hedging": {}}
     try:
         # Fault matrix: a fresh worker (and fresh health state) per fault, so one fault's

@@ -16,6 +16,7 @@ from config import DEFAULT_POLICY_PATH
 from resilience.config import PolicyConfig, load_policy
 from sim.admin import SimAdmin
 from sim.server import RunningSimulator, start_simulator
+from tests.workflows.helpers import with_test_roles
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -58,25 +59,4 @@ def policy(simulator: RunningSimulator) -> PolicyConfig:
     ``hedged`` hedges after 200 ms; ``tight-sla`` is ``plain`` with a 250/400 ms p95/p99 SLA.
     """
     base = load_policy(DEFAULT_POLICY_PATH, env={**os.environ, "SIM_URL": simulator.url})
-    analyst = base.role("analyst")
-    plain = analyst.model_copy(
-        update={"name": "plain", "hedging": analyst.hedging.model_copy(update={"enabled": False})}
-    )
-    hedged = analyst.model_copy(
-        update={
-            "name": "hedged",
-            "hedging": analyst.hedging.model_copy(
-                update={"enabled": True, "delay_ms": 200.0, "max_hedges": 1}
-            ),
-        }
-    )
-    tight = plain.model_copy(
-        update={
-            "name": "tight-sla",
-            "sla": plain.sla.model_copy(
-                update={"p95_ms": 250.0, "p99_ms": 400.0, "min_samples": 4}
-            ),
-        }
-    )
-    roles = {**base.roles, "plain": plain, "hedged": hedged, "tight-sla": tight}
-    return base.model_copy(update={"roles": roles})
+    return with_test_roles(base)

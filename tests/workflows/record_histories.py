@@ -23,7 +23,7 @@ from resilience.contracts import AgentOutput
 from sim.admin import SimAdmin
 from sim.server import start_simulator
 from tests.workflows.conftest import make_harness, running
-from tests.workflows.helpers import CallInput, ResilientCallWorkflow
+from tests.workflows.helpers import CallInput, ResilientCallWorkflow, with_test_roles
 from workflows.models import PipelineInput, PipelineOptions, PipelineResult
 from workflows.pipeline import AgentPipelineWorkflow
 
@@ -35,15 +35,7 @@ async def main() -> None:
     os.environ["SIM_URL"] = sim.url
     env = await start_dev_server(ui=False)
     admin = SimAdmin(sim.url)
-    base = load_policy(DEFAULT_POLICY_PATH)
-    analyst = base.role("analyst")
-    hedged = analyst.model_copy(
-        update={
-            "name": "hedged",
-            "hedging": analyst.hedging.model_copy(update={"enabled": True, "delay_ms": 200.0}),
-        }
-    )
-    policy = base.model_copy(update={"roles": {**base.roles, "hedged": hedged}})
+    policy = with_test_roles(load_policy(DEFAULT_POLICY_PATH))
     h, workers = await make_harness(env.client, policy)
     OUT.mkdir(exist_ok=True)
     try:
