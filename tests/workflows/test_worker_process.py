@@ -98,11 +98,19 @@ async def test_worker_serves_pipelines_and_drains_on_sigterm(
             "gemini-flash",
         }
         runner = CliRunner()
+        address = _env(dev_env, simulator)["TEMPORAL_ADDRESS"]
+        run = await asyncio.to_thread(
+            runner.invoke,
+            app,
+            ["run", "Compare two caches", "--address", address, "--task-queue", tq],
+        )
+        assert run.exit_code == 0, run.output
+        assert "[echo:" in run.output and "synthesis" in run.output
+        assert "/namespaces/default/workflows/pipeline-" in run.output
         status = await asyncio.to_thread(
             runner.invoke,
             app,
-            ["status", "--address", _env(dev_env, simulator)["TEMPORAL_ADDRESS"],
-             "--task-queue", tq, "--namespace", tq],
+            ["status", "--address", address, "--task-queue", tq, "--namespace", tq],
         )  # fmt: skip
         assert status.exit_code == 0, status.output
         assert "anthropic-us-east" in status.output and "closed" in status.output
