@@ -238,74 +238,98 @@ def run(
 @app.command()
 def status(
     address: AddressOpt = None,
-    redis_url: Annotated[
-        str | None, typer.Option(help="Health store Redis (default: REDIS_URL or the dev stack's).")
-    ] = None,
-    policy: Annotated[Path | None, typer.Option(help="Policy YAML (for the route list).")] = None,
-    window_s: Annotated[float, typer.Option(help="Rolling window for the figures.")] = 60.0,
     task_queue: TaskQueueOpt = "agent-failover",
+    from_store: Annotated[
+        bool,
+        typer.Option(
+            "--from-store",
+            help="Read the shared health store directly instead of asking the health monitor.",
+        ),
+    ] = False,
+    redis_url: Annotated[
+        str | None,
+        typer.Option(help="With --from-store: Redis (default REDIS_URL or the dev stack's)."),
+    ] = None,
     namespace: Annotated[
         str | None,
-        typer.Option(help="Redis key namespace (default FAILOVER_REDIS_NAMESPACE or 'failover')."),
+        typer.Option(help="With --from-store: key namespace (default FAILOVER_REDIS_NAMESPACE)."),
     ] = None,
+    policy: Annotated[
+        Path | None, typer.Option(help="With --from-store: policy YAML for the route list.")
+    ] = None,
+    window_s: Annotated[float, typer.Option(help="With --from-store: rolling window.")] = 60.0,
 ) -> None:
-    """The health table: breaker state, p50/p95/p99, error rate, last probe."""
-    from cli.devstack import read_stack_file
+    """The health table: breaker state, p50/p95/p99, error rate, last probe.
+
+    By default it asks the deployment's health monitor (only Temporal access needed); the
+    monitor refreshes the table every probe round.
+    """
     from cli.render import health_table
     from workflows.models import MonitorTable
     from workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
 
-    stack = read_stack_file() or {}
-    if stack.get("sim_url") and not os.environ.get("SIM_URL"):
-        os.environ["SIM_URL"] = stack["sim_url"]
-    from worker import load_policy_or_exit
-
-    pol = load_policy_or_exit(policy or os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH))
-
     async def _run() -> None:
-        from activities.models import HealthTable
-        from stores.factory import connect_stores
-
-        url = redis_url or os.environ.get("REDIS_URL") or stack.get("redis_url")
-        try:
-            stores = await connect_stores(
-                url,
-                embedded_fallback=False,
-                namespace=namespace
-                or stack.get("namespace")
-                or os.environ.get("FAILOVER_REDIS_NAMESPACE", "failover"),
+        if from_store:
+            console.print(
+                health_table(await _table_from_store(redis_url, namespace, policy, window_s))
             )
-        except Exception as exc:
-            err.print(f"[red]cannot reach the health store at {url}[/]: {exc}")
-            raise typer.Exit(1) from exc
+            return
+        client = await _client(address)
+        monitor = client.get_workflow_handle(monitor_workflow_id(task_queue))
         try:
-            now = time.time()
-            routes = sorted(pol.endpoints)
-            snap = await stores.health.snapshot(routes, now=now, window_s=window_s, min_calls=1)
-            breakers = [await stores.health.breaker(r) for r in routes]
-            ht = HealthTable(
-                taken_at=now,
-                rows=[snap.get(r) for r in routes],
-                breakers=breakers,
-                store=stores.backend,
-            )
-        finally:
-            await stores.close()
-        console.print(health_table(ht))
-        try:
-            client = await _client(address)
-            monitor = client.get_workflow_handle(monitor_workflow_id(task_queue))
             table: MonitorTable = await monitor.query(
                 HealthMonitorWorkflow.health, result_type=MonitorTable
             )
-            console.print(
-                f"health monitor: probing {'paused' if table.paused else 'active'}, "
-                f"{table.rounds} rounds"
+        except Exception as exc:
+            err.print(
+                f"[red]no health monitor for task queue {task_queue!r}[/] ({exc}).\n"
+                "Is a worker running? Or read the store directly with --from-store."
             )
-        except (typer.Exit, Exception):
-            err.print("health monitor not reachable (is a worker running?)")
+            raise typer.Exit(1) from exc
+        if table.table is None:
+            err.print("the health monitor has not finished its first round yet; try again")
+            raise typer.Exit(1)
+        console.print(health_table(table.table))
+        console.print(
+            f"health monitor: probing {'paused' if table.paused else 'active'}, "
+            f"{table.rounds} rounds"
+        )
 
     asyncio.run(_run())
+
+
+async def _table_from_store(
+    redis_url: str | None, namespace: str | None, policy: Path | None, window_s: float
+):
+    """The health table read straight from the shared store (needs Redis access)."""
+    from activities.models import HealthTable
+    from cli.devstack import read_stack_file
+    from stores.factory import connect_stores
+    from worker import load_policy_or_exit
+
+    stack = read_stack_file() or {}
+    if stack.get("sim_url") and not os.environ.get("SIM_URL"):
+        os.environ["SIM_URL"] = stack["sim_url"]
+    pol = load_policy_or_exit(policy or os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH))
+    url = redis_url or os.environ.get("REDIS_URL") or stack.get("redis_url")
+    ns = namespace or stack.get("namespace") or os.environ.get("FAILOVER_REDIS_NAMESPACE")
+    try:
+        stores = await connect_stores(url, embedded_fallback=False, namespace=ns or "failover")
+    except Exception as exc:
+        err.print(f"[red]cannot reach the health store at {url}[/]: {exc}")
+        raise typer.Exit(1) from exc
+    try:
+        now = time.time()
+        routes = sorted(pol.endpoints)
+        snap = await stores.health.snapshot(routes, now=now, window_s=window_s, min_calls=1)
+        return HealthTable(
+            taken_at=now,
+            rows=[snap.get(r) for r in routes],
+            breakers=[await stores.health.breaker(r) for r in routes],
+            store=stores.backend,
+        )
+    finally:
+        await stores.close()
 
 
 @app.command()

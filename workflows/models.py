@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from activities.models import ProbeResult
+from activities.models import HealthTable, ProbeResult
 from providers.models import Priority
 from resilience.contracts import AgentOutput, AttemptRecord, BreakerState
 from resilience.pipeline import FailoverSummary
@@ -145,3 +145,4 @@ class MonitorTable(BaseModel):
     paused: bool
     rounds: int
     results: dict[str, ProbeResult]
+    table: HealthTable | None = None

@@ -15,7 +15,13 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import ForceRouteInput, ProbeInput, ProbeResult
+    from activities.models import (
+        ForceRouteInput,
+        HealthTable,
+        HealthTableInput,
+        ProbeInput,
+        ProbeResult,
+    )
     from workflows.models import ForceRouteSignal, MonitorInput, MonitorTable
 
 
@@ -37,6 +43,7 @@ class HealthMonitorWorkflow:
         self._forces: list[ForceRouteSignal] = []
         self._rounds = 0
         self._wake = False
+        self._table: HealthTable | None = None
 
     @workflow.run
     async def run(self, inp: MonitorInput) -> None:
@@ -44,11 +51,14 @@ class HealthMonitorWorkflow:
         self._results = dict(inp.last_results)
         self._rounds = inp.rounds
         for _ in range(inp.iterations_per_run):
+            # Cleared before the work, not after: a signal that lands while probes run
+            # must still cut the following wait short.
+            self._wake = False
             await self._apply_forces()
             if not self._paused:
                 await self._probe_all(inp.routes)
                 self._rounds += 1
-            self._wake = False
+            await self._refresh_table(inp.routes)
             try:
                 await workflow.wait_condition(
                     lambda: self._wake, timeout=timedelta(seconds=inp.interval_s)
@@ -89,6 +99,20 @@ class HealthMonitorWorkflow:
             except Exception as exc:
                 workflow.logger.warning("probe of %s failed: %s", route, exc)
 
+    async def _refresh_table(self, routes: list[str]) -> None:
+        # The table is what `failover status` shows: operators see breaker state and
+        # latency without needing credentials for the shared store.
+        try:
+            self._table = await workflow.execute_activity(
+                "health_table",
+                HealthTableInput(routes=routes, now=workflow.now().timestamp()),
+                result_type=HealthTable,
+                start_to_close_timeout=timedelta(seconds=10),
+                retry_policy=_NO_RETRY,
+            )
+        except Exception as exc:
+            workflow.logger.warning("health table refresh failed: %s", exc)
+
     async def _apply_forces(self) -> None:
         while self._forces:
             sig = self._forces.pop(0)
@@ -116,4 +140,6 @@ class HealthMonitorWorkflow:
 
     @workflow.query(name="health")
     def health(self) -> MonitorTable:
-        return MonitorTable(paused=self._paused, rounds=self._rounds, results=self._results)
+        return MonitorTable(
+            paused=self._paused, rounds=self._rounds, results=self._results, table=self._table
+        )

@@ -87,7 +87,7 @@ async def test_worker_serves_pipelines_and_drains_on_sigterm(
         monitor = client.get_workflow_handle(monitor_workflow_id(tq))
         for _ in range(100):
             table = await monitor.query(HealthMonitorWorkflow.health)
-            if table.rounds >= 1:
+            if table.rounds >= 1 and table.table is not None:
                 break
             await asyncio.sleep(0.1)
         assert table.rounds >= 1 and set(table.results) == {
@@ -110,10 +110,15 @@ async def test_worker_serves_pipelines_and_drains_on_sigterm(
         status = await asyncio.to_thread(
             runner.invoke,
             app,
-            ["status", "--address", address, "--task-queue", tq, "--namespace", tq],
+            ["status", "--address", address, "--task-queue", tq],
         )  # fmt: skip
         assert status.exit_code == 0, status.output
         assert "anthropic-us-east" in status.output and "closed" in status.output
+        direct = await asyncio.to_thread(
+            runner.invoke, app, ["status", "--from-store", "--namespace", tq]
+        )
+        assert direct.exit_code == 0, direct.output
+        assert "gemini-flash" in direct.output
         proc.send_signal(signal.SIGTERM)
         await asyncio.wait_for(proc.wait(), 30)
         assert proc.returncode == 0
