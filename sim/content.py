@@ -12,6 +12,7 @@ Output faults (empty, invalid JSON, schema violation, refusal) are applied here.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
@@ -64,6 +65,13 @@ class ParsedRequest:
         if self.tool is not None:
             chars += len(self.tool.name) + len(json.dumps(self.tool.schema))
         return -(-chars // CHARS_PER_TOKEN)
+
+    @property
+    def prefill(self) -> str:
+        """Text of a trailing assistant turn (a prefill the reply must continue), else ''."""
+        if self.messages and self.messages[-1][0] == "assistant":
+            return self.messages[-1][1]
+        return ""
 
     @property
     def last_user_text(self) -> str:
@@ -167,7 +175,16 @@ def build_reply(
     created: int,
     max_output_tokens: int,
 ) -> Reply:
-    """Build the reply for ``request`` with the plan's output faults applied."""
+    """Build the reply for ``request`` with the plan's output faults applied.
+
+    A trailing assistant turn is a prefill: like a real model, the reply continues it. The
+    answer is generated for the conversation without the prefill and, when it starts with
+    the prefill (the partial output of the same model, resumed elsewhere), only the rest is
+    sent; the caller then holds prefill + continuation = the complete answer.
+    """
+    prefill = request.prefill
+    if prefill:
+        request = dataclasses.replace(request, messages=request.messages[:-1])
     rng = random.Random(request.seed())
     tool = request.tool
     if tool is not None:
@@ -180,6 +197,9 @@ def build_reply(
     else:
         text = prose(request, rng)
         finish = Finish.STOP
+
+    if prefill and tool is None and text.startswith(prefill):
+        text = text[len(prefill) :]
 
     out = plan.output
     if out is not None and out.kind is FaultKind.EMPTY_OUTPUT:

@@ -82,6 +82,7 @@ class _ResilientCall:
 
     async def run(self) -> AgentOutput:
         started = workflow.now()
+        self.started_at = started.timestamp()
         ctx: RoleContext = await workflow.execute_local_activity(
             "role_context",
             RoleContextInput(role=self.role_name, now=started.timestamp()),
@@ -158,9 +159,11 @@ class _ResilientCall:
 
     def _start(self, attempt: PlannedAttempt) -> tuple[asyncio.Task[Any], bool, float]:
         request, used_prefill = self._prepare(attempt)
-        budget = self.ctx.role.total_budget_ms
         timeout = timedelta(milliseconds=attempt.timeout_ms)
         now = workflow.now().timestamp()
+        # Temporal's own retry of a RETRY-class error must still end inside the role's budget.
+        left_ms = self.ctx.role.total_budget_ms - (now - self.started_at) * 1000
+        overall = max(timeout, timedelta(milliseconds=left_ms))
         handle = workflow.start_activity(
             "call_model",
             CallModelInput(
@@ -176,7 +179,7 @@ class _ResilientCall:
             result_type=CallModelResult,
             task_queue=self.ctx.task_queue,
             start_to_close_timeout=timeout + ACTIVITY_GRACE,
-            schedule_to_close_timeout=max(timeout, timedelta(milliseconds=budget)) + ACTIVITY_GRACE,
+            schedule_to_close_timeout=overall + ACTIVITY_GRACE,
             heartbeat_timeout=CALL_HEARTBEAT_TIMEOUT,
             retry_policy=RetryPolicy(
                 initial_interval=timedelta(milliseconds=200),
@@ -321,14 +324,10 @@ class _ResilientCall:
         if ReasonCode.CONTEXT_TRUNCATED in reasons:
             capability = Capability.DEGRADED
         reasons = list(dict.fromkeys(reasons))
-        text = (
-            winner.result.reply.text
-            if not winner.used_prefill
-            else self.state.prefill_text + reply.text
-        )
         output = AgentOutput(
             role=self.role_name,
-            content=text,
+            # With a prefill the adapter already returns prefill + continuation.
+            content=reply.text,
             data=winner.result.data,
             capability=capability,
             tier=tier,

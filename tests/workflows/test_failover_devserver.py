@@ -225,6 +225,7 @@ async def test_cut_stream_continues_on_a_prefill_route(
     assert ReasonCode.PREFILL_CONTINUATION in out.reason_codes
     assert ReasonCode.STREAM_INTERRUPTED in out.reason_codes
     assert out.content.startswith("[echo:") and out.content.rstrip().endswith("[end]")
+    assert out.content.count("[echo:") == 1, "the partial text must not be repeated"
     assert "prefill" in next(a.note for a in out.attempts if a.route == OTHER_REGION)
 
 
