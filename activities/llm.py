@@ -41,7 +41,7 @@ from providers.models import ChatRequest, Message
 from providers.registry import complete
 from providers.validate import validate_reply
 from resilience.breaker import Transition
-from resilience.config import PolicyConfig
+from resilience.config import PolicyConfig, PolicyError
 from resilience.contracts import CallOutcome
 from resilience.outcomes import BREAKER_REJECTED
 from resilience.sla import evaluate_sla
@@ -52,6 +52,8 @@ from telemetry.setup import meter
 
 log = logging.getLogger(__name__)
 
+#: Error type when a workflow names a role or route the worker's policy does not have.
+POLICY_ERROR = "policy_error"
 #: Heartbeat cadence while waiting for the first token (cancellation rides on heartbeats).
 HEARTBEAT_EVERY_S = 1.0
 #: Prompt of the health probe: tiny, deterministic, cheap.
@@ -95,7 +97,11 @@ class LLMActivities:
         the pure :func:`resilience.sla.evaluate_sla` and persisted, so hysteresis state
         survives across calls and workers.
         """
-        role = self._policy.role(inp.role)
+        try:
+            role = self._policy.role(inp.role)
+        except PolicyError as exc:
+            # Retrying cannot make a role exist: fail the calling workflow with the names.
+            raise ApplicationError(str(exc), type=POLICY_ERROR, non_retryable=True) from exc
         routes = self._policy.routes_for(inp.role)
         snap = await self._health.snapshot(
             routes,
@@ -131,14 +137,14 @@ class LLMActivities:
             raise ApplicationError(
                 f"policy has no role(s) {missing}; "
                 "the pipeline needs planner, critic and synthesis",
-                type="policy_error",
+                type=POLICY_ERROR,
                 non_retryable=True,
             )
         specialists = [r for r in self._policy.roles if r not in stages]
         if not specialists:
             raise ApplicationError(
                 "policy defines no specialist role (any role besides planner/critic/synthesis)",
-                type="policy_error",
+                type=POLICY_ERROR,
                 non_retryable=True,
             )
         return PipelineRoles(

@@ -244,3 +244,20 @@ async def test_slow_primary_is_demoted_before_any_timeout(
     assert all(a.outcome == "ok" for a in out.attempts if a.outcome != "skipped")
     assert (await _per_route(sim_admin))[PRIMARY] == 0, "a demoted route is not tried first"
     assert waited < 0.35 + 1.0
+
+
+async def test_unknown_role_fails_the_workflow_naming_known_roles(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """A role missing from the worker's policy fails at once (no endless local retries)."""
+    from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import ActivityError, ApplicationError
+
+    with pytest.raises(WorkflowFailureError) as info:
+        await _call(harness, role="nope")
+    cause = info.value.cause
+    # a local activity's failure may arrive wrapped (ActivityError) or as the workflow's own
+    app_err = cause.cause if isinstance(cause, ActivityError) else cause
+    assert isinstance(app_err, ApplicationError) and app_err.type == "policy_error"
+    assert "nope" in str(app_err) and "analyst" in str(app_err)
+    assert await sim_admin.attempts() == []
