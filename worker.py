@@ -29,6 +29,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.llm import LLMActivities
+from activities.tools import ToolActivities, tools_base_url
 from config import DEFAULT_POLICY_PATH
 from providers.client import build_http_client
 from resilience.config import PolicyConfig, PolicyError, load_policy
@@ -82,6 +83,8 @@ class WorkerDeps:
     http: httpx.AsyncClient
     stores: Stores
     activities: LLMActivities
+    #: Side-effecting tools (``FAILOVER_TOOLS_URL``); built from ``http`` when left out.
+    tools: ToolActivities | None = None
 
     async def close(self) -> None:
         await self.http.aclose()
@@ -111,7 +114,7 @@ async def build_deps(
         stores.cache,
         task_queue_for=lambda role: llm_task_queue(task_queue, bulkhead_of(policy, role)),
     )
-    return WorkerDeps(policy, http, stores, acts)
+    return WorkerDeps(policy, http, stores, acts, ToolActivities(http, tools_base_url()))
 
 
 def build_workers(
@@ -121,15 +124,16 @@ def build_workers(
     task_queue: str = DEFAULT_TASK_QUEUE,
     bulkhead_slots: dict[str, int] | None = None,
 ) -> list[Worker]:
-    """The main worker (workflows + health/cache activities) and one per bulkhead."""
+    """The main worker (workflows, health/cache and tool activities) and one per bulkhead."""
     slots = {**DEFAULT_BULKHEAD_SLOTS, **(bulkhead_slots or {})}
     acts = deps.activities
+    tools = deps.tools or ToolActivities(deps.http, tools_base_url())
     workers = [
         Worker(
             client,
             task_queue=task_queue,
             workflows=[AgentPipelineWorkflow, HealthMonitorWorkflow],
-            activities=acts.all(),
+            activities=[*acts.all(), *tools.all()],
             workflow_runner=workflow_runner(),
             max_concurrent_activities=32,
         )

@@ -135,3 +135,32 @@ class PipelineRoles(BaseModel):
     synthesis: str = "synthesis"
     specialists: list[str]
     critical: list[str] = Field(default_factory=list)
+
+
+class ToolCallInput(BaseModel):
+    """One call of a side-effecting tool (or of a compensation), keyed for idempotency."""
+
+    tool: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    args: dict[str, Any] = Field(default_factory=dict)
+    idempotency_key: str = Field(min_length=1, max_length=200)
+    step: str = ""
+    timeout_s: float = Field(default=10.0, gt=0, le=300)
+
+
+class ToolCallResult(BaseModel):
+    tool: str
+    idempotency_key: str
+    status: int
+    result: dict[str, Any] = Field(default_factory=dict)
+    replayed: bool = Field(default=False, description="the server had already applied this key")
+    latency_ms: float = 0.0
+
+
+class ToolFailure(BaseModel):
+    """Details attached to a failed ``run_tool`` / ``compensate`` (first error detail)."""
+
+    tool: str
+    idempotency_key: str
+    error_class: str
+    message: str
+    status: int | None = None

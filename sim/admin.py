@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from sim.faults import Fault
 from sim.scenario import Scenario, load_scenario
+from sim.tools import ToolFault
 
 
 class AttemptInfo(BaseModel):
@@ -44,6 +45,19 @@ class AttemptInfo(BaseModel):
         if key not in type(self).model_fields:
             raise KeyError(key)
         return getattr(self, key)
+
+
+class EffectInfo(BaseModel):
+    """One effect the tool server applied (one per idempotency key)."""
+
+    seq: int
+    tool: str
+    key: str
+    object_id: str
+    args: dict[str, Any] = {}
+    status: int
+    response: dict[str, Any] = {}
+    requests: int = 1
 
 
 class SimAdmin:
@@ -137,3 +151,28 @@ class SimAdmin:
     async def reset(self) -> None:
         """Faults, scenario, attempts log and RNG back to the start-up state."""
         await self._call("POST", "reset")
+
+    async def set_tool_faults(
+        self, tool: str, faults: list[ToolFault | dict[str, Any]]
+    ) -> list[ToolFault]:
+        """Replace ``tool``'s faults on the tool server; returns them as stored."""
+        body = [
+            f.model_dump(mode="json", exclude_none=True) if isinstance(f, ToolFault) else f
+            for f in faults
+        ]
+        data = await self._call("PUT", f"tool_faults/{tool}", json=body)
+        return [ToolFault.model_validate(f) for f in data["faults"]]
+
+    async def clear_tool_faults(self, tool: str | None = None) -> None:
+        """Clear one tool's faults, or every tool's."""
+        await self._call("DELETE", f"tool_faults/{tool}" if tool else "tool_faults")
+
+    async def effects(self, tool: str | None = None, key: str | None = None) -> list[EffectInfo]:
+        """Effects the tool server applied, oldest first, optionally filtered."""
+        params = {k: v for k, v in {"tool": tool, "key": key}.items() if v}
+        data = await self._call("GET", "effects", params=params)
+        return [EffectInfo.model_validate(e) for e in data["effects"]]
+
+    async def tool_calls(self) -> dict[str, int]:
+        """Requests received per tool (applied, replayed or failed)."""
+        return (await self._call("GET", "effects"))["calls"]

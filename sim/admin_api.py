@@ -14,6 +14,10 @@ silently testing nothing.
     GET    /_admin/attempts?endpoint=&since=&after_seq=
     DELETE /_admin/attempts
     POST   /_admin/reset                       faults, scenario, log and RNG back to start
+    GET    /_admin/tool_faults                 faults per tool of the tool server (/_tools/)
+    PUT    /_admin/tool_faults/{tool}          replace a tool's faults (POST: same)
+    DELETE /_admin/tool_faults[/{tool}]        clear one tool's faults, or all
+    GET    /_admin/effects?tool=&key=          effects applied by the tool server, in order
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ from pydantic import TypeAdapter, ValidationError
 from sim.faults import Fault
 from sim.scenario import Scenario
 from sim.state import SimState
+from sim.tools import TOOLS, ToolFault
 
 _FAULT_LIST = TypeAdapter(list[Fault])
+_TOOL_FAULT_LIST = TypeAdapter(list[ToolFault])
 STATE_KEY: web.AppKey[SimState] = web.AppKey("sim_state", SimState)
 
 
@@ -203,6 +209,57 @@ async def reset(request: web.Request) -> web.Response:
     return web.json_response({"reset": True})
 
 
+async def get_tool_faults(request: web.Request) -> web.Response:
+    """Faults per tool."""
+    tools = _state(request).tools
+    return web.json_response(
+        {t: [f.model_dump(mode="json") for f in fs] for t, fs in tools.faults.items()}
+    )
+
+
+async def set_tool_faults(request: web.Request) -> web.Response:
+    """Replace one tool's faults with the posted list (one object is a list of one)."""
+    tools = _state(request).tools
+    name = request.match_info["tool"]
+    if name not in TOOLS:
+        return web.json_response({"error": f"unknown tool {name!r}"}, status=404)
+    try:
+        body = await _json_body(request)
+    except (ValueError, yaml.YAMLError) as exc:
+        return _bad_request(f"body is not valid JSON/YAML: {exc}")
+    if isinstance(body, dict) and "faults" in body:
+        body = body["faults"]
+    if isinstance(body, dict):
+        body = [body]
+    try:
+        faults = _TOOL_FAULT_LIST.validate_python(body if body is not None else [])
+    except ValidationError as exc:
+        return _bad_request("invalid tool fault list", _validation_details(exc))
+    tools.set_faults(name, faults)
+    return web.json_response({"tool": name, "faults": [f.model_dump(mode="json") for f in faults]})
+
+
+async def clear_tool_faults(request: web.Request) -> web.Response:
+    """Clear one tool's faults, or every tool's."""
+    name = request.match_info.get("tool")
+    if name is not None and name not in TOOLS:
+        return web.json_response({"error": f"unknown tool {name!r}"}, status=404)
+    _state(request).tools.clear_faults(name)
+    return web.json_response({"cleared": name or "all"})
+
+
+async def effects(request: web.Request) -> web.Response:
+    """Effects the tool server applied (one per idempotency key), filtered by tool / key."""
+    tools = _state(request).tools
+    tool, key = request.query.get("tool") or None, request.query.get("key") or None
+    rows = [
+        e.to_dict()
+        for e in tools.effects
+        if (tool is None or e.tool == tool) and (key is None or e.key == key)
+    ]
+    return web.json_response({"effects": rows, "calls": dict(tools.calls)})
+
+
 def add_admin_routes(app: web.Application) -> None:
     """Mount the admin API on ``app``."""
     app.router.add_get("/_admin/health", health)
@@ -218,3 +275,9 @@ def add_admin_routes(app: web.Application) -> None:
     app.router.add_get("/_admin/attempts", attempts)
     app.router.add_delete("/_admin/attempts", clear_attempts)
     app.router.add_post("/_admin/reset", reset)
+    app.router.add_get("/_admin/tool_faults", get_tool_faults)
+    app.router.add_put("/_admin/tool_faults/{tool}", set_tool_faults)
+    app.router.add_post("/_admin/tool_faults/{tool}", set_tool_faults)
+    app.router.add_delete("/_admin/tool_faults", clear_tool_faults)
+    app.router.add_delete("/_admin/tool_faults/{tool}", clear_tool_faults)
+    app.router.add_get("/_admin/effects", effects)

@@ -28,6 +28,7 @@ from sim.config import SimConfig, load_sim_config
 from sim.handler import CompletionHandler, ensure_nodelay
 from sim.scenario import load_scenario
 from sim.state import SimState
+from sim.tools import add_tool_routes
 
 # Large prompts are how the context-window checks get exercised (1M-token Gemini window).
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
@@ -48,11 +49,12 @@ async def _nodelay_middleware(
 
 
 def build_app(state: SimState) -> web.Application:
-    """The aiohttp application: admin API plus every endpoint's routes."""
+    """The aiohttp application: admin API, tool server, then every endpoint's routes."""
     app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[_nodelay_middleware])
     app[STATE_KEY] = state
     app[NODELAY_FIXED_KEY] = [0]
     add_admin_routes(app)
+    add_tool_routes(app, state.tools)
     app.router.add_route("*", "/{endpoint}/{tail:.*}", CompletionHandler(state).handle)
     return app
 

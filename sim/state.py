@@ -20,6 +20,7 @@ from sim.clock import Clock, SystemClock
 from sim.config import SimConfig, SimEndpoint
 from sim.faults import Fault
 from sim.scenario import ActiveScenario, Scenario
+from sim.tools import ToolState
 
 
 class AttemptOutcome(StrEnum):
@@ -78,6 +79,7 @@ class SimState:
         self._busy = asyncio.Event()
         self.shutdown = asyncio.Event()
         self.started_at = self.clock.now()
+        self.tools = ToolState()
 
     # faults -----------------------------------------------------------------
     def set_faults(self, endpoint: str, faults: list[Fault]) -> None:
@@ -157,8 +159,9 @@ class SimState:
         self.attempts.clear()
 
     def reset(self) -> None:
-        """Back to start-up state: no faults, no scenario, empty log, reseeded RNG."""
+        """Back to start-up state: no faults, no scenario, empty logs, reseeded RNG, no tools."""
         self.clear_faults()
+        self.tools.reset()
         self.attempts.clear()
         self._seq = 0
         self.rng = random.Random(self.config.seed)

@@ -11,6 +11,7 @@ from activities.models import HealthTable, ProbeResult
 from providers.models import Priority
 from resilience.contracts import AgentOutput, AttemptRecord, BreakerState
 from resilience.pipeline import FailoverSummary
+from resilience.saga import CompensationEntry, CompensationLog
 
 #: Search attributes the pipeline upserts; the dev server registers them at start.
 SA_FAILOVER_COUNT = "FailoverCount"
@@ -27,12 +28,54 @@ class ContextItem(BaseModel):
     source: str | None = None
 
 
+class ActionSpec(BaseModel):
+    """A side effect to apply after synthesis, e.g. open a ticket carrying the answer.
+
+    The idempotency key covers the workflow id, the step (``action#N``), ``tool`` and the
+    declared ``args`` — not the answer filled into ``answer_arg`` — so a re-run of the same
+    workflow id lands on the effect already applied even if the answer changed.
+    """
+
+    tool: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    args: dict[str, Any] = Field(default_factory=dict)
+    answer_arg: str | None = Field(
+        default=None, description="argument that receives the final answer (none: not sent)"
+    )
+    compensation: str | None = Field(
+        default=None,
+        pattern=r"^[a-z][a-z0-9_]*$",
+        description="tool that undoes it (default: resilience.saga.DEFAULT_COMPENSATIONS)",
+    )
+    compensation_args: dict[str, Any] = Field(default_factory=dict)
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    timeout_s: float = Field(default=10.0, gt=0, le=300)
+
+
+class ActionStatus(StrEnum):
+    APPLIED = "applied"  # the effect stands
+    FAILED = "failed"  # failed hard (non-retryable, or retries exhausted)
+    SKIPPED = "skipped"  # not tried: an earlier action failed
+    COMPENSATED = "compensated"  # applied, then undone after a later failure
+    LEFT = "left"  # applied, its undo failed and an operator left it in place
+
+
+class ActionResult(BaseModel):
+    step: str
+    tool: str
+    idempotency_key: str
+    status: ActionStatus
+    result: dict[str, Any] = Field(default_factory=dict)
+    replayed: bool = False
+    error: str | None = None
+
+
 class PipelineOptions(BaseModel):
     max_subtasks: int = Field(default=4, ge=1, le=8)
     revision_rounds: int = Field(default=1, ge=0, le=2)
     suppress_degraded_sections: bool = False
     escalate_on_critical_degraded: bool = True
     escalation_timeout_s: float = Field(default=900.0, ge=0.0, le=7 * 86400)
+    actions: list[ActionSpec] = Field(default_factory=list, max_length=20)
 
 
 class PipelineInput(BaseModel):
@@ -104,6 +147,7 @@ class PendingEscalation(BaseModel):
     completed_steps: list[str]
     pending_steps: list[str]
     failover_history: dict[str, list[AttemptRecord]]
+    compensation_log: CompensationLog | None = None
 
 
 class PipelineResult(BaseModel):
@@ -116,6 +160,10 @@ class PipelineResult(BaseModel):
     escalation: EscalationState = EscalationState.NONE
     critic_verdict: str | None = None
     plan: list[dict[str, Any]] = Field(default_factory=list)
+    actions: list[ActionResult] = Field(default_factory=list)
+    #: Effects undone after an action failed hard, in the order they were undone.
+    compensated: list[CompensationEntry] = Field(default_factory=list)
+    compensation_log: CompensationLog | None = None
 
 
 class PipelineStatus(BaseModel):
@@ -125,6 +173,7 @@ class PipelineStatus(BaseModel):
     summary: FailoverSummary
     escalation: EscalationState
     pending_escalation: PendingEscalation | None = None
+    compensation_log: CompensationLog | None = None
 
 
 class MonitorInput(BaseModel):

@@ -6,22 +6,34 @@ and the search attributes FailoverCount, WorstTier, Degraded and EscalationState
 "every pipeline that degraded" is one filter in the Temporal UI. When a critical role
 can only be answered by its static fallback, the pipeline pauses for a human with its
 state serialized, and waits for ``resolve_escalation``.
+
+With ``options.actions`` the pipeline then applies side effects as a saga: each action is a
+``run_tool`` activity keyed by :func:`resilience.saga.idempotency_key`; each success
+appends its compensation to the log; a hard failure undoes the log in reverse
+(``compensate``), and a compensation that cannot complete escalates the same way. With no
+actions none of this runs, so histories recorded before it replay unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
-from temporalio.exceptions import ApplicationError
+from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from activities.models import PipelineRoles, PipelineRolesInput
+    from activities.models import (
+        PipelineRoles,
+        PipelineRolesInput,
+        ToolCallInput,
+        ToolCallResult,
+    )
+    from activities.tools import NON_RETRYABLE_TOOL_ERRORS
     from resilience.contracts import AgentOutput, AttemptRecord, Capability, ReasonCode
     from resilience.pipeline import (
         FailoverSummary,
@@ -39,11 +51,24 @@ with workflow.unsafe.imports_passed_through():
         summarize,
         synthesis_request,
     )
+    from resilience.saga import (
+        CompensationEntry,
+        CompensationLog,
+        CompensationStatus,
+        SideEffect,
+        compensation_for,
+        compensation_key,
+        idempotency_key,
+        render_args,
+    )
     from workflows.models import (
         SA_DEGRADED,
         SA_ESCALATION_STATE,
         SA_FAILOVER_COUNT,
         SA_WORST_TIER,
+        ActionResult,
+        ActionSpec,
+        ActionStatus,
         EscalationAction,
         EscalationDecision,
         EscalationState,
@@ -66,6 +91,17 @@ SEARCH_ATTRIBUTES = (FAILOVER_COUNT, WORST_TIER, DEGRADED, ESCALATION_STATE)
 PLANNER, CRITIC, SYNTHESIS = "planner", "critic", "synthesis"
 INVALID_INPUT = "invalid_pipeline_input"
 ABORTED = "aborted_by_operator"
+#: Stage and escalation role of the side-effect saga.
+ACTIONS, SAGA = "actions", "saga"
+#: Retries of one compensation before it escalates (each attempt is idempotent).
+COMPENSATION_ATTEMPTS = 3
+TOOL_RETRY_INITIAL = timedelta(milliseconds=200)
+TOOL_RETRY_MAX = timedelta(seconds=5)
+#: How an applied action reads after the saga unwound: undone, or left by an operator.
+_UNDO_STATUS = {
+    CompensationStatus.COMPENSATED: ActionStatus.COMPENSATED,
+    CompensationStatus.LEFT: ActionStatus.LEFT,
+}
 
 
 @workflow.defn(name="AgentPipelineWorkflow")
@@ -78,6 +114,7 @@ class AgentPipelineWorkflow:
         self._pending_escalation: PendingEscalation | None = None
         self._decision: EscalationDecision | None = None
         self._critical: set[str] = set()
+        self._saga: CompensationLog | None = None
 
     @workflow.run
     async def run(self, inp: PipelineInput | dict[str, Any]) -> PipelineResult:
@@ -102,6 +139,8 @@ class AgentPipelineWorkflow:
 
         self._phase = "planning"
         self._pending = [PLANNER, "specialists", CRITIC, SYNTHESIS]
+        if opts.actions:
+            self._pending.append(ACTIONS)
         plan_out = await self._step(
             PLANNER, PLANNER, planner_request(inp.task, context, specialists), opts
         )
@@ -149,6 +188,12 @@ class AgentPipelineWorkflow:
         answer, confidence = final_answer(
             synth, sections, suppress_degraded=opts.suppress_degraded_sections
         )
+        actions: list[ActionResult] = []
+        compensated: list[CompensationEntry] = []
+        if opts.actions:
+            self._done_stage(SYNTHESIS)
+            self._phase = ACTIONS
+            actions, compensated = await self._apply_actions(opts.actions, answer, synth, opts)
         self._phase = "done"
         self._pending = []
         summary = self._summary()
@@ -173,6 +218,9 @@ class AgentPipelineWorkflow:
             escalation=self._escalation,
             critic_verdict=verdict,
             plan=dumps_plan(subtasks),
+            actions=actions,
+            compensated=compensated,
+            compensation_log=self._saga,
         )
 
     # -- stages -------------------------------------------------------------------------
@@ -227,13 +275,7 @@ class AgentPipelineWorkflow:
                 )
                 break
             if decision.action is EscalationAction.ABORT:
-                self._escalation = EscalationState.ABORTED
-                self._upsert()
-                raise ApplicationError(
-                    f"pipeline aborted by {decision.operator} at step {name}: {decision.note}",
-                    type=ABORTED,
-                    non_retryable=True,
-                )
+                self._abort(decision, name)
             if decision.action is EscalationAction.RETRY:
                 out = await resilient_complete(role, request, upstream_reasons=upstream)
                 continue
@@ -268,18 +310,38 @@ class AgentPipelineWorkflow:
         self, step: str, role: str, out: AgentOutput, timeout_s: float
     ) -> EscalationDecision | None:
         """Pause with state serialized until a human decides, or the timeout lapses."""
-        self._decision = None
-        self._escalation = EscalationState.PENDING
-        self._pending_escalation = PendingEscalation(
+        return await self._await_decision(
+            self._pending_state(
+                step,
+                role,
+                f"critical role {role!r} could only be answered by its static fallback",
+                out,
+            ),
+            timeout_s,
+        )
+
+    def _pending_state(
+        self, step: str, role: str, reason: str, out: AgentOutput
+    ) -> PendingEscalation:
+        return PendingEscalation(
             step=step,
             role=role,
-            reason=f"critical role {role!r} could only be answered by its static fallback",
+            reason=reason,
             output=out,
             completed_steps=[s.step for s in self._steps],
             pending_steps=list(self._pending),
             failover_history=self._history(),
+            compensation_log=self._saga.model_copy(deep=True) if self._saga else None,
         )
+
+    async def _await_decision(
+        self, pending: PendingEscalation, timeout_s: float
+    ) -> EscalationDecision | None:
+        self._decision = None
+        self._escalation = EscalationState.PENDING
+        self._pending_escalation = pending
         self._upsert()
+        step = pending.step
         workflow.logger.warning("pipeline escalated at step %s; waiting for a decision", step)
         try:
             await workflow.wait_condition(
@@ -294,6 +356,165 @@ class AgentPipelineWorkflow:
         self._pending_escalation = None
         self._upsert()
         return self._decision
+
+    def _abort(self, decision: EscalationDecision, step: str) -> NoReturn:
+        self._escalation = EscalationState.ABORTED
+        self._upsert()
+        raise ApplicationError(
+            f"pipeline aborted by {decision.operator} at step {step}: {decision.note}",
+            type=ABORTED,
+            non_retryable=True,
+        )
+
+    # -- side effects (saga) ------------------------------------------------------------
+
+    async def _apply_actions(
+        self, specs: list[ActionSpec], answer: str, synth: AgentOutput, opts
+    ) -> tuple[list[ActionResult], list[CompensationEntry]]:
+        """Apply each action once (keyed); on a hard failure undo the applied ones in reverse."""
+        wid = workflow.info().workflow_id
+        log = self._saga = CompensationLog()
+        results: list[ActionResult] = []
+        failed = False
+        for i, spec in enumerate(specs):
+            step = f"action#{i + 1}"
+            # The key covers the declared args, not the answer: a re-run of this workflow
+            # id maps onto the effect already applied even if the answer changed.
+            key = idempotency_key(wid, step, spec.tool, spec.args)
+            if failed:
+                results.append(
+                    ActionResult(
+                        step=step, tool=spec.tool, idempotency_key=key, status=ActionStatus.SKIPPED
+                    )
+                )
+                continue
+            args = render_args(spec.args, spec.answer_arg, answer)
+            try:
+                res = await self._tool(
+                    "run_tool", step, spec.tool, args, key, spec.max_attempts, spec.timeout_s
+                )
+            except ActivityError as exc:
+                failed = True
+                results.append(
+                    ActionResult(
+                        step=step,
+                        tool=spec.tool,
+                        idempotency_key=key,
+                        status=ActionStatus.FAILED,
+                        error=_cause(exc),
+                    )
+                )
+                continue
+            comp_tool, comp_args = compensation_for(
+                spec.tool, spec.compensation, res.result, spec.compensation_args
+            )
+            if comp_tool is not None:
+                log.append(
+                    SideEffect(
+                        step=step,
+                        tool=spec.tool,
+                        args=args,
+                        idempotency_key=key,
+                        compensation_tool=comp_tool,
+                        compensation_args=comp_args,
+                        result=res.result,
+                    )
+                )
+            results.append(
+                ActionResult(
+                    step=step,
+                    tool=spec.tool,
+                    idempotency_key=key,
+                    status=ActionStatus.APPLIED,
+                    result=res.result,
+                    replayed=res.replayed,
+                )
+            )
+        compensated: list[CompensationEntry] = []
+        if failed:
+            compensated = await self._compensate(log, synth, opts.escalation_timeout_s)
+            undone = {
+                e.effect.idempotency_key: _UNDO_STATUS[e.status]
+                for e in log.entries
+                if e.status in _UNDO_STATUS
+            }
+            results = [
+                r.model_copy(update={"status": undone[r.idempotency_key]})
+                if r.idempotency_key in undone
+                else r
+                for r in results
+            ]
+        self._done_stage(ACTIONS)
+        return results, compensated
+
+    async def _compensate(
+        self, log: CompensationLog, synth: AgentOutput, timeout_s: float
+    ) -> list[CompensationEntry]:
+        """Undo the log newest first; an undo that cannot complete escalates."""
+        done: list[CompensationEntry] = []
+        for entry in log.to_compensate():
+            eff = entry.effect
+            assert eff.compensation_tool is not None  # to_compensate() only yields undoable
+            ckey = compensation_key(eff.idempotency_key, eff.compensation_tool)
+            while True:
+                try:
+                    await self._tool(
+                        "compensate",
+                        f"{eff.step}/compensate",
+                        eff.compensation_tool,
+                        eff.compensation_args,
+                        ckey,
+                        COMPENSATION_ATTEMPTS,
+                        10.0,
+                    )
+                except ActivityError as exc:
+                    log.mark_failed(eff.idempotency_key, _cause(exc))
+                    reason = (
+                        f"compensation {eff.compensation_tool} of {eff.step} ({eff.tool}) "
+                        f"could not complete: {_cause(exc)}"
+                    )
+                    decision = await self._await_decision(
+                        self._pending_state(f"{eff.step}/compensate", SAGA, reason, synth),
+                        timeout_s,
+                    )
+                    if decision is not None and decision.action is EscalationAction.ABORT:
+                        self._abort(decision, f"{eff.step}/compensate")
+                    if decision is not None and decision.action is EscalationAction.RETRY:
+                        continue
+                    # accept_degraded, provide_output or timeout: the effect stays in place.
+                    log.mark_left(eff.idempotency_key)
+                    break
+                done.append(log.mark_compensated(eff.idempotency_key).model_copy(deep=True))
+                break
+        return done
+
+    async def _tool(
+        self,
+        activity: str,
+        step: str,
+        tool: str,
+        args: dict[str, Any],
+        key: str,
+        max_attempts: int,
+        timeout_s: float,
+    ) -> ToolCallResult:
+        return await workflow.execute_activity(
+            activity,
+            ToolCallInput(
+                tool=tool, args=args, idempotency_key=key, step=step, timeout_s=timeout_s
+            ),
+            result_type=ToolCallResult,
+            # The HTTP timeout fires first; this only bounds a stuck worker.
+            start_to_close_timeout=timedelta(seconds=timeout_s + 5),
+            retry_policy=RetryPolicy(
+                initial_interval=TOOL_RETRY_INITIAL,
+                backoff_coefficient=2.0,
+                maximum_interval=TOOL_RETRY_MAX,
+                maximum_attempts=max_attempts,
+                non_retryable_error_types=list(NON_RETRYABLE_TOOL_ERRORS),
+            ),
+            summary=f"{step}: {tool}",
+        )
 
     # -- visibility ---------------------------------------------------------------------
 
@@ -336,8 +557,17 @@ class AgentPipelineWorkflow:
             summary=self._summary(),
             escalation=self._escalation,
             pending_escalation=self._pending_escalation,
+            compensation_log=self._saga,
         )
 
     @workflow.query(name="failover_history")
     def failover_history(self) -> dict[str, list[AttemptRecord]]:
         return self._history()
+
+
+def _cause(exc: ActivityError) -> str:
+    """``type: message`` of the failure behind an activity error."""
+    cause = exc.cause
+    if isinstance(cause, ApplicationError):
+        return f"{cause.type}: {cause.message}"
+    return f"{type(cause).__name__}: {cause}" if cause else str(exc)

@@ -14,6 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.llm import LLMActivities
+from activities.tools import ToolActivities, tools_base_url
 from providers.client import build_http_client
 from resilience.config import PolicyConfig
 from sim.admin import SimAdmin
@@ -42,7 +43,7 @@ def _workers(client: Client, acts: LLMActivities, policy: PolicyConfig, tq: str)
             client,
             task_queue=tq,
             workflows=[AgentPipelineWorkflow, HealthMonitorWorkflow, ResilientCallWorkflow],
-            activities=acts.all(),
+            activities=[*acts.all(), *ToolActivities(acts._http, tools_base_url()).all()],
             workflow_runner=workflow_runner(),
             # A bug in workflow code fails the test at once instead of retrying the task.
             workflow_failure_exception_types=[Exception],
