@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 from temporalio import workflow
 
@@ -52,3 +54,22 @@ def with_test_roles(base: PolicyConfig, *, hedge_delay_ms: float = 200.0) -> Pol
     )
     roles = {**base.roles, "plain": plain, "hedged": hedged, "tight-sla": tight}
     return base.model_copy(update={"roles": roles})
+
+
+async def drive_escalations(handle: Any, decisions: list[Any]) -> list[Any]:
+    """Answer each pending escalation of a running pipeline with the next decision, until
+    the run ends; return the ``status`` seen at each pending escalation."""
+    import asyncio
+
+    from workflows.models import EscalationState, PipelineStatus
+    from workflows.pipeline import AgentPipelineWorkflow
+
+    seen: list[PipelineStatus] = []
+    result = asyncio.create_task(handle.result())
+    while not result.done():
+        st = await handle.query(AgentPipelineWorkflow.status, result_type=PipelineStatus)
+        if st.escalation is EscalationState.PENDING and decisions:
+            seen.append(st)
+            await handle.signal(AgentPipelineWorkflow.resolve_escalation, decisions.pop(0))
+        await asyncio.wait([result], timeout=0.1)
+    return seen

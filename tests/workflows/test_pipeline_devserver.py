@@ -11,6 +11,7 @@ from temporalio.exceptions import ApplicationError
 
 from sim.admin import SimAdmin
 from tests.workflows.conftest import Harness
+from tests.workflows.helpers import drive_escalations
 from workflows.models import (
     EscalationAction,
     EscalationDecision,
@@ -18,7 +19,6 @@ from workflows.models import (
     PipelineInput,
     PipelineOptions,
     PipelineResult,
-    PipelineStatus,
 )
 from workflows.pipeline import (
     DEGRADED,
@@ -89,20 +89,6 @@ async def test_outage_pipeline_is_findable_by_search_attributes(
     assert ids == [handle.id]
 
 
-async def _drive_escalations(handle, decisions: list[EscalationDecision]) -> list[PipelineStatus]:
-    seen: list[PipelineStatus] = []
-    result_task = asyncio.create_task(handle.result())
-    while not result_task.done():
-        st: PipelineStatus = await handle.query(
-            AgentPipelineWorkflow.status, result_type=PipelineStatus
-        )
-        if st.escalation is EscalationState.PENDING and decisions:
-            seen.append(st)
-            await handle.signal(AgentPipelineWorkflow.resolve_escalation, decisions.pop(0))
-        await asyncio.wait([result_task], timeout=0.2)
-    return seen
-
-
 async def test_escalation_pauses_with_state_and_accepts_human_output(
     harness: Harness, sim_admin: SimAdmin
 ) -> None:
@@ -118,7 +104,7 @@ async def test_escalation_pauses_with_state_and_accepts_human_output(
         operator="alice",
     )
     accept = EscalationDecision(action=EscalationAction.ACCEPT_DEGRADED, operator="alice")
-    seen = await _drive_escalations(handle, [human, accept, accept])
+    seen = await drive_escalations(handle, [human, accept, accept])
     result: PipelineResult = await handle.result()
     assert seen, "the pipeline never reported a pending escalation"
     pending = seen[0].pending_escalation
@@ -138,7 +124,7 @@ async def test_abort_fails_the_pipeline_with_a_clear_error(
     handle = await _start(harness, "Plan a failover drill")
     abort = EscalationDecision(action=EscalationAction.ABORT, operator="bob", note="drill over")
     with pytest.raises(WorkflowFailureError) as info:
-        await _drive_escalations(handle, [abort])
+        await drive_escalations(handle, [abort])
         await handle.result()
     cause = info.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == "aborted_by_operator"

@@ -9,6 +9,7 @@ import pytest
 
 from sim.admin import SimAdmin
 from tests.workflows.conftest import Harness
+from tests.workflows.helpers import drive_escalations
 from workflows.models import (
     ActionSpec,
     ActionStatus,
@@ -44,19 +45,6 @@ async def _start(h: Harness, inp: PipelineInput, wid: str | None = None):
         task_queue=h.task_queue,
         result_type=PipelineResult,
     )
-
-
-async def _resolve_pending(handle, decisions: list[EscalationDecision]) -> list[PipelineStatus]:
-    """Answer each pending escalation with the next decision; return what was pending."""
-    seen: list[PipelineStatus] = []
-    result = asyncio.create_task(handle.result())
-    while not result.done():
-        st = await handle.query(AgentPipelineWorkflow.status, result_type=PipelineStatus)
-        if st.escalation is EscalationState.PENDING and decisions:
-            seen.append(st)
-            await handle.signal(AgentPipelineWorkflow.resolve_escalation, decisions.pop(0))
-        await asyncio.wait([result], timeout=0.1)
-    return seen
 
 
 async def test_action_retried_after_a_lost_answer_is_applied_once(
@@ -120,7 +108,7 @@ async def test_failing_compensation_escalates_and_accept_degraded_leaves_it(
     await sim_admin.set_tool_faults("close_ticket", [{"status": 503}])
     handle = await _start(harness, _input(TICKET, MESSAGE))
     accept = EscalationDecision(action=EscalationAction.ACCEPT_DEGRADED, operator="carol")
-    seen = await _resolve_pending(handle, [accept])
+    seen = await drive_escalations(handle, [accept])
     result: PipelineResult = await handle.result()
     assert len(seen) == 1
     pending = seen[0].pending_escalation
