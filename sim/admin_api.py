@@ -119,24 +119,33 @@ async def get_faults(request: web.Request) -> web.Response:
     )
 
 
+async def _fault_list(
+    request: web.Request, adapter: TypeAdapter[Any], what: str
+) -> tuple[Any, web.Response | None]:
+    """Parse a posted fault list: a list, ``{"faults": [...]}``, or one fault object."""
+    try:
+        body = await _json_body(request)
+    except (ValueError, yaml.YAMLError) as exc:
+        return None, _bad_request(f"body is not valid JSON/YAML: {exc}")
+    if isinstance(body, dict) and "faults" in body:
+        body = body["faults"]
+    if isinstance(body, dict):
+        body = [body]
+    try:
+        return adapter.validate_python(body if body is not None else []), None
+    except ValidationError as exc:
+        return None, _bad_request(f"invalid {what}", _validation_details(exc))
+
+
 async def set_faults(request: web.Request) -> web.Response:
     """Replace the endpoint's runtime faults with the posted list."""
     state = _state(request)
     name = request.match_info["endpoint"]
     if name not in state.endpoints:
         return web.json_response({"error": f"unknown endpoint {name!r}"}, status=404)
-    try:
-        body = await _json_body(request)
-    except (ValueError, yaml.YAMLError) as exc:
-        return _bad_request(f"body is not valid JSON/YAML: {exc}")
-    if isinstance(body, dict) and "faults" in body:
-        body = body["faults"]
-    if isinstance(body, dict):
-        body = [body]
-    try:
-        faults = _FAULT_LIST.validate_python(body if body is not None else [])
-    except ValidationError as exc:
-        return _bad_request("invalid fault list", _validation_details(exc))
+    faults, error = await _fault_list(request, _FAULT_LIST, "fault list")
+    if error is not None:
+        return error
     state.set_faults(name, faults)
     return web.json_response(
         {"endpoint": name, "faults": [f.model_dump(mode="json") for f in faults]}
@@ -223,18 +232,9 @@ async def set_tool_faults(request: web.Request) -> web.Response:
     name = request.match_info["tool"]
     if name not in TOOLS:
         return web.json_response({"error": f"unknown tool {name!r}"}, status=404)
-    try:
-        body = await _json_body(request)
-    except (ValueError, yaml.YAMLError) as exc:
-        return _bad_request(f"body is not valid JSON/YAML: {exc}")
-    if isinstance(body, dict) and "faults" in body:
-        body = body["faults"]
-    if isinstance(body, dict):
-        body = [body]
-    try:
-        faults = _TOOL_FAULT_LIST.validate_python(body if body is not None else [])
-    except ValidationError as exc:
-        return _bad_request("invalid tool fault list", _validation_details(exc))
+    faults, error = await _fault_list(request, _TOOL_FAULT_LIST, "tool fault list")
+    if error is not None:
+        return error
     tools.set_faults(name, faults)
     return web.json_response({"tool": name, "faults": [f.model_dump(mode="json") for f in faults]})
 
