@@ -24,6 +24,7 @@ already says how good that route is.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from providers.errors import CLASSIFICATION, ErrorClass
 from resilience.config import DEFAULT_CACHE_MAX_STALENESS_S, RolePolicy
@@ -127,6 +128,43 @@ def failure_reason_codes(attempts: Sequence[AttemptRecord]) -> list[ReasonCode]:
         for code in reason_codes_for(a.outcome):
             codes.setdefault(code, None)
     return list(codes)
+
+
+def cached_output(
+    role: RolePolicy,
+    *,
+    content: str,
+    data: Any,
+    route: str | None,
+    model: str | None,
+    age_s: float,
+    reasons: Sequence[ReasonCode],
+    attempts: Sequence[AttemptRecord],
+    latency_ms: float,
+) -> AgentOutput:
+    """A cached answer as a DEGRADED tier-3 output; confidence decays over the role's
+    staleness budget."""
+    codes = list(dict.fromkeys([*reasons, ReasonCode.CACHED_RESPONSE]))
+    return AgentOutput(
+        role=role.name,
+        content=content,
+        data=data,
+        capability=Capability.DEGRADED,
+        tier=3,
+        route=route,
+        model=model,
+        reason_codes=codes,
+        confidence=confidence_for(
+            Capability.DEGRADED,
+            3,
+            codes,
+            cache_age_s=age_s,
+            max_staleness_s=role.roster.cache.max_staleness_s,
+        ),
+        attempts=list(attempts),
+        cache_age_s=age_s,
+        latency_ms=latency_ms,
+    )
 
 
 def static_output(role: RolePolicy, attempts: Sequence[AttemptRecord]) -> AgentOutput:

@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from resilience.cachekey import cache_key
     from resilience.config import RolePolicy
     from resilience.contracts import AgentOutput, AttemptRecord, Capability, ReasonCode
-    from resilience.degrade import confidence_for, static_output
+    from resilience.degrade import cached_output, confidence_for, static_output
     from resilience.outcomes import ATTEMPT_TIMEOUT, CallState, apply_failure
     from resilience.planner import FailoverPlan, PlannedAttempt, RequestFacts, SkipReason, plan
     from resilience.triage import triage
@@ -384,21 +384,15 @@ class _ResilientCall:
                 )
             )
             if cached is not None:
-                reasons.append(ReasonCode.CACHED_RESPONSE)
-                return AgentOutput(
-                    role=self.role_name,
+                return cached_output(
+                    role,
                     content=cached.content,
                     data=cached.data,
-                    capability=Capability.DEGRADED,
-                    tier=3,
                     route=cached.route,
                     model=cached.model,
-                    reason_codes=reasons,
-                    confidence=confidence_for(
-                        Capability.DEGRADED, 3, reasons, cache_age_s=cached.age_s
-                    ),
+                    age_s=cached.age_s,
+                    reasons=reasons,
                     attempts=self.attempts,
-                    cache_age_s=cached.age_s,
                     latency_ms=(workflow.now() - started).total_seconds() * 1000,
                 )
         out = static_output(role, self.attempts)

@@ -77,3 +77,24 @@ def test_static_output_is_schema_valid_and_flagged(demo_policy: PolicyConfig) ->
     assert out.confidence == 0.2 and out.attempts == attempts
     # two routes failed; the skipped one was never called, so it is not a substitution
     assert out.latency_ms == pytest.approx(2120.0) and out.substitutions == 2
+
+
+def test_cached_output_decays_over_the_roles_staleness_budget(demo_policy: PolicyConfig) -> None:
+    """A cached answer is DEGRADED tier 3; its confidence falls as it ages toward the role's
+    max_staleness_s, not a global horizon."""
+    from resilience.degrade import cached_output
+
+    role = demo_policy.role("researcher")
+    budget = role.roster.cache.max_staleness_s
+
+    def out(age: float):
+        return cached_output(
+            role, content="c", data=None, route="r", model="m", age_s=age,
+            reasons=[ReasonCode.MODEL_UNAVAILABLE], attempts=[], latency_ms=1.0,
+        )  # fmt: skip
+
+    fresh, half, stale = out(0.0), out(budget / 2), out(budget)
+    assert fresh.capability is Capability.DEGRADED and fresh.tier == 3
+    assert fresh.reason_codes == [ReasonCode.MODEL_UNAVAILABLE, ReasonCode.CACHED_RESPONSE]
+    assert fresh.confidence > half.confidence > stale.confidence
+    assert half.cache_age_s == budget / 2
