@@ -15,10 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
-
-from activities.models import (
+from agent_failover.activities.models import (
     AttemptFailure,
     CachedAnswer,
     CacheLookupInput,
@@ -35,20 +32,22 @@ from activities.models import (
     RoleContext,
     RoleContextInput,
 )
-from providers.client import Budgets
-from providers.errors import ProviderError
-from providers.models import ChatRequest, Message
-from providers.registry import complete
-from providers.validate import validate_reply
-from resilience.breaker import Transition
-from resilience.config import PolicyConfig, PolicyError
-from resilience.contracts import CallOutcome
-from resilience.outcomes import BREAKER_REJECTED
-from resilience.sla import evaluate_sla
-from stores.cache import CachedEntry, ResponseCache
-from stores.health import HealthStore
-from telemetry import names
-from telemetry.setup import meter
+from agent_failover.providers.client import Budgets
+from agent_failover.providers.errors import ProviderError
+from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.providers.registry import complete
+from agent_failover.providers.validate import validate_reply
+from agent_failover.resilience.breaker import Transition
+from agent_failover.resilience.config import PolicyConfig, PolicyError
+from agent_failover.resilience.contracts import CallOutcome
+from agent_failover.resilience.outcomes import BREAKER_REJECTED
+from agent_failover.resilience.sla import evaluate_sla
+from agent_failover.stores.cache import CachedEntry, ResponseCache
+from agent_failover.stores.health import HealthStore
+from agent_failover.telemetry import names
+from agent_failover.telemetry.setup import meter
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 log = logging.getLogger(__name__)
 
@@ -431,7 +430,7 @@ def _to_application_error(route: str, err: ProviderError, elapsed_ms: float) -> 
     """Map a classified provider error to what Temporal retries (or not) and the workflow reads."""
     from datetime import timedelta
 
-    from providers.errors import Decision
+    from agent_failover.providers.errors import Decision
 
     failure = AttemptFailure(
         route=route,

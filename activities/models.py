@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_failover.providers.models import ChatReply, ChatRequest
+from agent_failover.resilience.breaker import Breaker, Transition
+from agent_failover.resilience.config import PolicyConfig, RolePolicy
+from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
 from pydantic import BaseModel, Field
-
-from providers.models import ChatReply, ChatRequest
-from resilience.breaker import Breaker, Transition
-from resilience.config import PolicyConfig, RolePolicy
-from resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
 
 
 class RoleContextInput(BaseModel):

@@ -31,16 +31,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cli.stack import start_dev_server
-from config import DEFAULT_POLICY_PATH
-from providers.models import ChatRequest, Message
-from resilience.config import load_policy
-from resilience.contracts import AgentOutput
-from resilience.windows import percentile
-from sim.admin import SimAdmin
-from sim.server import start_simulator
-from tests.workflows.conftest import make_harness, running
-from tests.workflows.helpers import CallInput, ResilientCallWorkflow, with_test_roles
+from agent_failover.config import DEFAULT_POLICY_PATH
+from agent_failover.config.loader import load_policy
+from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.windows import percentile
+from agent_failover.testing.harness import make_harness, running
+from agent_failover.testing.roles import with_test_roles
+from agent_failover.testing.servers import start_dev_server
+from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.testing.sim.server import start_simulator
+from agent_failover.testing.workflows import CallInput, ResilientCallWorkflow
 
 PRIMARY = "anthropic-us-east"
 FAULTS: list[tuple[str, dict[str, Any]]] = [

@@ -26,13 +26,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from providers.errors import ErrorClass
-from resilience.config import BreakerSettings
-from resilience.contracts import CallOutcome
-from resilience.windows import percentile
-from stores.embedded_redis import EmbeddedRedis
-from stores.health import HealthStore, MemoryHealthStore, RedisHealthStore
-from stores.redis_link import REDIS_DOWN, fail_fast_client
+from agent_failover.providers.errors import ErrorClass
+from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.contracts import CallOutcome
+from agent_failover.resilience.windows import percentile
+from agent_failover.stores.embedded_redis import EmbeddedRedis
+from agent_failover.stores.health import HealthStore, MemoryHealthStore, RedisHealthStore
+from agent_failover.stores.redis_link import REDIS_DOWN, fail_fast_client
 
 ROUTES = ["anthropic-us-east", "anthropic-eu-west", "openai-us", "cheap-mini", "gemini-flash"]
 T0 = 1_700_000_000.0

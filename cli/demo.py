@@ -16,14 +16,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
-from cli.devstack import DevStack, start_stack
-from cli.render import TIER_STYLE, steps_table, tier_label
-from resilience.contracts import BreakerState
-from sim.admin import SimAdmin
-from workflows.models import (
+from agent_failover.cli.devstack import DevStack, start_stack
+from agent_failover.cli.render import TIER_STYLE, steps_table, tier_label
+from agent_failover.resilience.contracts import BreakerState
+from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.workflows.models import (
     EscalationAction,
     EscalationDecision,
     EscalationState,
@@ -32,7 +29,9 @@ from workflows.models import (
     PipelineResult,
     PipelineStatus,
 )
-from workflows.pipeline import AgentPipelineWorkflow
+from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from rich.console import Console
+from rich.table import Table
 
 ANTHROPIC = ("anthropic-us-east", "anthropic-eu-west")
 #: How long recovery may take before the demo reports it as not restored.

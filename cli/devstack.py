@@ -14,22 +14,22 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent_failover.config import DEFAULT_POLICY_PATH
+from agent_failover.config.loader import load_policy_or_exit
+from agent_failover.resilience.config import PolicyConfig
+from agent_failover.stores.factory import DEFAULT_REDIS_URL
+from agent_failover.testing.servers import STATE_DIR, start_dev_server, ui_url
+from agent_failover.testing.sim.server import RunningSimulator, start_simulator
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from cli.stack import STATE_DIR, start_dev_server, ui_url
-from config import DEFAULT_POLICY_PATH
-from resilience.config import PolicyConfig
-from sim.server import RunningSimulator, start_simulator
-from stores.factory import DEFAULT_REDIS_URL
-from worker import (
+from agent_failover.service import (
     DEFAULT_TASK_QUEUE,
     WorkerDeps,
     build_deps,
     build_workers,
     ensure_monitor,
-    load_policy_or_exit,
 )
 
 STACK_FILE = STATE_DIR / "stack.json"

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from agent_failover.config import DEFAULT_POLICY_PATH
 from rich.console import Console
-
-from config import DEFAULT_POLICY_PATH
 
 app = typer.Typer(
     help="Failover and graceful degradation for multi-agent LLM pipelines on Temporal.",
@@ -63,24 +62,28 @@ AddressOpt = Annotated[
 ]
 
 
-def _address(address: str | None) -> str:
+def _address(address: str | None) -> str | None:
+    """--address, else TEMPORAL_ADDRESS / the profile, else a running `failover dev` stack."""
     if address:
         return address
-    if os.environ.get("TEMPORAL_ADDRESS"):
-        return os.environ["TEMPORAL_ADDRESS"]
-    from cli.devstack import read_stack_file
+    from agent_failover.connect import connect_config
+
+    if os.environ.get("TEMPORAL_ADDRESS") or connect_config().get("api_key"):
+        return None  # envconfig has it (and its TLS / API key settings)
+    from agent_failover.cli.devstack import read_stack_file
 
     stack = read_stack_file()
-    return stack["temporal_address"] if stack else "127.0.0.1:7233"
+    return stack["temporal_address"] if stack else None
 
 
 async def _client(address: str | None):
-    from cli.stack import connect
+    from agent_failover.connect import connect_client, connect_config
 
     addr = _address(address)
     try:
-        return await connect(addr, os.environ.get("TEMPORAL_NAMESPACE", "default"))
+        return await connect_client(addr)
     except RuntimeError as exc:
+        addr = addr or connect_config()["target_host"]
         err.print(
             f"[red]cannot reach Temporal at {addr}[/]: {exc}\n"
             "Start a local stack with [bold]failover dev[/] or pass --address / TEMPORAL_ADDRESS."
@@ -98,7 +101,7 @@ def config_check(
     file: Annotated[Path, typer.Argument(help="Policy YAML to validate.")] = DEFAULT_POLICY_PATH,
 ) -> None:
     """Validate a policy file: prints OK, or every error with its field path (exit 2)."""
-    from resilience.config import check_policy_file
+    from agent_failover.config.loader import check_policy_file
 
     ok, lines = check_policy_file(file)
     for line in lines:
@@ -114,7 +117,7 @@ def sim(
     scenario: Annotated[Path | None, typer.Option(help="Fault timeline YAML to load.")] = None,
 ) -> None:
     """Run the provider simulator (Anthropic, OpenAI, Gemini wire formats) in the foreground."""
-    from sim.server import run_simulator_blocking
+    from agent_failover.testing.sim.server import run_simulator_blocking
 
     run_simulator_blocking(port, config, scenario)
 
@@ -122,9 +125,9 @@ def sim(
 @app.command()
 def worker() -> None:
     """Run a worker (same as `python worker.py`); configured by environment variables."""
-    import worker as worker_mod
+    from agent_failover.service import run as run_worker
 
-    worker_mod.run()
+    run_worker()
 
 
 @app.command()
@@ -135,7 +138,7 @@ def dev(
     policy: Annotated[Path | None, typer.Option(help="Policy YAML.")] = None,
 ) -> None:
     """Embedded Temporal (with Web UI) + Redis + simulator + worker, until Ctrl-C."""
-    from cli.devstack import start_stack
+    from agent_failover.cli.devstack import start_stack
 
     async def _run() -> None:
         with console.status("starting simulator, Temporal dev server, Redis and worker…"):
@@ -176,10 +179,15 @@ def run(
     ] = False,
 ) -> None:
     """Start a pipeline, show its progress, print the answer and the per-step table."""
-    from cli.render import steps_table
-    from cli.stack import ui_url
-    from workflows.models import PipelineInput, PipelineOptions, PipelineResult, PipelineStatus
-    from workflows.pipeline import AgentPipelineWorkflow
+    from agent_failover.cli.devstack import ui_url
+    from agent_failover.cli.render import steps_table
+    from agent_failover.workflows.models import (
+        PipelineInput,
+        PipelineOptions,
+        PipelineResult,
+        PipelineStatus,
+    )
+    from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 
     try:
         inp = PipelineInput(
@@ -264,9 +272,9 @@ def status(
     By default it asks the deployment's health monitor (only Temporal access needed); the
     monitor refreshes the table every probe round.
     """
-    from cli.render import health_table
-    from workflows.models import MonitorTable
-    from workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
+    from agent_failover.cli.render import health_table
+    from agent_failover.workflows.models import MonitorTable
+    from agent_failover.workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
 
     async def _run() -> None:
         if from_store:
@@ -302,10 +310,10 @@ async def _table_from_store(
     redis_url: str | None, namespace: str | None, policy: Path | None, window_s: float
 ):
     """The health table read straight from the shared store (needs Redis access)."""
-    from activities.models import HealthTable
-    from cli.devstack import read_stack_file
-    from stores.factory import connect_stores
-    from worker import load_policy_or_exit
+    from agent_failover.activities.models import HealthTable
+    from agent_failover.cli.devstack import read_stack_file
+    from agent_failover.config.loader import load_policy_or_exit
+    from agent_failover.stores.factory import connect_stores
 
     stack = read_stack_file() or {}
     if stack.get("sim_url") and not os.environ.get("SIM_URL"):
@@ -340,9 +348,9 @@ def force(
     task_queue: TaskQueueOpt = "agent-failover",
 ) -> None:
     """Operator override of a route's breaker (through the health monitor)."""
-    from resilience.contracts import BreakerState
-    from workflows.models import ForceRouteSignal
-    from workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
+    from agent_failover.resilience.contracts import BreakerState
+    from agent_failover.workflows.models import ForceRouteSignal
+    from agent_failover.workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
 
     mapping = {
         "open": BreakerState.FORCED_OPEN,
@@ -376,8 +384,8 @@ def resolve(
     address: AddressOpt = None,
 ) -> None:
     """Resolve a pipeline paused for a human (escalation)."""
-    from workflows.models import EscalationDecision
-    from workflows.pipeline import AgentPipelineWorkflow
+    from agent_failover.workflows.models import EscalationDecision
+    from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 
     try:
         decision = EscalationDecision(action=action, output=output, operator=operator, note=note)
@@ -407,7 +415,7 @@ def demo(
     port: Annotated[int, typer.Option(help="Temporal gRPC port.")] = 7233,
 ) -> None:
     """The outage demo: healthy runs, region down, provider down, everything down, recovery."""
-    from cli.demo import run_demo
+    from agent_failover.cli.demo import run_demo
 
     code = asyncio.run(run_demo(console, serve=serve, temporal_port=port, ui_port=ui_port))
     raise typer.Exit(code)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from agent_failover.activities.models import HealthTable
+from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.workflows.models import PipelineResult
 from rich.table import Table
-
-from activities.models import HealthTable
-from resilience.contracts import AgentOutput
-from workflows.models import PipelineResult
 
 TIER_STYLE = {0: "green", 1: "yellow", 2: "dark_orange", 3: "red"}
 

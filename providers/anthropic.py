@@ -26,8 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-
-from providers.base import (
+from agent_failover.providers.base import (
     Call,
     ProgressCallback,
     ReplyParts,
@@ -36,11 +35,11 @@ from providers.base import (
     run_json,
     run_stream,
 )
-from providers.classify import stream_error_event
-from providers.client import Budgets
-from providers.endpoint import EndpointConfig
-from providers.errors import ContentFilterError
-from providers.models import ChatReply, ChatRequest, FinishReason, ToolCall
+from agent_failover.providers.classify import stream_error_event
+from agent_failover.providers.client import Budgets
+from agent_failover.providers.endpoint import EndpointConfig
+from agent_failover.providers.errors import ContentFilterError
+from agent_failover.providers.models import ChatReply, ChatRequest, FinishReason, ToolCall
 
 API_VERSION = "2023-06-01"
 #: Name of the forced tool that carries structured output.

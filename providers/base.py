@@ -23,25 +23,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-
-from providers.classify import (
+from agent_failover.providers.classify import (
     Phase,
     StreamEnd,
     classify_exception,
     classify_status,
     classify_stream_end,
 )
-from providers.client import Budgets, FailoverHTTPClient
-from providers.endpoint import EndpointConfig
-from providers.errors import (
+from agent_failover.providers.client import Budgets, FailoverHTTPClient
+from agent_failover.providers.endpoint import EndpointConfig
+from agent_failover.providers.errors import (
     AuthError,
     MalformedStreamError,
     NoResponseError,
     ProviderError,
 )
-from providers.models import ChatReply, ChatRequest, FinishReason, ToolCall, Usage
-from providers.sse import SSEDecoder, SSEEvent
-from providers.tokens import estimate_request_tokens, estimate_tokens
+from agent_failover.providers.models import ChatReply, ChatRequest, FinishReason, ToolCall, Usage
+from agent_failover.providers.sse import SSEDecoder, SSEEvent
+from agent_failover.providers.tokens import estimate_request_tokens, estimate_tokens
 
 #: ``on_progress(text_so_far, tokens)``; may be sync or async (e.g. an activity heartbeat).
 ProgressCallback = Callable[[str, int], Awaitable[None] | None]

@@ -25,8 +25,7 @@ from enum import StrEnum
 from typing import Any
 
 import httpx
-
-from providers.errors import (
+from agent_failover.providers.errors import (
     AuthError,
     ConnectError,
     ContentFilterError,

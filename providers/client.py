@@ -27,10 +27,9 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 
 import httpx
+from agent_failover.providers.endpoint import EndpointConfig
+from agent_failover.providers.errors import NoResponseError
 from pydantic import BaseModel, ConfigDict, Field
-
-from providers.endpoint import EndpointConfig
-from providers.errors import NoResponseError
 
 DEFAULT_CONNECT_S = 5.0
 DEFAULT_TTFT_S = 20.0

@@ -24,8 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-
-from providers.base import (
+from agent_failover.providers.base import (
     Call,
     ProgressCallback,
     ReplyParts,
@@ -34,11 +33,15 @@ from providers.base import (
     run_json,
     run_stream,
 )
-from providers.classify import stream_error_event
-from providers.client import Budgets
-from providers.endpoint import EndpointConfig
-from providers.errors import ContentFilterError, MalformedStreamError, MalformedToolCallError
-from providers.models import ChatReply, ChatRequest, FinishReason, ToolCall
+from agent_failover.providers.classify import stream_error_event
+from agent_failover.providers.client import Budgets
+from agent_failover.providers.endpoint import EndpointConfig
+from agent_failover.providers.errors import (
+    ContentFilterError,
+    MalformedStreamError,
+    MalformedToolCallError,
+)
+from agent_failover.providers.models import ChatReply, ChatRequest, FinishReason, ToolCall
 
 _BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
 _FINISH = {"STOP": FinishReason.STOP, "MAX_TOKENS": FinishReason.LENGTH}

@@ -26,8 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-
-from providers.base import (
+from agent_failover.providers.base import (
     Call,
     ProgressCallback,
     ReplyParts,
@@ -36,12 +35,12 @@ from providers.base import (
     run_json,
     run_stream,
 )
-from providers.classify import stream_error_event
-from providers.client import Budgets
-from providers.endpoint import EndpointConfig
-from providers.errors import ContentFilterError, Decision, InvalidRequestError
-from providers.models import ChatReply, ChatRequest, FinishReason, Message, ToolCall
-from providers.sse import SSEEvent
+from agent_failover.providers.classify import stream_error_event
+from agent_failover.providers.client import Budgets
+from agent_failover.providers.endpoint import EndpointConfig
+from agent_failover.providers.errors import ContentFilterError, Decision, InvalidRequestError
+from agent_failover.providers.models import ChatReply, ChatRequest, FinishReason, Message, ToolCall
+from agent_failover.providers.sse import SSEEvent
 
 #: ``response_format.json_schema.name`` of structured output.
 SCHEMA_NAME = "output"

@@ -11,12 +11,11 @@ import time
 from collections.abc import Awaitable, Callable
 
 import httpx
-
-from providers import anthropic, gemini, openai
-from providers.base import ProgressCallback
-from providers.client import Budgets
-from providers.endpoint import EndpointConfig, ProviderKind
-from providers.models import ChatReply, ChatRequest
+from agent_failover.providers import anthropic, gemini, openai
+from agent_failover.providers.base import ProgressCallback
+from agent_failover.providers.client import Budgets
+from agent_failover.providers.endpoint import EndpointConfig, ProviderKind
+from agent_failover.providers.models import ChatReply, ChatRequest
 
 Adapter = Callable[..., Awaitable[ChatReply]]
 

@@ -15,16 +15,15 @@ from functools import lru_cache
 from typing import Any
 
 import jsonschema
-from jsonschema.exceptions import SchemaError
-
-from providers.errors import (
+from agent_failover.providers.errors import (
     EmptyOutputError,
     InvalidOutputError,
     InvalidRequestError,
     MalformedToolCallError,
     TruncatedOutputError,
 )
-from providers.models import ChatReply, FinishReason
+from agent_failover.providers.models import ChatReply, FinishReason
+from jsonschema.exceptions import SchemaError
 
 #: How much of the offending output an error quotes in its message.
 MAX_QUOTE_CHARS = 120

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from agent_failover.providers.errors import ErrorClass
+from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.contracts import BreakerState, CallOutcome, WindowStats
 from pydantic import BaseModel, ConfigDict
-
-from providers.errors import ErrorClass
-from resilience.config import BreakerSettings
-from resilience.contracts import BreakerState, CallOutcome, WindowStats
 
 
 class BreakerReason(StrEnum):

@@ -1,4 +1,4 @@
-"""The failover policy as validated pydantic models, and the YAML loader that builds it.
+"""The failover policy as validated pydantic models (pure: parsing and checks, no IO).
 
 A policy names the endpoints (routes), the breaker and probe settings shared by all
 routes (with per-endpoint overrides), the scoring weights and, per agent role, its
@@ -7,9 +7,8 @@ schema-valid fallback. Every model forbids unknown keys and validates on constru
 so a bad ``policy.yaml`` fails at start-up with a :class:`PolicyError` that lists each
 problem with its field path (``roles.critic.roster.tier1[0]: unknown endpoint 'gpt-x'``).
 Every default is a named ``DEFAULT_*`` constant; the README's "Policy reference" documents
-each field with its default and range. :func:`check_policy_file` backs
-``failover config check``. The only IO here is reading the YAML file in
-:func:`load_policy`.
+each field with its default and range. :func:`describe_policy` summarises a policy for
+``failover config check``. No IO here: reading a file is ``agent_failover.config.loader``.
 """
 
 from __future__ import annotations
@@ -18,14 +17,11 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
+from agent_failover.providers.endpoint import EndpointConfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-from providers.endpoint import EndpointConfig
 
 # --- breaker defaults (resilience4j-style seeds) -------------------------------------
 DEFAULT_ERROR_RATE_THRESHOLD = 0.15
@@ -599,25 +595,6 @@ def _raw_reference_errors(data: dict[str, Any]) -> list[tuple[str, str]]:
     return errors
 
 
-def load_policy(
-    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
-) -> PolicyConfig:
-    """Read and validate a YAML policy file; raise :class:`PolicyError` with field paths."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PolicyError([(str(p), f"cannot read policy file: {exc.strerror or exc}")]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise PolicyError([(where, f"invalid YAML: {problem}")]) from None
-    return parse_policy(data, env=env)
-
-
 # --- `failover config check` -------------------------------------------------------------
 
 
@@ -645,22 +622,3 @@ def describe_policy(cfg: PolicyConfig) -> list[str]:
             f"ttft {role.ttft_budget_ms:g} ms{hedge}"
         )
     return lines
-
-
-def check_policy_file(
-    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
-) -> tuple[bool, list[str]]:
-    """Load ``path``; return ``(ok, lines)`` with errors (one per field path) or a summary.
-
-    Warnings (e.g. a standby sharing organisation and region with its primary) do not
-    make the policy bad; they are listed after the summary.
-    """
-    try:
-        cfg = load_policy(path, env=env)
-    except PolicyError as exc:
-        lines = [f"policy {os.fspath(path)} is invalid ({len(exc.errors)} problem(s)):"]
-        lines += [f"  error: {p}: {m}" if p else f"  error: {m}" for p, m in exc.errors]
-        return False, lines
-    lines = [f"OK: policy {os.fspath(path)} is valid", *describe_policy(cfg)]
-    lines += [f"  warning: {w}" for w in cfg.warnings]
-    return True, lines

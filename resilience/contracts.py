@@ -8,10 +8,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from agent_failover.providers.errors import ErrorClass
+from agent_failover.providers.models import Usage
 from pydantic import BaseModel, Field
-
-from providers.errors import ErrorClass
-from providers.models import Usage
 
 
 class BreakerState(StrEnum):

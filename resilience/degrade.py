@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from providers.errors import CLASSIFICATION, ErrorClass
-from resilience.config import DEFAULT_CACHE_MAX_STALENESS_S, RolePolicy
-from resilience.contracts import (
+from agent_failover.providers.errors import CLASSIFICATION, ErrorClass
+from agent_failover.resilience.config import DEFAULT_CACHE_MAX_STALENESS_S, RolePolicy
+from agent_failover.resilience.contracts import (
     NON_FAILURE_OUTCOMES,
     AgentOutput,
     AttemptRecord,

@@ -19,11 +19,10 @@ Tier order always wins over score: the score only breaks ties inside a tier.
 
 from __future__ import annotations
 
+from agent_failover.providers.endpoint import EndpointConfig
+from agent_failover.resilience.config import LatencySLA, ScoringWeights
+from agent_failover.resilience.contracts import WindowStats
 from pydantic import BaseModel, ConfigDict
-
-from providers.endpoint import EndpointConfig
-from resilience.config import LatencySLA, ScoringWeights
-from resilience.contracts import WindowStats
 
 UNKNOWN_LATENCY_SCORE = 0.5
 

@@ -11,10 +11,9 @@ way and the previous verdict holds too.
 
 from __future__ import annotations
 
+from agent_failover.resilience.config import LatencySLA
+from agent_failover.resilience.contracts import WindowStats
 from pydantic import BaseModel, ConfigDict
-
-from resilience.config import LatencySLA
-from resilience.contracts import WindowStats
 
 
 class SlaVerdict(BaseModel):

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable
 from functools import cache
 
-from providers.models import ChatRequest, Message
+from agent_failover.providers.models import ChatRequest, Message
 
 MESSAGE_OVERHEAD_TOKENS = 4
 REQUEST_OVERHEAD_TOKENS = 3

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent_failover.providers.models import ChatRequest, Message, Priority
+from agent_failover.resilience.contracts import ReasonCode
+from agent_failover.resilience.tokens import Estimator, estimate_tokens
 from pydantic import BaseModel, Field
-
-from providers.models import ChatRequest, Message, Priority
-from resilience.contracts import ReasonCode
-from resilience.tokens import Estimator, estimate_tokens
 
 _RANK = {Priority.BACKGROUND: 0, Priority.SUPPORTING: 1, Priority.CRITICAL: 2}
 PREVIEW_CHARS = 60

@@ -16,8 +16,8 @@ import math
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from resilience.config import BreakerSettings
-from resilience.contracts import CallOutcome, WindowStats
+from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.contracts import CallOutcome, WindowStats
 
 DEFAULT_MAX_SAMPLES = 2048
 DEFAULT_HORIZON_S = 600.0

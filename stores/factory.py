@@ -14,11 +14,10 @@ import os
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
-
-from stores.cache import DEFAULT_NAMESPACE, RedisResponseCache, ResponseCache
-from stores.embedded_redis import EmbeddedRedis
-from stores.health import HealthStore, RedisHealthStore
-from stores.redis_link import REDIS_DOWN, describe, fail_fast_client
+from agent_failover.stores.cache import DEFAULT_NAMESPACE, RedisResponseCache, ResponseCache
+from agent_failover.stores.embedded_redis import EmbeddedRedis
+from agent_failover.stores.health import HealthStore, RedisHealthStore
+from agent_failover.stores.redis_link import REDIS_DOWN, describe, fail_fast_client
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from resilience.breaker import Admission, Breaker, Transition
-from resilience.config import BreakerSettings
-from resilience.contracts import BreakerState, CallOutcome, HealthSnapshot
-from stores.status import StoreStatus
+from agent_failover.resilience.breaker import Admission, Breaker, Transition
+from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.contracts import BreakerState, CallOutcome, HealthSnapshot
+from agent_failover.stores.status import StoreStatus
 
 
 @runtime_checkable
@@ -77,7 +77,7 @@ class HealthStore(Protocol):
         ...
 
 
-from stores.memory_health import MemoryHealthStore  # noqa: E402  (re-export)
-from stores.redis_health import RedisHealthStore  # noqa: E402  (re-export)
+from agent_failover.stores.memory_health import MemoryHealthStore  # noqa: E402  (re-export)
+from agent_failover.stores.redis_health import RedisHealthStore  # noqa: E402  (re-export)
 
 __all__ = ["HealthStore", "MemoryHealthStore", "RedisHealthStore"]

@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from resilience.breaker import (
+from agent_failover.resilience.breaker import (
     Admission,
     Breaker,
     Transition,
@@ -28,9 +28,14 @@ from resilience.breaker import (
     on_outcome,
     release_trial,
 )
-from resilience.config import BreakerSettings
-from resilience.contracts import BreakerState, CallOutcome, HealthSnapshot, RouteHealth
-from resilience.windows import (
+from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.contracts import (
+    BreakerState,
+    CallOutcome,
+    HealthSnapshot,
+    RouteHealth,
+)
+from agent_failover.resilience.windows import (
     DEFAULT_HORIZON_S,
     DEFAULT_MAX_SAMPLES,
     RollingWindow,
@@ -38,7 +43,7 @@ from resilience.windows import (
     compute_stats,
     percentile,
 )
-from stores.status import StoreStatus
+from agent_failover.stores.status import StoreStatus
 
 DEFAULT_BASELINE_REFRESH_S = 30.0
 

@@ -41,9 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
-from pydantic import TypeAdapter
-
-from resilience.breaker import (
+from agent_failover.resilience.breaker import (
     Admission,
     Breaker,
     IllegalTransition,
@@ -53,18 +51,24 @@ from resilience.breaker import (
     on_outcome,
     release_trial,
 )
-from resilience.config import BreakerSettings
-from resilience.contracts import BreakerState, CallOutcome, HealthSnapshot, RouteHealth
-from resilience.windows import DEFAULT_HORIZON_S, DEFAULT_MAX_SAMPLES, breaker_stats
-from stores.memory_health import (
+from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.contracts import (
+    BreakerState,
+    CallOutcome,
+    HealthSnapshot,
+    RouteHealth,
+)
+from agent_failover.resilience.windows import DEFAULT_HORIZON_S, DEFAULT_MAX_SAMPLES, breaker_stats
+from agent_failover.stores.memory_health import (
     DEFAULT_BASELINE_REFRESH_S,
     MemoryHealthStore,
     baseline_p95,
     breaker_window_s,
     route_health,
 )
-from stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, REDIS_DOWN, RedisLink
-from stores.status import StoreStatus
+from agent_failover.stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, REDIS_DOWN, RedisLink
+from agent_failover.stores.status import StoreStatus
+from pydantic import TypeAdapter
 
 DEFAULT_NAMESPACE = "failover"
 DEFAULT_TTL_S = 3600.0

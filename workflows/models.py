@@ -5,13 +5,12 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from agent_failover.activities.models import HealthTable, ProbeResult
+from agent_failover.providers.models import Priority
+from agent_failover.resilience.contracts import AgentOutput, AttemptRecord, BreakerState
+from agent_failover.resilience.pipeline import FailoverSummary
+from agent_failover.resilience.saga import CompensationEntry, CompensationLog
 from pydantic import BaseModel, Field, field_validator
-
-from activities.models import HealthTable, ProbeResult
-from providers.models import Priority
-from resilience.contracts import AgentOutput, AttemptRecord, BreakerState
-from resilience.pipeline import FailoverSummary
-from resilience.saga import CompensationEntry, CompensationLog
 
 #: Search attributes the pipeline upserts; the dev server registers them at start.
 SA_FAILOVER_COUNT = "FailoverCount"

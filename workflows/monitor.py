@@ -15,14 +15,14 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import (
+    from agent_failover.activities.models import (
         ForceRouteInput,
         HealthTable,
         HealthTableInput,
         ProbeInput,
         ProbeResult,
     )
-    from workflows.models import ForceRouteSignal, MonitorInput, MonitorTable
+    from agent_failover.workflows.models import ForceRouteSignal, MonitorInput, MonitorTable
 
 
 def monitor_workflow_id(task_queue: str) -> str:

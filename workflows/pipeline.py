@@ -25,17 +25,20 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from pydantic import ValidationError
-
-    from activities.models import (
+    from agent_failover.activities.models import (
         PipelineRoles,
         PipelineRolesInput,
         ToolCallInput,
         ToolCallResult,
     )
-    from activities.tools import NON_RETRYABLE_TOOL_ERRORS
-    from resilience.contracts import AgentOutput, AttemptRecord, Capability, ReasonCode
-    from resilience.pipeline import (
+    from agent_failover.activities.tools import NON_RETRYABLE_TOOL_ERRORS
+    from agent_failover.resilience.contracts import (
+        AgentOutput,
+        AttemptRecord,
+        Capability,
+        ReasonCode,
+    )
+    from agent_failover.resilience.pipeline import (
         FailoverSummary,
         PlanError,
         Subtask,
@@ -51,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
         summarize,
         synthesis_request,
     )
-    from resilience.saga import (
+    from agent_failover.resilience.saga import (
         CompensationEntry,
         CompensationLog,
         CompensationStatus,
@@ -61,7 +64,7 @@ with workflow.unsafe.imports_passed_through():
         idempotency_key,
         render_args,
     )
-    from workflows.models import (
+    from agent_failover.workflows.models import (
         SA_DEGRADED,
         SA_ESCALATION_STATE,
         SA_FAILOVER_COUNT,
@@ -79,7 +82,8 @@ with workflow.unsafe.imports_passed_through():
         Section,
         StepResult,
     )
-    from workflows.resilient import resilient_complete
+    from agent_failover.workflows.resilient import resilient_complete
+    from pydantic import ValidationError
 
 FAILOVER_COUNT = SearchAttributeKey.for_int(SA_FAILOVER_COUNT)
 WORST_TIER = SearchAttributeKey.for_int(SA_WORST_TIER)

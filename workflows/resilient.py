@@ -19,7 +19,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import (
+    from agent_failover.activities.models import (
         CachedAnswer,
         CacheLookupInput,
         CacheStoreInput,
@@ -28,15 +28,26 @@ with workflow.unsafe.imports_passed_through():
         RoleContext,
         RoleContextInput,
     )
-    from providers.models import ChatRequest
-    from providers.tokens import estimate_request_tokens
-    from resilience.cachekey import cache_key
-    from resilience.config import RolePolicy
-    from resilience.contracts import AgentOutput, AttemptRecord, Capability, ReasonCode
-    from resilience.degrade import cached_output, confidence_for, static_output
-    from resilience.outcomes import ATTEMPT_TIMEOUT, CallState, apply_failure
-    from resilience.planner import FailoverPlan, PlannedAttempt, RequestFacts, SkipReason, plan
-    from resilience.triage import triage
+    from agent_failover.providers.models import ChatRequest
+    from agent_failover.providers.tokens import estimate_request_tokens
+    from agent_failover.resilience.cachekey import cache_key
+    from agent_failover.resilience.config import RolePolicy
+    from agent_failover.resilience.contracts import (
+        AgentOutput,
+        AttemptRecord,
+        Capability,
+        ReasonCode,
+    )
+    from agent_failover.resilience.degrade import cached_output, confidence_for, static_output
+    from agent_failover.resilience.outcomes import ATTEMPT_TIMEOUT, CallState, apply_failure
+    from agent_failover.resilience.planner import (
+        FailoverPlan,
+        PlannedAttempt,
+        RequestFacts,
+        SkipReason,
+        plan,
+    )
+    from agent_failover.resilience.triage import triage
 
 #: Extra time Temporal allows beyond the activity's own budget before it times it out.
 ACTIVITY_GRACE = timedelta(seconds=2)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from agent_failover.activities.models import ToolCallInput
+from agent_failover.activities.tools import ToolActivities, tools_base_url
 from temporalio.exceptions import ApplicationError
-
-from activities.models import ToolCallInput
-from activities.tools import ToolActivities, tools_base_url
 
 
 def _acts(handler) -> tuple[ToolActivities, list[httpx.Request]]:

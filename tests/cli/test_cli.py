@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from agent_failover.cli.main import app
+from agent_failover.config import DEFAULT_POLICY_PATH
 from typer.testing import CliRunner
-
-from cli.main import app
-from config import DEFAULT_POLICY_PATH
 
 runner = CliRunner()
 COMMANDS = ["sim", "worker", "dev", "run", "status", "force", "resolve", "demo", "config"]

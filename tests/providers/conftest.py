@@ -40,7 +40,7 @@ def mock_client() -> Callable[
     [Callable[[httpx.Request], object]], tuple[httpx.AsyncClient, Recorder]
 ]:
     """Factory: a client whose every request goes to a Recorder answering with ``respond``."""
-    from providers.client import build_http_client
+    from agent_failover.providers.client import build_http_client
 
     def make(respond: Callable[[httpx.Request], object]) -> tuple[httpx.AsyncClient, Recorder]:
         recorder = Recorder(respond)

@@ -17,17 +17,16 @@ from typing import Any
 
 import httpx
 import pytest
-
-from providers import errors as E
-from providers.classify import DEFAULT_QUOTA_COOLDOWN_S
-from providers.client import Budgets, build_http_client
-from providers.errors import Decision
-from providers.models import ChatReply, ChatRequest, Message
-from providers.registry import complete
-from providers.validate import validate_reply
-from sim.admin import SimAdmin
-from sim.faults import Fault, FaultKind
-from sim.server import RunningSimulator, start_simulator
+from agent_failover.providers import errors as E
+from agent_failover.providers.classify import DEFAULT_QUOTA_COOLDOWN_S
+from agent_failover.providers.client import Budgets, build_http_client
+from agent_failover.providers.errors import Decision
+from agent_failover.providers.models import ChatReply, ChatRequest, Message
+from agent_failover.providers.registry import complete
+from agent_failover.providers.validate import validate_reply
+from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.testing.sim.faults import Fault, FaultKind
+from agent_failover.testing.sim.server import RunningSimulator, start_simulator
 
 ENDPOINTS = ["anthropic-us-east", "openai-us", "cheap-mini", "gemini-flash"]
 BUDGETS = Budgets(connect_s=1.0, ttft_s=0.5, idle_s=0.3, total_s=3.0, trailer_grace_s=0.05)

@@ -8,11 +8,8 @@ from email.utils import format_datetime
 
 import httpx
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from providers import errors as E
-from providers.classify import (
+from agent_failover.providers import errors as E
+from agent_failover.providers.classify import (
     DEFAULT_QUOTA_COOLDOWN_S,
     MAX_RETRY_AFTER_S,
     Phase,
@@ -24,6 +21,8 @@ from providers.classify import (
     parse_go_duration,
     parse_retry_after,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 NOW = 1_750_000_000.0
 
@@ -300,8 +299,8 @@ def test_error_event_decisions(error, decision):
 
 def test_anthropic_output_filter_400_is_content_filter() -> None:
     """Anthropic's 400 "Output blocked by content filtering policy" is a content filter."""
-    from providers.classify import classify_status
-    from providers.errors import ContentFilterError
+    from agent_failover.providers.classify import classify_status
+    from agent_failover.providers.errors import ContentFilterError
 
     body = (
         b'{"type":"error","error":{"type":"invalid_request_error",'

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from agent_failover.providers.sse import (
+    SSEDecoder,
+    SSEEvent,
+    aiter_sse,
+    aiter_sse_lines,
+    decode_all,
+)
 from hypothesis import given
 from hypothesis import strategies as st
-
-from providers.sse import SSEDecoder, SSEEvent, aiter_sse, aiter_sse_lines, decode_all
 
 
 def test_basic_fields():

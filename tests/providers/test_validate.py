@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from providers import errors as E
-from providers.models import ChatReply, FinishReason, ToolCall
-from providers.validate import validate_reply
+from agent_failover.providers import errors as E
+from agent_failover.providers.models import ChatReply, FinishReason, ToolCall
+from agent_failover.providers.validate import validate_reply
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 

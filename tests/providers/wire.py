@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-
-from providers.endpoint import EndpointConfig, Prices
+from agent_failover.providers.endpoint import EndpointConfig, Prices
 
 SENTINEL_KEY = "sk-SENTINEL-do-not-leak-0123456789abcdef"
 KEY_ENV = "AGENT_FAILOVER_TEST_KEY"

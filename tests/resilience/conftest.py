@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from resilience.config import PolicyConfig, load_policy
+from agent_failover.config.loader import load_policy
+from agent_failover.resilience.config import PolicyConfig
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_POLICY = REPO / "config" / "policy.yaml"

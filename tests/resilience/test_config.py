@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 import yaml
-
-from providers.endpoint import Capabilities, EndpointConfig, Prices
-from resilience.config import (
+from agent_failover.config.loader import check_policy_file, load_policy
+from agent_failover.providers.endpoint import Capabilities, EndpointConfig, Prices
+from agent_failover.resilience.config import (
     DEFAULT_ERROR_RATE_THRESHOLD,
     DEFAULT_HYSTERESIS_MARGIN,
     DEFAULT_PROBE_INTERVAL_S,
@@ -25,10 +25,9 @@ from resilience.config import (
     Roster,
     ScoringWeights,
     StaticFallback,
-    check_policy_file,
-    load_policy,
     parse_policy,
 )
+
 from tests.resilience.conftest import DEMO_POLICY, EXAMPLE_POLICY
 
 SIM_ENDPOINTS = {

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from providers.errors import ErrorClass
-from resilience.config import PolicyConfig
-from resilience.contracts import AttemptRecord, Capability, ReasonCode
-from resilience.degrade import confidence_for, reason_codes_for, static_output
+from agent_failover.providers.errors import ErrorClass
+from agent_failover.resilience.config import PolicyConfig
+from agent_failover.resilience.contracts import AttemptRecord, Capability, ReasonCode
+from agent_failover.resilience.degrade import confidence_for, reason_codes_for, static_output
 
 
 @pytest.mark.parametrize("error_class", list(ErrorClass))
@@ -82,7 +81,7 @@ def test_static_output_is_schema_valid_and_flagged(demo_policy: PolicyConfig) ->
 def test_cached_output_decays_over_the_roles_staleness_budget(demo_policy: PolicyConfig) -> None:
     """A cached answer is DEGRADED tier 3; its confidence falls as it ages toward the role's
     max_staleness_s, not a global horizon."""
-    from resilience.degrade import cached_output
+    from agent_failover.resilience.degrade import cached_output
 
     role = demo_policy.role("researcher")
     budget = role.roster.cache.max_staleness_s

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import pytest
+from agent_failover.config.loader import load_policy
+from agent_failover.resilience.config import HedgeSettings, PolicyConfig, RolePolicy
+from agent_failover.resilience.contracts import (
+    BreakerState,
+    HealthSnapshot,
+    RouteHealth,
+    WindowStats,
+)
+from agent_failover.resilience.planner import FailoverPlan, RequestFacts, SkipReason, plan
+from agent_failover.resilience.sla import evaluate_sla
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resilience.config import HedgeSettings, PolicyConfig, RolePolicy, load_policy
-from resilience.contracts import BreakerState, HealthSnapshot, RouteHealth, WindowStats
-from resilience.planner import FailoverPlan, RequestFacts, SkipReason, plan
-from resilience.sla import evaluate_sla
 from tests.resilience.conftest import DEMO_POLICY
 from tests.resilience.helpers import PROPERTY
 

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from resilience.saga import (
+from agent_failover.resilience.saga import (
     CompensationLog,
     CompensationStatus,
     IllegalCompensationMove,
@@ -16,6 +13,9 @@ from resilience.saga import (
     idempotency_key,
     render_args,
 )
+from hypothesis import given
+from hypothesis import strategies as st
+
 from tests.resilience.helpers import PROPERTY
 
 JSON = st.recursive(

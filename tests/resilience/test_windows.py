@@ -5,18 +5,18 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from providers.errors import ErrorClass
-from resilience.config import BreakerSettings
-from resilience.windows import (
+from agent_failover.providers.errors import ErrorClass
+from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.windows import (
     RollingWindow,
     breaker_stats,
     compute_stats,
     percentile,
     slow_call_threshold_ms,
 )
+from hypothesis import given
+from hypothesis import strategies as st
+
 from tests.resilience.helpers import PROPERTY, fail, latencies, ok
 
 

@@ -11,9 +11,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-
-from sim.clock import FakeClock
-from sim.server import RunningSimulator, start_simulator
+from agent_failover.testing.sim.clock import FakeClock
+from agent_failover.testing.sim.server import RunningSimulator, start_simulator
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sim.server import RunningSimulator
+from agent_failover.testing.sim.server import RunningSimulator
 
 
 def parse_sse(raw: str) -> list[tuple[str | None, str]]:

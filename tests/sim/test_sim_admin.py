@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from agent_failover.testing.sim.faults import Fault, FaultKind
 
-from sim.faults import Fault, FaultKind
 from tests.sim.simtest_helpers import anthropic_body, anthropic_url, openai_body, openai_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +100,7 @@ async def test_reset_restores_start_state(sim, http):
     """POST /_admin/reset clears faults, scenario and the log."""
     async with sim.admin() as admin:
         await admin.set_faults("openai-us", [{"kind": "server_error"}])
-        await admin.load_scenario(ROOT / "sim" / "scenarios" / "outage_demo.yaml")
+        await admin.load_scenario(ROOT / "testing" / "sim" / "scenarios" / "outage_demo.yaml")
         await http.post(openai_url(sim), json=openai_body())
         await admin.reset()
         assert await admin.attempts() == []
@@ -162,11 +162,11 @@ async def test_cli_serves_and_stops_on_sigterm():
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "sim",
+        "agent_failover.testing.sim",
         "--port",
         "0",
         "--scenario",
-        str(ROOT / "sim" / "scenarios" / "latency_ramp.yaml"),
+        str(ROOT / "testing" / "sim" / "scenarios" / "latency_ramp.yaml"),
         cwd=ROOT,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

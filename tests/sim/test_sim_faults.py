@@ -8,9 +8,9 @@ import json
 import httpx
 import jsonschema
 import pytest
+from agent_failover.testing.sim.content import END_MARKER
+from agent_failover.testing.sim.faults import Fault, FaultKind
 
-from sim.content import END_MARKER
-from sim.faults import Fault, FaultKind
 from tests.sim.simtest_helpers import (
     anthropic_body,
     anthropic_url,
@@ -173,7 +173,7 @@ async def test_hang_with_hold_ends_in_reset(sim, http):
 
 async def test_stop_releases_hung_requests():
     """Stopping the simulator ends held requests instead of waiting for them."""
-    from sim.server import start_simulator
+    from agent_failover.testing.sim.server import start_simulator
 
     server = await start_simulator()
     server.state.set_faults("openai-us", [Fault(kind=FaultKind.HANG)])

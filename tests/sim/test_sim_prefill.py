@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sim.content import ParsedRequest, build_reply
-from sim.faults import AttemptPlan
+from agent_failover.testing.sim.content import ParsedRequest, build_reply
+from agent_failover.testing.sim.faults import AttemptPlan
 
 
 def _reply(messages: list[tuple[str, str]]) -> str:

@@ -7,9 +7,12 @@ from typing import Literal
 
 import jsonschema
 import pytest
+from agent_failover.testing.sim.schema_gen import (
+    generate_instance,
+    normalize_schema,
+    violate_schema,
+)
 from pydantic import BaseModel, Field
-
-from sim.schema_gen import generate_instance, normalize_schema, violate_schema
 
 
 class Subtask(BaseModel):

@@ -8,8 +8,7 @@ import anthropic
 import jsonschema
 import openai
 import pytest
-
-from sim.content import END_MARKER
+from agent_failover.testing.sim.content import END_MARKER
 
 SCHEMA = {
     "type": "object",

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import httpx
-
-from sim.admin import SimAdmin
-from sim.server import RunningSimulator
+from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.testing.sim.server import RunningSimulator
 
 
 async def _post(c: httpx.AsyncClient, sim: RunningSimulator, tool: str, key: str | None, **args):

@@ -6,16 +6,20 @@ import random
 from pathlib import Path
 
 import pytest
+from agent_failover.testing.sim.clock import FakeClock
+from agent_failover.testing.sim.config import LatencyModel, SimConfig, load_sim_config
+from agent_failover.testing.sim.content import (
+    END_MARKER,
+    ParsedRequest,
+    build_reply,
+    estimate_tokens,
+)
+from agent_failover.testing.sim.faults import AttemptPlan, Fault, FaultKind, plan_attempt
+from agent_failover.testing.sim.scenario import Scenario, load_scenario, parse_duration
+from agent_failover.testing.sim.state import SimState
 from pydantic import ValidationError
 
-from sim.clock import FakeClock
-from sim.config import LatencyModel, SimConfig, load_sim_config
-from sim.content import END_MARKER, ParsedRequest, build_reply, estimate_tokens
-from sim.faults import AttemptPlan, Fault, FaultKind, plan_attempt
-from sim.scenario import Scenario, load_scenario, parse_duration
-from sim.state import SimState
-
-SCENARIOS = Path(__file__).resolve().parents[2] / "sim" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[2] / "testing" / "sim" / "scenarios"
 
 
 def plan(*faults: Fault, stream: bool = True, json_mode: bool = False, seed: int = 1):

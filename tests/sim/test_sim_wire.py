@@ -6,8 +6,8 @@ import json
 
 import jsonschema
 import pytest
+from agent_failover.testing.sim.content import END_MARKER
 
-from sim.content import END_MARKER
 from tests.sim.simtest_helpers import (
     ANTHROPIC_MODEL,
     GEMINI_MODEL,
@@ -296,8 +296,8 @@ async def test_non_json_body_is_a_400(sim, http):
 
 async def test_require_auth_rejects_missing_key(http):
     """With require_auth the simulator answers 401 without the provider's key header."""
-    from sim.config import load_sim_config
-    from sim.server import start_simulator
+    from agent_failover.testing.sim.config import load_sim_config
+    from agent_failover.testing.sim.server import start_simulator
 
     cfg = load_sim_config().model_copy(update={"require_auth": True})
     server = await start_simulator(config=cfg)

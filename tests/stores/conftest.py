@@ -13,11 +13,10 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import redis.asyncio as aioredis
-
-from stores.cache import MemoryResponseCache, RedisResponseCache, ResponseCache
-from stores.embedded_redis import EmbeddedRedis
-from stores.health import HealthStore, MemoryHealthStore, RedisHealthStore
-from stores.redis_link import fail_fast_client
+from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache, ResponseCache
+from agent_failover.stores.embedded_redis import EmbeddedRedis
+from agent_failover.stores.health import HealthStore, MemoryHealthStore, RedisHealthStore
+from agent_failover.stores.redis_link import fail_fast_client
 
 
 class FakeClock:

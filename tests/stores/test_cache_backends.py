@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from stores.cache import CachedEntry, MemoryResponseCache, RedisResponseCache
-from stores.embedded_redis import EmbeddedRedis
-from stores.redis_link import fail_fast_client
+from agent_failover.stores.cache import CachedEntry, MemoryResponseCache, RedisResponseCache
+from agent_failover.stores.embedded_redis import EmbeddedRedis
+from agent_failover.stores.redis_link import fail_fast_client
 
 T0 = 1_700_000_000.0
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from stores.cache import CachedEntry, ResponseCache
+from agent_failover.stores.cache import CachedEntry, ResponseCache
 
 T0 = 1_700_000_000.0
 

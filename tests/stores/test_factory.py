@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from resilience.config import BreakerSettings
-from resilience.contracts import CallOutcome
-from stores.embedded_redis import EmbeddedRedis, free_port, redis_server_binary
-from stores.factory import connect_stores
-from stores.health import RedisHealthStore
+from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.contracts import CallOutcome
+from agent_failover.stores.embedded_redis import EmbeddedRedis, free_port, redis_server_binary
+from agent_failover.stores.factory import connect_stores
+from agent_failover.stores.health import RedisHealthStore
 
 
 async def test_connects_to_reachable_redis(redis_url: str, namespace: str) -> None:

@@ -8,12 +8,11 @@ atomic half-open trial slots, forcing, snapshots and SLA demotion flags.
 from __future__ import annotations
 
 import pytest
-
-from providers.errors import ErrorClass
-from resilience.breaker import BreakerReason, IllegalTransition
-from resilience.config import BreakerSettings
-from resilience.contracts import BreakerState, CallOutcome
-from stores.health import HealthStore
+from agent_failover.providers.errors import ErrorClass
+from agent_failover.resilience.breaker import BreakerReason, IllegalTransition
+from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.contracts import BreakerState, CallOutcome
+from agent_failover.stores.health import HealthStore
 
 T0 = 1_700_000_000.0
 ROUTE = "anthropic-us-east"

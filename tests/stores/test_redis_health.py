@@ -10,14 +10,13 @@ import asyncio
 import logging
 
 import pytest
-
-from providers.errors import ErrorClass
-from resilience.breaker import BreakerReason
-from resilience.config import BreakerSettings
-from resilience.contracts import BreakerState, CallOutcome
-from stores.embedded_redis import EmbeddedRedis
-from stores.health import RedisHealthStore
-from stores.redis_link import fail_fast_client
+from agent_failover.providers.errors import ErrorClass
+from agent_failover.resilience.breaker import BreakerReason
+from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.contracts import BreakerState, CallOutcome
+from agent_failover.stores.embedded_redis import EmbeddedRedis
+from agent_failover.stores.health import RedisHealthStore
+from agent_failover.stores.redis_link import fail_fast_client
 
 T0 = 1_700_000_000.0
 ROUTE = "openai-us"
@@ -153,7 +152,7 @@ async def test_redis_lost_mid_run(
             await store.record(ok(T0 + i), SETTINGS)
         await store.snapshot([ROUTE], now=T0 + 5, window_s=30, min_calls=10)
 
-        caplog.set_level(logging.WARNING, logger="stores.redis_link")
+        caplog.set_level(logging.WARNING, logger="agent_failover.stores.redis_link")
         await asyncio.to_thread(embedded_redis.kill)
         transitions = [await store.record(err(T0 + 10 + i * 0.1), SETTINGS) for i in range(10)]
         # The local view was seeded with the 5 successes seen before the outage:

@@ -12,10 +12,10 @@ import uuid
 from collections import Counter
 
 import pytest
+from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
+from agent_failover.testing.sim.admin import SimAdmin
 
-from providers.models import ChatRequest, Message
-from resilience.contracts import AgentOutput, Capability, ReasonCode
-from sim.admin import SimAdmin
 from tests.workflows.conftest import Harness
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 

@@ -6,13 +6,8 @@ import asyncio
 import uuid
 
 import pytest
-from temporalio.client import WorkflowFailureError
-from temporalio.exceptions import ApplicationError
-
-from sim.admin import SimAdmin
-from tests.workflows.conftest import Harness
-from tests.workflows.helpers import drive_escalations
-from workflows.models import (
+from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.workflows.models import (
     EscalationAction,
     EscalationDecision,
     EscalationState,
@@ -20,13 +15,18 @@ from workflows.models import (
     PipelineOptions,
     PipelineResult,
 )
-from workflows.pipeline import (
+from agent_failover.workflows.pipeline import (
     DEGRADED,
     ESCALATION_STATE,
     FAILOVER_COUNT,
     WORST_TIER,
     AgentPipelineWorkflow,
 )
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
+from tests.workflows.conftest import Harness
+from tests.workflows.helpers import drive_escalations
 
 pytestmark = pytest.mark.devserver
 ALL = ["anthropic-us-east", "anthropic-eu-west", "openai-us", "cheap-mini", "gemini-flash"]

@@ -6,11 +6,8 @@ import asyncio
 import uuid
 
 import pytest
-
-from sim.admin import SimAdmin
-from tests.workflows.conftest import Harness
-from tests.workflows.helpers import drive_escalations
-from workflows.models import (
+from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.workflows.models import (
     ActionSpec,
     ActionStatus,
     EscalationAction,
@@ -21,7 +18,10 @@ from workflows.models import (
     PipelineResult,
     PipelineStatus,
 )
-from workflows.pipeline import AgentPipelineWorkflow
+from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+
+from tests.workflows.conftest import Harness
+from tests.workflows.helpers import drive_escalations
 
 pytestmark = pytest.mark.devserver
 

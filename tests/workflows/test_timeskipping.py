@@ -8,14 +8,10 @@ import uuid
 from collections import Counter
 
 import pytest_asyncio
-from temporalio.client import WorkflowHandle
-from temporalio.testing import WorkflowEnvironment
-
-from resilience.config import PolicyConfig
-from resilience.contracts import BreakerState
-from sim.admin import SimAdmin
-from tests.workflows.conftest import Harness, make_harness, running
-from workflows.models import (
+from agent_failover.resilience.config import PolicyConfig
+from agent_failover.resilience.contracts import BreakerState
+from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.workflows.models import (
     EscalationState,
     ForceRouteSignal,
     MonitorInput,
@@ -24,8 +20,12 @@ from workflows.models import (
     PipelineOptions,
     PipelineResult,
 )
-from workflows.monitor import HealthMonitorWorkflow
-from workflows.pipeline import AgentPipelineWorkflow
+from agent_failover.workflows.monitor import HealthMonitorWorkflow
+from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from tests.workflows.conftest import Harness, make_harness, running
 
 PRIMARY = "anthropic-us-east"
 ALL = ["anthropic-us-east", "anthropic-eu-west", "openai-us", "cheap-mini", "gemini-flash"]
@@ -150,8 +150,9 @@ async def test_hedge_timer_starts_the_standby_while_the_primary_hangs(
     ts_env: WorkflowEnvironment, ts_harness: Harness, sim_admin: SimAdmin
 ) -> None:
     """The hedge delay is a workflow timer: the standby starts while the primary still hangs."""
-    from providers.models import ChatRequest, Message
-    from resilience.contracts import AgentOutput, ReasonCode
+    from agent_failover.providers.models import ChatRequest, Message
+    from agent_failover.resilience.contracts import AgentOutput, ReasonCode
+
     from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
     await sim_admin.set_faults(PRIMARY, [{"kind": "hang"}])

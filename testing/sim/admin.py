@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from agent_failover.testing.sim.faults import Fault
+from agent_failover.testing.sim.scenario import Scenario, load_scenario
+from agent_failover.testing.sim.tools import ToolFault
 from pydantic import BaseModel
-
-from sim.faults import Fault
-from sim.scenario import Scenario, load_scenario
-from sim.tools import ToolFault
 
 
 class AttemptInfo(BaseModel):

@@ -16,11 +16,11 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sim.clock import Clock, SystemClock
-from sim.config import SimConfig, SimEndpoint
-from sim.faults import Fault
-from sim.scenario import ActiveScenario, Scenario
-from sim.tools import ToolState
+from agent_failover.testing.sim.clock import Clock, SystemClock
+from agent_failover.testing.sim.config import SimConfig, SimEndpoint
+from agent_failover.testing.sim.faults import Fault
+from agent_failover.testing.sim.scenario import ActiveScenario, Scenario
+from agent_failover.testing.sim.tools import ToolState
 
 
 class AttemptOutcome(StrEnum):

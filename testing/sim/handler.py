@@ -20,15 +20,18 @@ import socket
 import struct
 from typing import Any
 
+from agent_failover.providers.endpoint import ProviderKind
+from agent_failover.testing.sim.config import SimEndpoint
+from agent_failover.testing.sim.content import ParsedRequest, Reply, build_reply
+from agent_failover.testing.sim.faults import AttemptPlan, FaultKind, plan_attempt
+from agent_failover.testing.sim.state import AttemptLogEntry, AttemptOutcome, SimState
+from agent_failover.testing.sim.wire import WIRES, ErrorCategory, Operation, SimError, WireFormat
+from agent_failover.testing.sim.wire.base import (
+    context_error,
+    error_from_fault,
+    stream_error_from_fault,
+)
 from aiohttp import web
-
-from providers.endpoint import ProviderKind
-from sim.config import SimEndpoint
-from sim.content import ParsedRequest, Reply, build_reply
-from sim.faults import AttemptPlan, FaultKind, plan_attempt
-from sim.state import AttemptLogEntry, AttemptOutcome, SimState
-from sim.wire import WIRES, ErrorCategory, Operation, SimError, WireFormat
-from sim.wire.base import context_error, error_from_fault, stream_error_from_fault
 
 _ID_PREFIX = {
     ProviderKind.ANTHROPIC: "msg_sim",

@@ -7,11 +7,11 @@ official SDKs and the project's adapters cannot tell the simulator from the real
 
 from __future__ import annotations
 
-from providers.endpoint import ProviderKind
-from sim.wire.anthropic import AnthropicWire
-from sim.wire.base import ErrorCategory, Operation, SimError, WireFormat
-from sim.wire.gemini import GeminiWire
-from sim.wire.openai import OpenAIWire
+from agent_failover.providers.endpoint import ProviderKind
+from agent_failover.testing.sim.wire.anthropic import AnthropicWire
+from agent_failover.testing.sim.wire.base import ErrorCategory, Operation, SimError, WireFormat
+from agent_failover.testing.sim.wire.gemini import GeminiWire
+from agent_failover.testing.sim.wire.openai import OpenAIWire
 
 WIRES: dict[ProviderKind, WireFormat] = {
     ProviderKind.ANTHROPIC: AnthropicWire(),

@@ -16,10 +16,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from providers.endpoint import ProviderKind
-from sim.config import SimEndpoint
-from sim.content import Finish, ParsedRequest, Reply
-from sim.wire.base import ErrorCategory, Operation, SimError, WireFormat, sse, text_of_blocks
+from agent_failover.providers.endpoint import ProviderKind
+from agent_failover.testing.sim.config import SimEndpoint
+from agent_failover.testing.sim.content import Finish, ParsedRequest, Reply
+from agent_failover.testing.sim.wire.base import (
+    ErrorCategory,
+    Operation,
+    SimError,
+    WireFormat,
+    sse,
+    text_of_blocks,
+)
 
 _PATH = re.compile(
     r"^v1(?:beta)?/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$"

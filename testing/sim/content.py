@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sim.faults import AttemptPlan, FaultKind
-from sim.schema_gen import generate_instance, violate_schema, words
+from agent_failover.testing.sim.faults import AttemptPlan, FaultKind
+from agent_failover.testing.sim.schema_gen import generate_instance, violate_schema, words
 
 CHARS_PER_TOKEN = 4
 END_MARKER = "[end]"

@@ -18,17 +18,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_failover.providers.endpoint import EndpointConfig
+from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.testing.sim.admin_api import STATE_KEY, add_admin_routes
+from agent_failover.testing.sim.clock import Clock
+from agent_failover.testing.sim.config import SimConfig, load_sim_config
+from agent_failover.testing.sim.handler import CompletionHandler, ensure_nodelay
+from agent_failover.testing.sim.scenario import load_scenario
+from agent_failover.testing.sim.state import SimState
+from agent_failover.testing.sim.tools import add_tool_routes
 from aiohttp import web
-
-from providers.endpoint import EndpointConfig
-from sim.admin import SimAdmin
-from sim.admin_api import STATE_KEY, add_admin_routes
-from sim.clock import Clock
-from sim.config import SimConfig, load_sim_config
-from sim.handler import CompletionHandler, ensure_nodelay
-from sim.scenario import load_scenario
-from sim.state import SimState
-from sim.tools import add_tool_routes
 
 # Large prompts are how the context-window checks get exercised (1M-token Gemini window).
 MAX_REQUEST_BYTES = 64 * 1024 * 1024

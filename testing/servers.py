@@ -13,11 +13,9 @@ import socket
 import sys
 from pathlib import Path
 
-from temporalio.client import Client
+from agent_failover.workflows.pipeline import SEARCH_ATTRIBUTES
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
-
-from workflows.pipeline import SEARCH_ATTRIBUTES
 
 DEFAULT_TEMPORAL_PORT = 7233
 DEFAULT_UI_PORT = 8233
@@ -125,13 +123,6 @@ async def start_time_skipping() -> WorkflowEnvironment:
         )
     )
     return env
-
-
-async def connect(address: str, namespace: str = "default") -> Client:
-    """Connect to a Temporal frontend with the pydantic data converter."""
-    return await Client.connect(
-        address, namespace=namespace, data_converter=pydantic_data_converter
-    )
 
 
 def ui_url(address: str, ui_port: int | None = None) -> str | None:

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from providers.endpoint import ProviderKind
-from sim.config import SimEndpoint
-from sim.content import ParsedRequest, Reply
-from sim.faults import Fault, FaultKind
+from agent_failover.providers.endpoint import ProviderKind
+from agent_failover.testing.sim.config import SimEndpoint
+from agent_failover.testing.sim.content import ParsedRequest, Reply
+from agent_failover.testing.sim.faults import Fault, FaultKind
 
 
 class ErrorCategory(StrEnum):

@@ -14,10 +14,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from providers.endpoint import ProviderKind
-from sim.config import SimEndpoint
-from sim.content import Finish, ForcedTool, ParsedRequest, Reply
-from sim.wire.base import ErrorCategory, Operation, SimError, WireFormat, sse, text_of_blocks
+from agent_failover.providers.endpoint import ProviderKind
+from agent_failover.testing.sim.config import SimEndpoint
+from agent_failover.testing.sim.content import Finish, ForcedTool, ParsedRequest, Reply
+from agent_failover.testing.sim.wire.base import (
+    ErrorCategory,
+    Operation,
+    SimError,
+    WireFormat,
+    sse,
+    text_of_blocks,
+)
 
 _FINISH = {
     Finish.STOP: "stop",

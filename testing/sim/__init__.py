@@ -7,11 +7,15 @@ Entry points: :func:`start_simulator` (in-process, for tests and benches),
 ``sim/scenarios/``.
 """
 
-from sim.admin import AttemptInfo, SimAdmin
-from sim.clock import Clock, FakeClock, SystemClock
-from sim.faults import Fault, FaultKind
-from sim.scenario import Scenario, load_scenario
-from sim.server import RunningSimulator, run_simulator_blocking, start_simulator
+from agent_failover.testing.sim.admin import AttemptInfo, SimAdmin
+from agent_failover.testing.sim.clock import Clock, FakeClock, SystemClock
+from agent_failover.testing.sim.faults import Fault, FaultKind
+from agent_failover.testing.sim.scenario import Scenario, load_scenario
+from agent_failover.testing.sim.server import (
+    RunningSimulator,
+    run_simulator_blocking,
+    start_simulator,
+)
 
 __all__ = [
     "AttemptInfo",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from sim.server import run_simulator_blocking
+from agent_failover.testing.sim.server import run_simulator_blocking
 
 
 def main(argv: list[str] | None = None) -> None:

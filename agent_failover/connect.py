@@ -1,0 +1,62 @@
+"""Connecting to Temporal the way Temporal's own tools do: ``temporalio.envconfig``.
+
+The address, namespace, TLS material and API key come from a profile in the Temporal
+config file (``TEMPORAL_CONFIG_FILE``, default ``~/.config/temporalio/temporal.toml``) and
+the standard environment variables (``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
+``TEMPORAL_API_KEY``, ``TEMPORAL_TLS*``, ``TEMPORAL_PROFILE``), so the worker and the CLI
+reach Temporal Cloud or a TLS cluster with the same settings as the ``temporal`` CLI.
+Explicit arguments win over both. The client always uses the pydantic data converter.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from temporalio.client import Client, Plugin
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.envconfig import ClientConfig
+
+#: Where ``failover dev`` serves Temporal; used when no profile or variable names one.
+DEFAULT_TEMPORAL_ADDRESS = "127.0.0.1:7233"
+DEFAULT_NAMESPACE = "default"
+
+
+def connect_config(
+    address: str | None = None,
+    namespace: str | None = None,
+    *,
+    profile: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The keyword arguments for ``Client.connect``: profile + environment + overrides."""
+    environ = os.environ if env is None else env
+    cfg: dict[str, Any] = dict(
+        ClientConfig.load_client_connect_config(
+            profile=profile or environ.get("TEMPORAL_PROFILE"),
+            override_env_vars=dict(environ),
+        )
+    )
+    cfg.setdefault("target_host", DEFAULT_TEMPORAL_ADDRESS)
+    cfg.setdefault("namespace", DEFAULT_NAMESPACE)
+    if address:
+        cfg["target_host"] = address
+    if namespace:
+        cfg["namespace"] = namespace
+    return cfg
+
+
+async def connect_client(
+    address: str | None = None,
+    namespace: str | None = None,
+    *,
+    profile: str | None = None,
+    plugins: Sequence[Plugin] = (),
+    env: Mapping[str, str] | None = None,
+) -> Client:
+    """A Temporal client with the pydantic data converter (see the module doc for sources)."""
+    cfg = connect_config(address, namespace, profile=profile, env=env)
+    return await Client.connect(
+        **cfg, data_converter=pydantic_data_converter, plugins=list(plugins)
+    )

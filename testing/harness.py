@@ -1,0 +1,121 @@
+"""A test worker in one call: the failover activities over fresh stores, on a uuid queue.
+
+``build_harness(client, policy)`` returns the activities (memory stores, or Redis under a
+unique namespace) and the workers (ours plus :class:`ResilientCallWorkflow`, and one per
+bulkhead); ``async with running(workers):`` runs them for the body of a test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+
+from agent_failover.activities.llm import LLMActivities
+from agent_failover.activities.tools import ToolActivities, tools_base_url
+from agent_failover.providers.client import build_http_client
+from agent_failover.resilience.config import PolicyConfig
+from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache
+from agent_failover.stores.health import MemoryHealthStore, RedisHealthStore
+from agent_failover.stores.redis_link import fail_fast_client
+from agent_failover.testing.workflows import ResilientCallWorkflow
+from agent_failover.workflows.monitor import HealthMonitorWorkflow
+from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from agent_failover.service import llm_task_queue, workflow_runner
+
+
+@dataclass
+class Harness:
+    client: Client
+    task_queue: str
+    activities: LLMActivities
+    health: MemoryHealthStore | RedisHealthStore
+    cache: MemoryResponseCache | RedisResponseCache
+    policy: PolicyConfig
+
+
+def _workers(client: Client, acts: LLMActivities, policy: PolicyConfig, tq: str) -> list[Worker]:
+    workers = [
+        Worker(
+            client,
+            task_queue=tq,
+            workflows=[AgentPipelineWorkflow, HealthMonitorWorkflow, ResilientCallWorkflow],
+            activities=[*acts.all(), *ToolActivities(acts._http, tools_base_url()).all()],
+            workflow_runner=workflow_runner(),
+            # A bug in workflow code fails the test at once instead of retrying the task.
+            workflow_failure_exception_types=[Exception],
+        )
+    ]
+    for bh in sorted({r.bulkhead for r in policy.roles.values()}):
+        workers.append(
+            Worker(
+                client,
+                task_queue=llm_task_queue(tq, bh),
+                activities=[acts.call_model, acts.cache_lookup, acts.cache_store],
+            )
+        )
+    return workers
+
+
+def build_harness(
+    client: Client,
+    policy: PolicyConfig,
+    *,
+    redis_url: str | None = None,
+    task_queue: str | None = None,
+    health: MemoryHealthStore | RedisHealthStore | None = None,
+    cache: MemoryResponseCache | RedisResponseCache | None = None,
+    reconnect_interval_s: float | None = None,
+) -> tuple[Harness, list[Worker]]:
+    """Activities over fresh stores (memory, or Redis under a unique namespace).
+
+    Pass ``task_queue`` and the stores of a dead worker to stand in a replacement.
+    """
+    tq = task_queue or f"test-{uuid.uuid4().hex[:10]}"
+    if health is None or cache is None:
+        if redis_url:
+            ns = f"test-wf-{uuid.uuid4().hex[:10]}"
+            extra = (
+                {}
+                if reconnect_interval_s is None
+                else {"reconnect_interval_s": reconnect_interval_s}
+            )
+            health = RedisHealthStore(fail_fast_client(redis_url), namespace=ns, **extra)
+            cache = RedisResponseCache(fail_fast_client(redis_url), namespace=ns, **extra)
+        else:
+            health, cache = MemoryHealthStore(), MemoryResponseCache()
+    http = build_http_client(policy.endpoints.values())
+    acts = LLMActivities(
+        policy,
+        http,
+        health,
+        cache,
+        task_queue_for=lambda role: llm_task_queue(tq, policy.role(role).bulkhead),
+    )
+    return Harness(client, tq, acts, health, cache, policy), _workers(client, acts, policy, tq)
+
+
+async def make_harness(
+    client: Client, policy: PolicyConfig, **kw: object
+) -> tuple[Harness, list[Worker]]:
+    """:func:`build_harness` for async callers (fixtures, scripts)."""
+    return build_harness(client, policy, **kw)  # type: ignore[arg-type]
+
+
+class _running:
+    def __init__(self, workers: list[Worker]) -> None:
+        self.workers = workers
+
+    async def __aenter__(self) -> None:
+        self.tasks = [asyncio.create_task(w.run()) for w in self.workers]
+
+    async def __aexit__(self, *exc: object) -> None:
+        for w in self.workers:
+            await w.shutdown()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+running = _running

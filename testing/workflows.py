@@ -1,0 +1,26 @@
+"""A minimal workflow that makes one resilient call, as any user workflow would.
+
+Register it on a test worker to drive ``resilient_complete`` from a test or benchmark.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from agent_failover.providers.models import ChatRequest
+    from agent_failover.resilience.contracts import AgentOutput
+    from agent_failover.workflows.resilient import resilient_complete
+
+
+class CallInput(BaseModel):
+    role: str
+    request: ChatRequest
+
+
+@workflow.defn(name="ResilientCallWorkflow")
+class ResilientCallWorkflow:
+    @workflow.run
+    async def run(self, inp: CallInput) -> AgentOutput:
+        return await resilient_complete(inp.role, inp.request)
