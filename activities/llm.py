@@ -98,10 +98,12 @@ class LLMActivities:
         """
         try:
             role = self._policy.role(inp.role)
+            routes = inp.routes or self._policy.routes_for(inp.role)
+            for route in routes:
+                self._policy.endpoint(route)
         except PolicyError as exc:
-            # Retrying cannot make a role exist: fail the calling workflow with the names.
+            # Retrying cannot make a role or route exist: fail the caller with the names.
             raise ApplicationError(str(exc), type=POLICY_ERROR, non_retryable=True) from exc
-        routes = self._policy.routes_for(inp.role)
         snap = await self._health.snapshot(
             routes,
             now=inp.now,
@@ -438,6 +440,7 @@ def _to_application_error(route: str, err: ProviderError, elapsed_ms: float) -> 
         decision=err.decision.value,
         message=err.message,
         status=err.status,
+        provider_code=err.provider_code,
         retry_after_s=err.retry_after,
         partial_text=err.partial_text,
         latency_ms=elapsed_ms,

@@ -19,6 +19,8 @@ from pydantic import BaseModel, Field
 class RoleContextInput(BaseModel):
     role: str
     now: float
+    #: A per-call roster override's routes (``CallOptions.roster``); None: the role's roster.
+    routes: list[str] | None = None
 
 
 class RoleContext(BaseModel):
@@ -55,6 +57,7 @@ class AttemptFailure(BaseModel):
     decision: str
     message: str
     status: int | None = None
+    provider_code: str | None = None
     retry_after_s: float | None = None
     partial_text: str = ""
     latency_ms: float = 0.0

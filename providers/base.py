@@ -260,7 +260,11 @@ class Call:
             endpoint=self.endpoint.name,
             model=parts.model or self.endpoint.model,
             finish_reason=parts.finish,
-            usage=Usage(input_tokens=in_tok, output_tokens=out_tok),
+            usage=Usage(
+                input_tokens=in_tok,
+                output_tokens=out_tok,
+                estimated=parts.input_tokens is None or parts.output_tokens is None,
+            ),
             cost_usd=self.endpoint.prices.cost(in_tok, out_tok),
             ttft_ms=ttft_ms,
             latency_ms=self.elapsed_ms(),

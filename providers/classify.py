@@ -290,6 +290,24 @@ def _error_tags(payload: Any) -> str:
     return " ".join(parts)
 
 
+def provider_code(payload: Any) -> str | None:
+    """The provider's own error code of a JSON error body, as it spelled it, if any.
+
+    Anthropic ``{"error": {"type": "overloaded_error"}}``, OpenAI ``{"error": {"code":
+    "insufficient_quota", "type": ...}}``, Gemini ``{"error": {"status": "UNAVAILABLE"}}``.
+    """
+    if not isinstance(payload, dict):
+        return None
+    error = payload.get("error")
+    for source in (error, payload):
+        if isinstance(source, dict):
+            for key in ("code", "type", "status"):
+                value = source.get(key)
+                if isinstance(value, str) and value and len(value) <= 100:
+                    return value
+    return None
+
+
 # -- status codes ------------------------------------------------------------------------
 
 
@@ -313,7 +331,11 @@ def classify_status(
     tags = _error_tags(payload)
     message = provider_message(text)
     retry_after = parse_retry_after(headers, now=now)
-    kw: dict[str, Any] = {"endpoint": endpoint, "status": status}
+    kw: dict[str, Any] = {
+        "endpoint": endpoint,
+        "status": status,
+        "provider_code": provider_code(payload),
+    }
 
     if status == 429:
         gemini_delay = _gemini_retry_delay(payload)
@@ -447,6 +469,7 @@ def stream_error_event(error: Any, *, endpoint: str, partial_text: str = "") -> 
         status=200,
         partial_text=partial_text,
         decision=error_event_decision(error),
+        provider_code=provider_code({"error": error}),
     )
 
 

@@ -125,11 +125,14 @@ class ProviderError(Exception):
         retry_after: float | None = None,
         partial_text: str = "",
         decision: Decision | None = None,
+        provider_code: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.endpoint = endpoint
         self.status = status
+        #: The provider's own error code or type (``overloaded_error``, ``RESOURCE_EXHAUSTED``).
+        self.provider_code = provider_code
         self.retry_after = retry_after
         self.partial_text = partial_text
         self._decision = decision

@@ -77,8 +77,13 @@ class FinishReason(StrEnum):
 
 
 class Usage(BaseModel):
+    """Tokens of one answer; ``estimated`` when the provider reported none and we counted."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    estimated: bool = Field(
+        default=False, description="True when the provider sent no usage and it was estimated"
+    )
 
 
 class ChatReply(BaseModel):

@@ -17,6 +17,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any
 
 import jsonschema
@@ -245,6 +246,15 @@ class StaticFallback(BaseModel):
     data: dict[str, Any] | list[Any] | None = None
 
 
+class ContentFilterMode(StrEnum):
+    """What a content-filter refusal does (policy ``content_filter``, per-call override)."""
+
+    #: Return the refusal to the caller as a typed answer (reason ``CONTENT_FILTERED``).
+    REFUSE = "refuse"
+    #: Try a different model (never the same model in another region).
+    FAILOVER = "failover"
+
+
 class Roster(BaseModel):
     """A role's routes by tier, then its cache tier and static fallback (tier 3)."""
 
@@ -299,6 +309,10 @@ class RolePolicy(BaseModel):
     min_quality: float = Field(default=0.0, ge=0.0, le=1.0)
     roster: Roster
     system_prompt: str | None = None
+    content_filter: ContentFilterMode = Field(
+        default=ContentFilterMode.REFUSE,
+        description="a content refusal is returned (refuse) or shopped to another model",
+    )
     bulkhead: str = Field(
         default=DEFAULT_BULKHEAD,
         pattern=r"^[a-z0-9][a-z0-9_-]*$",

@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from agent_failover.providers.errors import ErrorClass
-from agent_failover.providers.models import Usage
+from agent_failover.providers.models import FinishReason, ToolCall, Usage
 from pydantic import BaseModel, Field
 
 
@@ -84,6 +84,16 @@ class HealthSnapshot(BaseModel):
 
 
 class Capability(StrEnum):
+    """What kind of answer a step got; anything but FULL is *degraded* (one meaning).
+
+    FULL: a live answer from the role's intended model class, on its primary (tier 0) or
+    a hot standby (tier 1: same model or an equivalent one in another region or at
+    another provider). A tier-1 answer is a *substitution* (counted, flagged
+    ``STANDBY_ROUTE``) but not a degradation. DEGRADED: a live answer from a smaller model
+    (tier 2), a cached answer, or a full model that only saw a truncated context. STATIC:
+    the role's schema-valid static fallback.
+    """
+
     FULL = "full"
     DEGRADED = "degraded"
     STATIC = "static"
@@ -130,6 +140,10 @@ class AttemptRecord(BaseModel):
     ttft_ms: float | None = None
     hedge: bool = False
     note: str = ""
+    # The provider's own facts about a failed attempt, next to our error class (outcome).
+    http_status: int | None = None
+    provider_code: str | None = None
+    retry_after_s: float | None = None
 
 
 class AgentOutput(BaseModel):
@@ -149,10 +163,25 @@ class AgentOutput(BaseModel):
     cost_usd: float = 0.0
     latency_ms: float = 0.0
     cache_age_s: float | None = None
+    tool_calls: list[ToolCall] = Field(
+        default_factory=list, description="tool calls of the route that answered"
+    )
+    finish_reason: FinishReason | None = Field(
+        default=None, description="why the answering route stopped (None: cache or static)"
+    )
+    refusal: str | None = Field(
+        default=None, description="the provider's message when the answer is a content refusal"
+    )
 
     @property
     def degraded(self) -> bool:
-        return self.capability is not Capability.FULL or self.tier > 0
+        """Not a full-capability answer (see :class:`Capability`); tier 1 is not degraded."""
+        return self.capability is not Capability.FULL
+
+    @property
+    def refused(self) -> bool:
+        """The model declined on content grounds (reason ``CONTENT_FILTERED``)."""
+        return self.refusal is not None
 
     @property
     def substitutions(self) -> int:

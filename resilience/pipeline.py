@@ -150,8 +150,8 @@ def synthesis_request(
 
 
 def is_section_degraded(out: AgentOutput) -> bool:
-    """A section is degraded when it was not served at full capability by a live model."""
-    return out.capability is not Capability.FULL or out.tier >= 2
+    """A section is degraded when it was not served at full capability (``out.degraded``)."""
+    return out.degraded
 
 
 def _flag(out: AgentOutput) -> str:

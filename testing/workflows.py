@@ -11,16 +11,18 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from agent_failover.providers.models import ChatRequest
     from agent_failover.resilience.contracts import AgentOutput
+    from agent_failover.resilience.options import CallOptions
     from agent_failover.workflows.resilient import resilient_complete
 
 
 class CallInput(BaseModel):
     role: str
     request: ChatRequest
+    options: CallOptions | None = None
 
 
 @workflow.defn(name="ResilientCallWorkflow")
 class ResilientCallWorkflow:
     @workflow.run
     async def run(self, inp: CallInput) -> AgentOutput:
-        return await resilient_complete(inp.role, inp.request)
+        return await resilient_complete(inp.role, inp.request, options=inp.options)

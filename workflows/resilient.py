@@ -4,7 +4,10 @@ Any workflow can ``await resilient_complete(role, request)``. Each attempt is it
 ``call_model`` activity (so the Temporal UI shows one activity per route tried, with its
 outcome); decisions come from :mod:`resilience` with values recorded in history, so
 replay is deterministic. After the live tiers come the cache and the static fallback:
-the call always returns an :class:`AgentOutput`, never raises for a provider failure.
+by default the call returns an :class:`AgentOutput` and never raises for a provider
+failure; ``CallOptions(on_exhausted="raise")`` raises :class:`FailoverExhausted` instead.
+A content-filter refusal comes back as a typed refusal (``output.refusal``) unless the
+role (or the call) opts in to ``content_filter: failover``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
+    from agent_failover.activities.llm import LLMActivities
     from agent_failover.activities.models import (
         CachedAnswer,
         CacheLookupInput,
@@ -28,10 +32,10 @@ with workflow.unsafe.imports_passed_through():
         RoleContext,
         RoleContextInput,
     )
-    from agent_failover.providers.models import ChatRequest
+    from agent_failover.providers.models import ChatRequest, FinishReason
     from agent_failover.providers.tokens import estimate_request_tokens
     from agent_failover.resilience.cachekey import cache_key
-    from agent_failover.resilience.config import RolePolicy
+    from agent_failover.resilience.config import ContentFilterMode, PolicyError, RolePolicy
     from agent_failover.resilience.contracts import (
         AgentOutput,
         AttemptRecord,
@@ -39,6 +43,12 @@ with workflow.unsafe.imports_passed_through():
         ReasonCode,
     )
     from agent_failover.resilience.degrade import cached_output, confidence_for, static_output
+    from agent_failover.resilience.options import (
+        CallOptions,
+        OnExhausted,
+        apply_call_options,
+        override_routes,
+    )
     from agent_failover.resilience.outcomes import ATTEMPT_TIMEOUT, CallState, apply_failure
     from agent_failover.resilience.planner import (
         FailoverPlan,
@@ -48,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
         plan,
     )
     from agent_failover.resilience.triage import triage
+    from agent_failover.workflows.errors import FailoverExhausted
 
 #: Extra time Temporal allows beyond the activity's own budget before it times it out.
 ACTIVITY_GRACE = timedelta(seconds=2)
@@ -72,21 +83,36 @@ async def resilient_complete(
     role: str,
     request: ChatRequest,
     *,
+    options: CallOptions | None = None,
     upstream_reasons: list[ReasonCode] | None = None,
 ) -> AgentOutput:
     """Run ``request`` for ``role`` through its failover plan and return the answer.
 
-    The result carries its degradation contract: capability, tier, route, reason codes,
-    confidence and every attempt (including routes skipped by the plan).
+    Call it from workflow code. The result carries its degradation contract: capability,
+    tier, route, model, reason codes, confidence, usage, the answering route's tool calls
+    and finish reason, and every attempt (with the provider's status, error code and
+    Retry-After for failed ones). ``options`` overrides the role's policy for this call
+    (deadline, roster, exhaustion behaviour, content-filter handling);
+    ``upstream_reasons`` marks the answer as resting on degraded inputs.
+
+    Raises :class:`FailoverExhausted` only with ``on_exhausted="raise"``, and a
+    non-retryable ``ApplicationError`` (type ``policy_error``) for an unknown role or route.
     """
-    return await _ResilientCall(role, request, upstream_reasons or []).run()
+    return await _ResilientCall(role, request, upstream_reasons or [], options).run()
 
 
 class _ResilientCall:
-    def __init__(self, role: str, request: ChatRequest, upstream: list[ReasonCode]) -> None:
+    def __init__(
+        self,
+        role: str,
+        request: ChatRequest,
+        upstream: list[ReasonCode],
+        options: CallOptions | None = None,
+    ) -> None:
         self.role_name = role
         self.request = request
         self.upstream = upstream
+        self.options = options
         self.attempts: list[AttemptRecord] = []
         self.state = CallState()
         self.hedges_used = 0
@@ -94,14 +120,22 @@ class _ResilientCall:
     async def run(self) -> AgentOutput:
         started = workflow.now()
         self.started_at = started.timestamp()
-        ctx: RoleContext = await workflow.execute_local_activity(
-            "role_context",
-            RoleContextInput(role=self.role_name, now=started.timestamp()),
-            result_type=RoleContext,
+        ctx: RoleContext = await workflow.execute_local_activity_method(
+            LLMActivities.role_context,
+            RoleContextInput(
+                role=self.role_name,
+                now=started.timestamp(),
+                routes=override_routes(self.options),
+            ),
             start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
+            summary=f"{self.role_name}: policy and route health",
         )
+        try:
+            role = apply_call_options(ctx.role, ctx.policy, self.options)
+        except PolicyError as exc:
+            raise ApplicationError(str(exc), type="policy_error", non_retryable=True) from exc
+        ctx = ctx.model_copy(update={"role": role})
         self.ctx = ctx
-        role = ctx.role
         request = self.request
         if request.system is None and role.system_prompt:
             request = request.model_copy(update={"system": role.system_prompt})
@@ -145,7 +179,12 @@ class _ResilientCall:
                     self._fold_failure(r, routes_by_model)
             if winner is not None:
                 return await self._success(winner, key, role)
+            refused = self._refusal(results, role, started)
+            if refused is not None:
+                return refused
         assert first_plan is not None
+        if self.options is not None and self.options.on_exhausted is OnExhausted.RAISE:
+            raise FailoverExhausted(self.role_name, self.attempts, list(self.state.reasons))
         return await self._degraded(first_plan, key, role, started)
 
     # -- attempts -----------------------------------------------------------------------
@@ -175,8 +214,8 @@ class _ResilientCall:
         # Temporal's own retry of a RETRY-class error must still end inside the role's budget.
         left_ms = self.ctx.role.total_budget_ms - (now - self.started_at) * 1000
         overall = max(timeout, timedelta(milliseconds=left_ms))
-        handle = workflow.start_activity(
-            "call_model",
+        handle = workflow.start_activity_method(
+            LLMActivities.call_model,
             CallModelInput(
                 role=self.role_name,
                 route=attempt.route,
@@ -187,7 +226,6 @@ class _ResilientCall:
                 timeout_ms=attempt.timeout_ms,
                 now=now,
             ),
-            result_type=CallModelResult,
             task_queue=self.ctx.task_queue,
             start_to_close_timeout=timeout + ACTIVITY_GRACE,
             schedule_to_close_timeout=overall + ACTIVITY_GRACE,
@@ -219,6 +257,9 @@ class _ResilientCall:
             rec.outcome = error_type
             rec.error = str(err.cause or err)
             rec.latency_ms = details.get("latency_ms") or (rec.finished_at - t0) * 1000
+            rec.http_status = details.get("status")
+            rec.provider_code = details.get("provider_code")
+            rec.retry_after_s = details.get("retry_after_s")
             return _AttemptResult(attempt, rec, None, error_type, details, used_prefill)
         rec.finished_at = workflow.now().timestamp()
         rec.outcome = "ok"
@@ -350,10 +391,12 @@ class _ResilientCall:
             usage=reply.usage,
             cost_usd=reply.cost_usd,
             latency_ms=sum(a.latency_ms or 0.0 for a in self.attempts),
+            tool_calls=list(reply.tool_calls),
+            finish_reason=reply.finish_reason,
         )
         if capability is Capability.FULL and role.roster.cache.enabled:
-            await workflow.execute_activity(
-                "cache_store",
+            await workflow.execute_activity_method(
+                LLMActivities.cache_store,
                 CacheStoreInput(
                     key=key,
                     role=self.role_name,
@@ -366,8 +409,41 @@ class _ResilientCall:
                 ),
                 task_queue=self.ctx.task_queue,
                 start_to_close_timeout=timedelta(seconds=10),
+                summary=f"{self.role_name}: cache the answer",
             )
         return output
+
+    def _refusal(
+        self, results: list[_AttemptResult], role: RolePolicy, started: Any
+    ) -> AgentOutput | None:
+        """A content refusal returned as such, unless the role opted in to failing over.
+
+        Shopping a refused prompt around until some model answers it defeats the filter's
+        purpose and turns a policy decision into a lottery; the caller gets the refusal.
+        """
+        if role.content_filter is not ContentFilterMode.REFUSE:
+            return None
+        hit = next((r for r in results if r.error_type == "content_filter"), None)
+        if hit is None:
+            return None
+        message = str(hit.details.get("message") or "refused by the provider's content filter")
+        reasons = list(dict.fromkeys([*self.state.reasons, ReasonCode.CONTENT_FILTERED]))
+        tier = hit.attempt.tier
+        capability = Capability.FULL if tier <= 1 else Capability.DEGRADED
+        return AgentOutput(
+            role=self.role_name,
+            content="",
+            capability=capability,
+            tier=tier,
+            route=hit.attempt.route,
+            model=self.ctx.policy.endpoints[hit.attempt.route].model,
+            reason_codes=reasons,
+            confidence=confidence_for(capability, tier, reasons),
+            attempts=self.attempts,
+            latency_ms=(workflow.now() - started).total_seconds() * 1000,
+            finish_reason=FinishReason.CONTENT_FILTER,
+            refusal=message[:4000],
+        )
 
     async def _degraded(
         self, p: FailoverPlan, key: str, role: RolePolicy, started: Any
@@ -377,12 +453,12 @@ class _ResilientCall:
             reasons.append(ReasonCode.MODEL_UNAVAILABLE)
         now = workflow.now().timestamp()
         if p.cache is not None and p.cache.enabled:
-            cached: CachedAnswer | None = await workflow.execute_activity(
-                "cache_lookup",
+            cached: CachedAnswer | None = await workflow.execute_activity_method(
+                LLMActivities.cache_lookup,
                 CacheLookupInput(key=key, now=now, max_staleness_s=p.cache.max_staleness_s),
-                result_type=CachedAnswer,
                 task_queue=self.ctx.task_queue,
                 start_to_close_timeout=timedelta(seconds=10),
+                summary=f"{self.role_name}: cached answer lookup",
             )
             self.attempts.append(
                 AttemptRecord(

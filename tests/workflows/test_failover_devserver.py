@@ -12,8 +12,9 @@ import uuid
 from collections import Counter
 
 import pytest
-from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.providers.models import ChatRequest, FinishReason, Message
 from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
+from agent_failover.resilience.options import CallOptions
 from agent_failover.testing.sim.admin import SimAdmin
 
 from tests.workflows.conftest import Harness
@@ -34,11 +35,20 @@ def _request(text: str = "Summarize the failover design", max_tokens: int = 120)
     return ChatRequest(messages=[Message(role="user", content=text)], max_tokens=max_tokens)
 
 
-async def _call(h: Harness, role: str = "plain", request: ChatRequest | None = None):
+async def _call(
+    h: Harness,
+    role: str = "plain",
+    request: ChatRequest | None = None,
+    options: CallOptions | None = None,
+):
     t0 = time.monotonic()
     out: AgentOutput = await h.client.execute_workflow(
         ResilientCallWorkflow.run,
-        CallInput(role=role, request=request or _request(f"task {uuid.uuid4().hex[:6]}")),
+        CallInput(
+            role=role,
+            request=request or _request(f"task {uuid.uuid4().hex[:6]}"),
+            options=options,
+        ),
         id=f"call-{uuid.uuid4().hex[:10]}",
         task_queue=h.task_queue,
         result_type=AgentOutput,
@@ -153,13 +163,27 @@ async def test_context_length_goes_to_a_larger_window(
     assert seen[OTHER_REGION] == 0 and seen[OTHER_PROVIDER] == 0 and seen[CHEAP] == 0
 
 
-async def test_content_filter_is_not_retried_on_the_same_model(
+async def test_content_filter_refusal_is_returned_by_default(
     harness: Harness, sim_admin: SimAdmin
 ) -> None:
-    """A refusal moves to another model (not the same model in another region)."""
+    """A refusal comes back typed (CONTENT_FILTERED, provider message); no other route is tried."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "content_filter"}])
+    out, _ = await _call(harness)
+    assert out.refused and out.route == PRIMARY and out.tier == 0
+    assert out.refusal and "content" in out.refusal.lower()
+    assert out.finish_reason is FinishReason.CONTENT_FILTER and out.content == ""
+    assert ReasonCode.CONTENT_FILTERED in out.reason_codes
+    seen = await _per_route(sim_admin)
+    assert seen == Counter({PRIMARY: 1})
+
+
+async def test_content_filter_failover_opt_in_skips_the_same_model(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """With content_filter=failover a refusal moves to another model, never the same one."""
     await sim_admin.set_faults(PRIMARY, [{"kind": "content_filter"}])
     await sim_admin.set_faults(OTHER_PROVIDER, [{"kind": "overloaded"}])
-    out, _ = await _call(harness)
+    out, _ = await _call(harness, options=CallOptions(content_filter="failover"))
     assert out.route == CHEAP and out.tier == 2
     assert ReasonCode.CONTENT_FILTERED in out.reason_codes
     seen = await _per_route(sim_admin)
