@@ -15,6 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
 from agent_failover.activities.models import (
     AttemptFailure,
     CachedAnswer,
@@ -46,8 +49,6 @@ from agent_failover.stores.cache import CachedEntry, ResponseCache
 from agent_failover.stores.health import HealthStore
 from agent_failover.telemetry import names
 from agent_failover.telemetry.setup import meter
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +67,8 @@ class LLMActivities:
         self,
         policy: PolicyConfig,
         http: httpx.AsyncClient,
-        health: HealthStore,
-        cache: ResponseCache,
+        health: HealthStore | None,
+        cache: ResponseCache | None,
         *,
         task_queue_for: Callable[[str], str],
         connect_timeout_s: float = 5.0,
@@ -85,6 +86,12 @@ class LLMActivities:
         self._transitions = m.create_counter(names.BREAKER_TRANSITIONS)
         self._probes = m.create_counter(names.PROBES)
         self._cache_lookups = m.create_counter(names.CACHE_LOOKUPS)
+
+    def bind_stores(self, health: HealthStore, cache: ResponseCache) -> None:
+        """Attach the stores when they are connected after construction (the plugin's case:
+        workers are configured synchronously, Redis is connected when the worker starts)."""
+        self._health = health
+        self._cache = cache
 
     # -- role context -----------------------------------------------------------------
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from agent_failover.providers.models import ChatReply, ChatRequest
 from agent_failover.resilience.breaker import Breaker, Transition
 from agent_failover.resilience.config import PolicyConfig, RolePolicy
 from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
-from pydantic import BaseModel, Field
 
 
 class RoleContextInput(BaseModel):

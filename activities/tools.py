@@ -26,9 +26,10 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
-from agent_failover.activities.models import ToolCallInput, ToolCallResult, ToolFailure
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
+
+from agent_failover.activities.models import ToolCallInput, ToolCallResult, ToolFailure
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"

@@ -18,7 +18,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -26,67 +26,57 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from agent_failover.activities.llm import LLMActivities
-from agent_failover.activities.tools import ToolActivities, tools_base_url
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy_or_exit
 from agent_failover.connect import DEFAULT_TEMPORAL_ADDRESS, connect_client
+from agent_failover.plugin import (
+    PASSTHROUGH_MODULES,
+    FailoverPlugin,
+    llm_task_queue,
+    with_passthrough,
+)
 from agent_failover.providers.client import build_http_client
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.stores.factory import Stores, connect_stores
 from agent_failover.workflows.models import MonitorInput
 from agent_failover.workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
-from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+
+__all__ = [
+    "DEFAULT_TASK_QUEUE",
+    "PASSTHROUGH_MODULES",
+    "WorkerDeps",
+    "build_deps",
+    "build_workers",
+    "ensure_monitor",
+    "llm_task_queue",
+    "run",
+    "run_until_stopped",
+    "workflow_runner",
+]
 
 log = logging.getLogger("agent_failover.worker")
 
 DEFAULT_TASK_QUEUE = "agent-failover"
-#: Activity slots per bulkhead; a failing tier exhausts only its own slots.
-DEFAULT_BULKHEAD_SLOTS = {"core": 16, "specialists": 32}
-#: Modules whose code is deterministic and shared with activities: passed through the
-#: sandbox so pydantic classes are identical inside and outside workflows.
-PASSTHROUGH_MODULES = (
-    "pydantic",
-    "pydantic_core",
-    "annotated_types",
-    "httpx",
-    "jsonschema",
-    "agent_failover.providers",
-    "agent_failover.resilience",
-    "agent_failover.activities",
-    "agent_failover.telemetry",
-    "agent_failover.workflows.models",
-)
+#: Workflow-task and tool-activity slots of the main worker.
+MAIN_WORKER_ACTIVITY_SLOTS = 32
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox with our pure modules passed through."""
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
-    )
-
-
-def bulkhead_of(policy: PolicyConfig, role: str) -> str:
-    """The bulkhead a role's model calls run in (its own task queue and slot limit)."""
-    return policy.role(role).bulkhead
-
-
-def llm_task_queue(base: str, bulkhead: str) -> str:
-    return f"{base}-llm-{bulkhead}"
+    """The sandbox with our deterministic modules passed through."""
+    runner = with_passthrough(None)
+    assert isinstance(runner, SandboxedWorkflowRunner)
+    return runner
 
 
 @dataclass
 class WorkerDeps:
-    """Everything the activities need, built once per process."""
+    """What every worker of one process shares: policy, one HTTP client, the stores."""
 
     policy: PolicyConfig
     http: httpx.AsyncClient
     stores: Stores
-    activities: LLMActivities
-    #: Side-effecting tools (``FAILOVER_TOOLS_URL``); built from ``http`` when left out.
-    tools: ToolActivities | None = None
 
     async def close(self) -> None:
         await self.http.aclose()
@@ -97,7 +87,6 @@ async def build_deps(
     policy: PolicyConfig,
     *,
     redis_url: str | None,
-    task_queue: str = DEFAULT_TASK_QUEUE,
     namespace: str | None = None,
 ) -> WorkerDeps:
     """One HTTP client and one pair of stores for the whole process.
@@ -109,14 +98,7 @@ async def build_deps(
     stores = await connect_stores(
         redis_url, namespace=namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", "failover")
     )
-    acts = LLMActivities(
-        policy,
-        http,
-        stores.health,
-        stores.cache,
-        task_queue_for=lambda role: llm_task_queue(task_queue, bulkhead_of(policy, role)),
-    )
-    return WorkerDeps(policy, http, stores, acts, ToolActivities(http, tools_base_url()))
+    return WorkerDeps(policy, http, stores)
 
 
 def build_workers(
@@ -124,33 +106,28 @@ def build_workers(
     deps: WorkerDeps,
     *,
     task_queue: str = DEFAULT_TASK_QUEUE,
-    bulkhead_slots: dict[str, int] | None = None,
+    bulkhead_slots: Mapping[str, int] | None = None,
 ) -> list[Worker]:
-    """The main worker (workflows, health/cache and tool activities) and one per bulkhead."""
-    slots = {**DEFAULT_BULKHEAD_SLOTS, **(bulkhead_slots or {})}
-    acts = deps.activities
-    tools = deps.tools or ToolActivities(deps.http, tools_base_url())
-    workers = [
+    """The deployment's worker: our workflows and activities through :class:`FailoverPlugin`.
+
+    The plugin runs one extra worker per bulkhead beside it while it runs; the monitor is
+    started by the caller (:func:`ensure_monitor`), so a start-up error is reported once.
+    """
+    plugin = FailoverPlugin(
+        deps.policy,
+        stores=deps.stores,
+        http=deps.http,
+        start_monitor=False,
+        bulkhead_slots=bulkhead_slots,
+    )
+    return [
         Worker(
             client,
             task_queue=task_queue,
-            workflows=[AgentPipelineWorkflow, HealthMonitorWorkflow],
-            activities=[*acts.all(), *tools.all()],
-            workflow_runner=workflow_runner(),
-            max_concurrent_activities=32,
+            plugins=[plugin],
+            max_concurrent_activities=MAIN_WORKER_ACTIVITY_SLOTS,
         )
     ]
-    bulkheads = sorted({r.bulkhead for r in deps.policy.roles.values()})
-    for bh in bulkheads:
-        workers.append(
-            Worker(
-                client,
-                task_queue=llm_task_queue(task_queue, bh),
-                activities=[acts.call_model, acts.cache_lookup, acts.cache_store],
-                max_concurrent_activities=slots.get(bh, 16),
-            )
-        )
-    return workers
 
 
 async def ensure_monitor(
@@ -196,7 +173,7 @@ async def main() -> None:
             file=sys.stderr,
         )
         raise SystemExit(1) from exc
-    deps = await build_deps(policy, redis_url=os.environ.get("REDIS_URL"), task_queue=task_queue)
+    deps = await build_deps(policy, redis_url=os.environ.get("REDIS_URL"))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -16,6 +16,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
 from agent_failover.cli.devstack import DevStack, start_stack
 from agent_failover.cli.render import TIER_STYLE, steps_table, tier_label
 from agent_failover.resilience.contracts import BreakerState
@@ -30,8 +33,6 @@ from agent_failover.workflows.models import (
     PipelineStatus,
 )
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
-from rich.console import Console
-from rich.table import Table
 
 ANTHROPIC = ("anthropic-us-east", "anthropic-eu-west")
 #: How long recovery may take before the demo reports it as not restored.

@@ -14,16 +14,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_failover.config import DEFAULT_POLICY_PATH
-from agent_failover.config.loader import load_policy_or_exit
-from agent_failover.resilience.config import PolicyConfig
-from agent_failover.stores.factory import DEFAULT_REDIS_URL
-from agent_failover.testing.servers import STATE_DIR, start_dev_server, ui_url
-from agent_failover.testing.sim.server import RunningSimulator, start_simulator
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from agent_failover.config import DEFAULT_POLICY_PATH
+from agent_failover.config.loader import load_policy_or_exit
+from agent_failover.resilience.config import PolicyConfig
 from agent_failover.service import (
     DEFAULT_TASK_QUEUE,
     WorkerDeps,
@@ -31,6 +28,9 @@ from agent_failover.service import (
     build_workers,
     ensure_monitor,
 )
+from agent_failover.stores.factory import DEFAULT_REDIS_URL
+from agent_failover.testing.servers import STATE_DIR, start_dev_server, ui_url
+from agent_failover.testing.sim.server import RunningSimulator, start_simulator
 
 STACK_FILE = STATE_DIR / "stack.json"
 
@@ -96,7 +96,6 @@ async def start_stack(
     deps = await build_deps(
         policy,
         redis_url=redis_url or os.environ.get("REDIS_URL"),
-        task_queue=task_queue,
         namespace=namespace,
     )
     workers = build_workers(env.client, deps, task_queue=task_queue)

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from agent_failover.config import DEFAULT_POLICY_PATH
 from rich.console import Console
+
+from agent_failover.config import DEFAULT_POLICY_PATH
 
 app = typer.Typer(
     help="Failover and graceful degradation for multi-agent LLM pipelines on Temporal.",

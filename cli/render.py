@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from rich.table import Table
+
 from agent_failover.activities.models import HealthTable
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.workflows.models import PipelineResult
-from rich.table import Table
 
 TIER_STYLE = {0: "green", 1: "yellow", 2: "dark_orange", 3: "red"}
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
+
 from agent_failover.resilience.config import (
     PolicyConfig,
     PolicyError,

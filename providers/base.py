@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+
 from agent_failover.providers.classify import (
     Phase,
     StreamEnd,

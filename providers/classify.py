@@ -25,6 +25,7 @@ from enum import StrEnum
 from typing import Any
 
 import httpx
+
 from agent_failover.providers.errors import (
     AuthError,
     ConnectError,

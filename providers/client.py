@@ -27,9 +27,10 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 
 import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
 from agent_failover.providers.endpoint import EndpointConfig
 from agent_failover.providers.errors import NoResponseError
-from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_CONNECT_S = 5.0
 DEFAULT_TTFT_S = 20.0

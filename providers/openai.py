@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+
 from agent_failover.providers.base import (
     Call,
     ProgressCallback,

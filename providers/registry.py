@@ -11,6 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 import httpx
+
 from agent_failover.providers import anthropic, gemini, openai
 from agent_failover.providers.base import ProgressCallback
 from agent_failover.providers.client import Budgets

@@ -15,6 +15,8 @@ from functools import lru_cache
 from typing import Any
 
 import jsonschema
+from jsonschema.exceptions import SchemaError
+
 from agent_failover.providers.errors import (
     EmptyOutputError,
     InvalidOutputError,
@@ -23,7 +25,6 @@ from agent_failover.providers.errors import (
     TruncatedOutputError,
 )
 from agent_failover.providers.models import ChatReply, FinishReason
-from jsonschema.exceptions import SchemaError
 
 #: How much of the offending output an error quotes in its message.
 MAX_QUOTE_CHARS = 120

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from pydantic import BaseModel, ConfigDict
+
 from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome, WindowStats
-from pydantic import BaseModel, ConfigDict
 
 
 class BreakerReason(StrEnum):

@@ -21,8 +21,9 @@ from enum import StrEnum
 from typing import Any
 
 import jsonschema
-from agent_failover.providers.endpoint import EndpointConfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from agent_failover.providers.endpoint import EndpointConfig
 
 # --- breaker defaults (resilience4j-style seeds) -------------------------------------
 DEFAULT_ERROR_RATE_THRESHOLD = 0.15

@@ -8,9 +8,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from agent_failover.providers.errors import ErrorClass
 from agent_failover.providers.models import FinishReason, ToolCall, Usage
-from pydantic import BaseModel, Field
 
 
 class BreakerState(StrEnum):

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from agent_failover.resilience.config import (
     ContentFilterMode,
     PolicyConfig,
     RolePolicy,
     UnknownNameError,
 )
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class OnExhausted(StrEnum):

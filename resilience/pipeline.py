@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from agent_failover.providers.models import ChatRequest, Message, Priority
 from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
-from pydantic import BaseModel, Field
 
 #: Confidence cap applied to the final answer per degraded section (uncertainty widens).
 DEGRADED_SECTION_PENALTY = 0.15

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from agent_failover.resilience.config import CacheTier, PolicyConfig, RolePolicy, StaticFallback
 from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
 from agent_failover.resilience.scoring import RouteScore, request_cost, score_route
 from agent_failover.resilience.sla import evaluate_sla
-from pydantic import BaseModel, ConfigDict, Field
 
 _TIER_NAMES = {0: "primary", 1: "hot standby", 2: "warm fallback"}
 

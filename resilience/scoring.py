@@ -19,10 +19,11 @@ Tier order always wins over score: the score only breaks ties inside a tier.
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict
+
 from agent_failover.providers.endpoint import EndpointConfig
 from agent_failover.resilience.config import LatencySLA, ScoringWeights
 from agent_failover.resilience.contracts import WindowStats
-from pydantic import BaseModel, ConfigDict
 
 UNKNOWN_LATENCY_SCORE = 0.5
 

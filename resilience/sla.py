@@ -11,9 +11,10 @@ way and the previous verdict holds too.
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict
+
 from agent_failover.resilience.config import LatencySLA
 from agent_failover.resilience.contracts import WindowStats
-from pydantic import BaseModel, ConfigDict
 
 
 class SlaVerdict(BaseModel):

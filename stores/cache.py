@@ -23,9 +23,10 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import redis.asyncio as aioredis
+from pydantic import BaseModel, Field
+
 from agent_failover.stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, REDIS_DOWN, RedisLink
 from agent_failover.stores.status import StoreStatus
-from pydantic import BaseModel, Field
 
 DEFAULT_MAX_ENTRIES = 4096
 DEFAULT_MAX_PENDING = 1024

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
+
 from agent_failover.stores.cache import DEFAULT_NAMESPACE, RedisResponseCache, ResponseCache
 from agent_failover.stores.embedded_redis import EmbeddedRedis
 from agent_failover.stores.health import HealthStore, RedisHealthStore

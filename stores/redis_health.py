@@ -41,6 +41,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
+from pydantic import TypeAdapter
+
 from agent_failover.resilience.breaker import (
     Admission,
     Breaker,
@@ -68,7 +70,6 @@ from agent_failover.stores.memory_health import (
 )
 from agent_failover.stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, REDIS_DOWN, RedisLink
 from agent_failover.stores.status import StoreStatus
-from pydantic import TypeAdapter
 
 DEFAULT_NAMESPACE = "failover"
 DEFAULT_TTL_S = 3600.0

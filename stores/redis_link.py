@@ -19,11 +19,12 @@ import time
 from collections.abc import Awaitable, Callable
 
 import redis.asyncio as aioredis
-from agent_failover.stores.status import StoreStatus
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from agent_failover.stores.status import StoreStatus
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,9 @@
 """A test worker in one call: the failover activities over fresh stores, on a uuid queue.
 
 ``build_harness(client, policy)`` returns the activities (memory stores, or Redis under a
-unique namespace) and the workers (ours plus :class:`ResilientCallWorkflow`, and one per
-bulkhead); ``async with running(workers):`` runs them for the body of a test.
+unique namespace) and a worker carrying :class:`FailoverPlugin` (our workflows and
+activities, plus :class:`ResilientCallWorkflow`; the plugin runs one worker per bulkhead
+beside it); ``async with running(workers):`` runs them for the body of a test.
 """
 
 from __future__ import annotations
@@ -11,20 +12,17 @@ import asyncio
 import uuid
 from dataclasses import dataclass
 
-from agent_failover.activities.llm import LLMActivities
-from agent_failover.activities.tools import ToolActivities, tools_base_url
-from agent_failover.providers.client import build_http_client
-from agent_failover.resilience.config import PolicyConfig
-from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache
-from agent_failover.stores.health import MemoryHealthStore, RedisHealthStore
-from agent_failover.stores.redis_link import fail_fast_client
-from agent_failover.testing.workflows import ResilientCallWorkflow
-from agent_failover.workflows.monitor import HealthMonitorWorkflow
-from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from agent_failover.service import llm_task_queue, workflow_runner
+from agent_failover.activities.llm import LLMActivities
+from agent_failover.plugin import FailoverPlugin
+from agent_failover.resilience.config import PolicyConfig
+from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache
+from agent_failover.stores.factory import Stores
+from agent_failover.stores.health import MemoryHealthStore, RedisHealthStore
+from agent_failover.stores.redis_link import fail_fast_client
+from agent_failover.testing.workflows import ResilientCallWorkflow
 
 
 @dataclass
@@ -37,27 +35,17 @@ class Harness:
     policy: PolicyConfig
 
 
-def _workers(client: Client, acts: LLMActivities, policy: PolicyConfig, tq: str) -> list[Worker]:
-    workers = [
+def _workers(client: Client, plugin: FailoverPlugin, tq: str) -> list[Worker]:
+    return [
         Worker(
             client,
             task_queue=tq,
-            workflows=[AgentPipelineWorkflow, HealthMonitorWorkflow, ResilientCallWorkflow],
-            activities=[*acts.all(), *ToolActivities(acts._http, tools_base_url()).all()],
-            workflow_runner=workflow_runner(),
+            workflows=[ResilientCallWorkflow],
+            plugins=[plugin],
             # A bug in workflow code fails the test at once instead of retrying the task.
             workflow_failure_exception_types=[Exception],
         )
     ]
-    for bh in sorted({r.bulkhead for r in policy.roles.values()}):
-        workers.append(
-            Worker(
-                client,
-                task_queue=llm_task_queue(tq, bh),
-                activities=[acts.call_model, acts.cache_lookup, acts.cache_store],
-            )
-        )
-    return workers
 
 
 def build_harness(
@@ -87,15 +75,10 @@ def build_harness(
             cache = RedisResponseCache(fail_fast_client(redis_url), namespace=ns, **extra)
         else:
             health, cache = MemoryHealthStore(), MemoryResponseCache()
-    http = build_http_client(policy.endpoints.values())
-    acts = LLMActivities(
-        policy,
-        http,
-        health,
-        cache,
-        task_queue_for=lambda role: llm_task_queue(tq, policy.role(role).bulkhead),
-    )
-    return Harness(client, tq, acts, health, cache, policy), _workers(client, acts, policy, tq)
+    stores = Stores(health, cache, "test")
+    plugin = FailoverPlugin(policy, stores=stores, start_monitor=False)
+    acts = plugin.activities_for(tq)
+    return Harness(client, tq, acts, health, cache, policy), _workers(client, plugin, tq)
 
 
 async def make_harness(

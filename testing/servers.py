@@ -13,9 +13,10 @@ import socket
 import sys
 from pathlib import Path
 
-from agent_failover.workflows.pipeline import SEARCH_ATTRIBUTES
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
+
+from agent_failover.workflows.search_attributes import SEARCH_ATTRIBUTES
 
 DEFAULT_TEMPORAL_PORT = 7233
 DEFAULT_UI_PORT = 8233

@@ -9,14 +9,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
+from temporalio.testing import WorkflowEnvironment
+
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.testing.servers import start_dev_server, start_time_skipping
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import RunningSimulator, start_simulator
-from temporalio.testing import WorkflowEnvironment
-
 from tests.workflows.helpers import with_test_roles
 
 

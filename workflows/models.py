@@ -5,18 +5,13 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from pydantic import BaseModel, Field, field_validator
+
 from agent_failover.activities.models import HealthTable, ProbeResult
 from agent_failover.providers.models import Priority
 from agent_failover.resilience.contracts import AgentOutput, AttemptRecord, BreakerState
 from agent_failover.resilience.pipeline import FailoverSummary
 from agent_failover.resilience.saga import CompensationEntry, CompensationLog
-from pydantic import BaseModel, Field, field_validator
-
-#: Search attributes the pipeline upserts; the dev server registers them at start.
-SA_FAILOVER_COUNT = "FailoverCount"
-SA_WORST_TIER = "WorstTier"
-SA_DEGRADED = "Degraded"
-SA_ESCALATION_STATE = "EscalationState"
 
 
 class ContextItem(BaseModel):

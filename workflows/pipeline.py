@@ -21,10 +21,12 @@ from datetime import timedelta
 from typing import Any, NoReturn
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from pydantic import ValidationError
+
     from agent_failover.activities.models import (
         PipelineRoles,
         PipelineRolesInput,
@@ -65,10 +67,6 @@ with workflow.unsafe.imports_passed_through():
         render_args,
     )
     from agent_failover.workflows.models import (
-        SA_DEGRADED,
-        SA_ESCALATION_STATE,
-        SA_FAILOVER_COUNT,
-        SA_WORST_TIER,
         ActionResult,
         ActionSpec,
         ActionStatus,
@@ -83,13 +81,8 @@ with workflow.unsafe.imports_passed_through():
         StepResult,
     )
     from agent_failover.workflows.resilient import resilient_complete
-    from pydantic import ValidationError
+    from agent_failover.workflows.search_attributes import upsert_failover_search_attributes
 
-FAILOVER_COUNT = SearchAttributeKey.for_int(SA_FAILOVER_COUNT)
-WORST_TIER = SearchAttributeKey.for_int(SA_WORST_TIER)
-DEGRADED = SearchAttributeKey.for_bool(SA_DEGRADED)
-ESCALATION_STATE = SearchAttributeKey.for_keyword(SA_ESCALATION_STATE)
-SEARCH_ATTRIBUTES = (FAILOVER_COUNT, WORST_TIER, DEGRADED, ESCALATION_STATE)
 
 #: Roles the pipeline stages use; specialists are every other role in the policy.
 PLANNER, CRITIC, SYNTHESIS = "planner", "critic", "synthesis"
@@ -536,15 +529,7 @@ class AgentPipelineWorkflow:
         return {s.step: s.output.attempts for s in self._steps}
 
     def _upsert(self) -> None:
-        s = self._summary()
-        workflow.upsert_search_attributes(
-            [
-                FAILOVER_COUNT.value_set(s.failover_count),
-                WORST_TIER.value_set(s.worst_tier),
-                DEGRADED.value_set(bool(s.degraded_steps)),
-                ESCALATION_STATE.value_set(self._escalation.value),
-            ]
-        )
+        upsert_failover_search_attributes(self._summary(), escalation_state=self._escalation.value)
 
     @workflow.signal(name="resolve_escalation")
     def resolve_escalation(self, decision: EscalationDecision) -> None:

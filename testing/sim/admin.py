@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import BaseModel
+
 from agent_failover.testing.sim.faults import Fault
 from agent_failover.testing.sim.scenario import Scenario, load_scenario
 from agent_failover.testing.sim.tools import ToolFault
-from pydantic import BaseModel
 
 
 class AttemptInfo(BaseModel):

@@ -27,12 +27,13 @@ import socket
 from typing import Any
 
 import yaml
+from aiohttp import web
+from pydantic import TypeAdapter, ValidationError
+
 from agent_failover.testing.sim.faults import Fault
 from agent_failover.testing.sim.scenario import Scenario
 from agent_failover.testing.sim.state import SimState
 from agent_failover.testing.sim.tools import TOOLS, ToolFault
-from aiohttp import web
-from pydantic import TypeAdapter, ValidationError
 
 _FAULT_LIST = TypeAdapter(list[Fault])
 _TOOL_FAULT_LIST = TypeAdapter(list[ToolFault])

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from agent_failover.config import DEFAULT_SIM_CONFIG_PATH
 from agent_failover.providers.endpoint import EndpointConfig, ProviderKind
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_TTFT_MEDIAN_MS = 10.0
 DEFAULT_TTFT_SIGMA = 0.25

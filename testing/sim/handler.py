@@ -20,6 +20,8 @@ import socket
 import struct
 from typing import Any
 
+from aiohttp import web
+
 from agent_failover.providers.endpoint import ProviderKind
 from agent_failover.testing.sim.config import SimEndpoint
 from agent_failover.testing.sim.content import ParsedRequest, Reply, build_reply
@@ -31,7 +33,6 @@ from agent_failover.testing.sim.wire.base import (
     error_from_fault,
     stream_error_from_fault,
 )
-from aiohttp import web
 
 _ID_PREFIX = {
     ProviderKind.ANTHROPIC: "msg_sim",

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from agent_failover.testing.sim.config import SimEndpoint
 from agent_failover.testing.sim.faults import Fault, FaultKind
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 _DURATION = re.compile(r"^\s*(?:t\s*=\s*)?(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}

@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiohttp import web
+
 from agent_failover.providers.endpoint import EndpointConfig
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.admin_api import STATE_KEY, add_admin_routes
@@ -27,7 +29,6 @@ from agent_failover.testing.sim.handler import CompletionHandler, ensure_nodelay
 from agent_failover.testing.sim.scenario import load_scenario
 from agent_failover.testing.sim.state import SimState
 from agent_failover.testing.sim.tools import add_tool_routes
-from aiohttp import web
 
 # Large prompts are how the context-window checks get exercised (1M-token Gemini window).
 MAX_REQUEST_BYTES = 64 * 1024 * 1024

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from temporalio.exceptions import ApplicationError
+
 from agent_failover.activities.models import ToolCallInput
 from agent_failover.activities.tools import ToolActivities, tools_base_url
-from temporalio.exceptions import ApplicationError
 
 
 def _acts(handler) -> tuple[ToolActivities, list[httpx.Request]]:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import uuid
 
-from agent_failover.resilience.config import PolicyConfig
-from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache
-from agent_failover.stores.health import MemoryHealthStore, RedisHealthStore
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from agent_failover.resilience.config import PolicyConfig
+from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache
+from agent_failover.stores.health import MemoryHealthStore, RedisHealthStore
 from tests.workflows.conftest import Harness, build_harness
 
 #: Reconnect pacing of the Redis-backed stores in chaos tests: short, so "Redis is back"

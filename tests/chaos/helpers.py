@@ -10,6 +10,8 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 
+from temporalio.client import WorkflowHandle
+
 from agent_failover.testing.sim.admin import AttemptInfo
 from agent_failover.workflows.models import (
     EscalationState,
@@ -20,8 +22,6 @@ from agent_failover.workflows.models import (
 )
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from agent_failover.workflows.resilient import SAME_ROUTE_ATTEMPTS
-from temporalio.client import WorkflowHandle
-
 from tests.workflows.conftest import Harness
 
 ENDPOINTS = ["anthropic-us-east", "anthropic-eu-west", "openai-us", "cheap-mini", "gemini-flash"]

@@ -8,10 +8,10 @@ import json
 
 import jsonschema
 import pytest
+
 from agent_failover.resilience.contracts import Capability
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.content import END_MARKER
-
 from tests.chaos.conftest import build_worker
 from tests.chaos.helpers import (
     ENDPOINTS,

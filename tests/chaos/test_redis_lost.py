@@ -8,9 +8,9 @@ import time
 
 import pytest
 import redis.asyncio as aioredis
+
 from agent_failover.stores.embedded_redis import EmbeddedRedis
 from agent_failover.testing.sim.admin import SimAdmin
-
 from tests.chaos.conftest import build_worker
 from tests.chaos.helpers import (
     PRIMARY,

@@ -7,9 +7,9 @@ import asyncio
 import time
 
 import pytest
+
 from agent_failover.resilience.contracts import BreakerState
 from agent_failover.testing.sim.admin import SimAdmin
-
 from tests.chaos.conftest import build_worker
 from tests.chaos.helpers import (
     PRIMARY,

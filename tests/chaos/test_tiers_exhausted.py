@@ -4,10 +4,10 @@ answer or an explicit (timed-out) escalation, and the dead routes must not be ha
 from __future__ import annotations
 
 import pytest
+
 from agent_failover.resilience.contracts import Capability, ReasonCode
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import EscalationState
-
 from tests.chaos.conftest import build_worker
 from tests.chaos.helpers import (
     ENDPOINTS,

@@ -7,8 +7,8 @@ import asyncio
 from collections import Counter
 
 import pytest
-from agent_failover.testing.sim.admin import SimAdmin
 
+from agent_failover.testing.sim.admin import SimAdmin
 from tests.chaos.conftest import build_worker
 from tests.chaos.helpers import (
     PRIMARY,

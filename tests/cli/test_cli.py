@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from agent_failover.cli.main import app
 from agent_failover.config import DEFAULT_POLICY_PATH
-from typer.testing import CliRunner
 
 runner = CliRunner()
 COMMANDS = ["sim", "worker", "dev", "run", "status", "force", "resolve", "demo", "config"]

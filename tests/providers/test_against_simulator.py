@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from agent_failover.providers import errors as E
 from agent_failover.providers.classify import DEFAULT_QUOTA_COOLDOWN_S
 from agent_failover.providers.client import Budgets, build_http_client

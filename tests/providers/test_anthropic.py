@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import httpx
+
 from agent_failover.providers import anthropic
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.models import ChatRequest, FinishReason, Message, ToolCall, ToolSpec
 from agent_failover.providers.registry import complete
-
 from tests.providers.wire import SENTINEL_KEY, anthropic_json, endpoint, sse, stream_response
 
 EP = endpoint("anthropic-us-east", max_output_tokens=1000)

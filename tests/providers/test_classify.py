@@ -8,6 +8,9 @@ from email.utils import format_datetime
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agent_failover.providers import errors as E
 from agent_failover.providers.classify import (
     DEFAULT_QUOTA_COOLDOWN_S,
@@ -21,8 +24,6 @@ from agent_failover.providers.classify import (
     parse_go_duration,
     parse_retry_after,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 NOW = 1_750_000_000.0
 

@@ -6,12 +6,12 @@ import asyncio
 
 import httpx
 import pytest
+from pydantic import ValidationError
+
 from agent_failover.providers import errors as E
 from agent_failover.providers.client import Budgets, FailoverHTTPClient, build_http_client
 from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.providers.registry import complete
-from pydantic import ValidationError
-
 from tests.providers.wire import (
     SENTINEL_KEY,
     anthropic_stream,

@@ -15,15 +15,15 @@ from collections.abc import AsyncIterator
 
 import pytest
 import uvicorn
-from agent_failover.providers import errors as E
-from agent_failover.providers.client import Budgets, build_http_client
-from agent_failover.providers.models import ChatRequest, Message
-from agent_failover.providers.registry import complete
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
+from agent_failover.providers import errors as E
+from agent_failover.providers.client import Budgets, build_http_client
+from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.providers.registry import complete
 from tests.providers.wire import SENTINEL_KEY, endpoint, openai_stream
 
 Q = ChatRequest(messages=[Message(role="user", content="q")])

@@ -6,11 +6,11 @@ import json
 
 import httpx
 import pytest
+
 from agent_failover.providers import errors as E
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.models import ChatRequest, FinishReason, Message, ToolCall, ToolSpec
 from agent_failover.providers.registry import complete
-
 from tests.providers.wire import (
     SENTINEL_KEY,
     _chunk,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from agent_failover.providers.sse import (
     SSEDecoder,
     SSEEvent,
@@ -9,8 +12,6 @@ from agent_failover.providers.sse import (
     aiter_sse_lines,
     decode_all,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 
 def test_basic_fields():

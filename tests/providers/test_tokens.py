@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from agent_failover.providers.models import ChatRequest, Message, ToolCall
-from agent_failover.providers.tokens import estimate_request_tokens, estimate_tokens
 from hypothesis import given
 from hypothesis import strategies as st
+
+from agent_failover.providers.models import ChatRequest, Message, ToolCall
+from agent_failover.providers.tokens import estimate_request_tokens, estimate_tokens
 
 
 def test_empty_and_tiny():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from agent_failover.providers import errors as E
 from agent_failover.providers.models import ChatReply, FinishReason, ToolCall
 from agent_failover.providers.validate import validate_reply

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
 from agent_failover.providers.endpoint import EndpointConfig, Prices
 
 SENTINEL_KEY = "sk-SENTINEL-do-not-leak-0123456789abcdef"

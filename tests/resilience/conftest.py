@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.config import PolicyConfig
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from agent_failover.providers.errors import ErrorClass
-from agent_failover.resilience.contracts import CallOutcome, WindowStats
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+from agent_failover.providers.errors import ErrorClass
+from agent_failover.resilience.contracts import CallOutcome, WindowStats
 
 # Property tests must stay fast on a 2-core CI box and never flake on timing; applied
 # per test (not as a global profile) so other suites keep their own settings.

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.breaker import (
     TRANSITIONS,
@@ -19,9 +22,6 @@ from agent_failover.resilience.breaker import (
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome
 from agent_failover.resilience.windows import RollingWindow, breaker_stats
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from tests.resilience.conftest import FakeClock
 from tests.resilience.helpers import fail, ok, stats
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from agent_failover.providers.models import ChatRequest, Message, Priority
-from agent_failover.resilience.cachekey import cache_key
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agent_failover.providers.models import ChatRequest, Message, Priority
+from agent_failover.resilience.cachekey import cache_key
 from tests.resilience.helpers import PROPERTY
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from agent_failover.config.loader import check_policy_file, load_policy
 from agent_failover.providers.endpoint import Capabilities, EndpointConfig, Prices
 from agent_failover.resilience.config import (
@@ -27,7 +28,6 @@ from agent_failover.resilience.config import (
     StaticFallback,
     parse_policy,
 )
-
 from tests.resilience.conftest import DEMO_POLICY, EXAMPLE_POLICY
 
 SIM_ENDPOINTS = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AttemptRecord, Capability, ReasonCode

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.config import HedgeSettings, PolicyConfig, RolePolicy
 from agent_failover.resilience.contracts import (
@@ -13,9 +16,6 @@ from agent_failover.resilience.contracts import (
 )
 from agent_failover.resilience.planner import FailoverPlan, RequestFacts, SkipReason, plan
 from agent_failover.resilience.sla import evaluate_sla
-from hypothesis import given
-from hypothesis import strategies as st
-
 from tests.resilience.conftest import DEMO_POLICY
 from tests.resilience.helpers import PROPERTY
 

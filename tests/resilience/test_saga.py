@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from agent_failover.resilience.saga import (
     CompensationLog,
     CompensationStatus,
@@ -13,9 +16,6 @@ from agent_failover.resilience.saga import (
     idempotency_key,
     render_args,
 )
-from hypothesis import given
-from hypothesis import strategies as st
-
 from tests.resilience.helpers import PROPERTY
 
 JSON = st.recursive(

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from agent_failover.resilience.config import LatencySLA, ScoringWeights
-from agent_failover.resilience.contracts import WindowStats
-from agent_failover.resilience.scoring import cost_score, health_score, latency_score, score_route
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agent_failover.resilience.config import LatencySLA, ScoringWeights
+from agent_failover.resilience.contracts import WindowStats
+from agent_failover.resilience.scoring import cost_score, health_score, latency_score, score_route
 from tests.resilience.helpers import PROPERTY
 
 SLA = LatencySLA(p95_ms=1000, p99_ms=2000)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from agent_failover.resilience.config import LatencySLA
-from agent_failover.resilience.sla import evaluate_sla
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agent_failover.resilience.config import LatencySLA
+from agent_failover.resilience.sla import evaluate_sla
 from tests.resilience.helpers import PROPERTY, stats
 
 SLA = LatencySLA(p95_ms=1000, p99_ms=2000, window_s=60, min_samples=10)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.windows import (
@@ -14,9 +17,6 @@ from agent_failover.resilience.windows import (
     percentile,
     slow_call_threshold_ms,
 )
-from hypothesis import given
-from hypothesis import strategies as st
-
 from tests.resilience.helpers import PROPERTY, fail, latencies, ok
 
 

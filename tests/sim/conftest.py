@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+
 from agent_failover.testing.sim.clock import FakeClock
 from agent_failover.testing.sim.server import RunningSimulator, start_simulator
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from agent_failover.testing.sim.faults import Fault, FaultKind
 
+from agent_failover.testing.sim.faults import Fault, FaultKind
 from tests.sim.simtest_helpers import anthropic_body, anthropic_url, openai_body, openai_url
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,9 +8,9 @@ import json
 import httpx
 import jsonschema
 import pytest
+
 from agent_failover.testing.sim.content import END_MARKER
 from agent_failover.testing.sim.faults import Fault, FaultKind
-
 from tests.sim.simtest_helpers import (
     anthropic_body,
     anthropic_url,

@@ -7,12 +7,13 @@ from typing import Literal
 
 import jsonschema
 import pytest
+from pydantic import BaseModel, Field
+
 from agent_failover.testing.sim.schema_gen import (
     generate_instance,
     normalize_schema,
     violate_schema,
 )
-from pydantic import BaseModel, Field
 
 
 class Subtask(BaseModel):

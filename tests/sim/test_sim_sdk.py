@@ -8,6 +8,7 @@ import anthropic
 import jsonschema
 import openai
 import pytest
+
 from agent_failover.testing.sim.content import END_MARKER
 
 SCHEMA = {

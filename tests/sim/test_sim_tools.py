@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import RunningSimulator
 

@@ -6,6 +6,8 @@ import random
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
+
 from agent_failover.testing.sim.clock import FakeClock
 from agent_failover.testing.sim.config import LatencyModel, SimConfig, load_sim_config
 from agent_failover.testing.sim.content import (
@@ -17,7 +19,6 @@ from agent_failover.testing.sim.content import (
 from agent_failover.testing.sim.faults import AttemptPlan, Fault, FaultKind, plan_attempt
 from agent_failover.testing.sim.scenario import Scenario, load_scenario, parse_duration
 from agent_failover.testing.sim.state import SimState
-from pydantic import ValidationError
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "testing" / "sim" / "scenarios"
 

@@ -6,8 +6,8 @@ import json
 
 import jsonschema
 import pytest
-from agent_failover.testing.sim.content import END_MARKER
 
+from agent_failover.testing.sim.content import END_MARKER
 from tests.sim.simtest_helpers import (
     ANTHROPIC_MODEL,
     GEMINI_MODEL,

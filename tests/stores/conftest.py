@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import redis.asyncio as aioredis
+
 from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache, ResponseCache
 from agent_failover.stores.embedded_redis import EmbeddedRedis
 from agent_failover.stores.health import HealthStore, MemoryHealthStore, RedisHealthStore

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from agent_failover.stores.cache import CachedEntry, ResponseCache
 
 T0 = 1_700_000_000.0

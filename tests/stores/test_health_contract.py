@@ -8,6 +8,7 @@ atomic half-open trial slots, forcing, snapshots and SLA demotion flags.
 from __future__ import annotations
 
 import pytest
+
 from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.breaker import BreakerReason, IllegalTransition
 from agent_failover.resilience.config import BreakerSettings

@@ -10,6 +10,7 @@ import asyncio
 import logging
 
 import pytest
+
 from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.breaker import BreakerReason
 from agent_failover.resilience.config import BreakerSettings

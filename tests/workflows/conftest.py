@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest_asyncio
+from temporalio.testing import WorkflowEnvironment
+
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.testing.harness import (  # noqa: F401  (fixtures and tests use them)
     Harness,
@@ -15,7 +17,6 @@ from agent_failover.testing.harness import (  # noqa: F401  (fixtures and tests 
     running,
 )
 from agent_failover.testing.sim.admin import SimAdmin
-from temporalio.testing import WorkflowEnvironment
 
 
 @pytest_asyncio.fixture

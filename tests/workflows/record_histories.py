@@ -24,7 +24,6 @@ from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import start_simulator
 from agent_failover.workflows.models import PipelineInput, PipelineOptions, PipelineResult
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
-
 from tests.workflows.conftest import make_harness, running
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow, with_test_roles
 

@@ -12,11 +12,11 @@ import uuid
 from collections import Counter
 
 import pytest
+
 from agent_failover.providers.models import ChatRequest, FinishReason, Message
 from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
 from agent_failover.resilience.options import CallOptions
 from agent_failover.testing.sim.admin import SimAdmin
-
 from tests.workflows.conftest import Harness
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 

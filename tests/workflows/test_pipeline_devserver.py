@@ -6,6 +6,9 @@ import asyncio
 import uuid
 
 import pytest
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import (
     EscalationAction,
@@ -15,16 +18,13 @@ from agent_failover.workflows.models import (
     PipelineOptions,
     PipelineResult,
 )
-from agent_failover.workflows.pipeline import (
+from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from agent_failover.workflows.search_attributes import (
     DEGRADED,
     ESCALATION_STATE,
     FAILOVER_COUNT,
     WORST_TIER,
-    AgentPipelineWorkflow,
 )
-from temporalio.client import WorkflowFailureError
-from temporalio.exceptions import ApplicationError
-
 from tests.workflows.conftest import Harness
 from tests.workflows.helpers import drive_escalations
 

@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_failover.workflows.monitor import HealthMonitorWorkflow
-from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from agent_failover.service import workflow_runner
+from agent_failover.workflows.monitor import HealthMonitorWorkflow
+from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from tests.workflows.helpers import ResilientCallWorkflow
 
 HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.json"))

@@ -6,6 +6,7 @@ import asyncio
 import uuid
 
 import pytest
+
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import (
     ActionSpec,
@@ -19,7 +20,6 @@ from agent_failover.workflows.models import (
     PipelineStatus,
 )
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
-
 from tests.workflows.conftest import Harness
 from tests.workflows.helpers import drive_escalations
 

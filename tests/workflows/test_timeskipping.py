@@ -8,6 +8,9 @@ import uuid
 from collections import Counter
 
 import pytest_asyncio
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import BreakerState
 from agent_failover.testing.sim.admin import SimAdmin
@@ -22,9 +25,6 @@ from agent_failover.workflows.models import (
 )
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
-from temporalio.client import WorkflowHandle
-from temporalio.testing import WorkflowEnvironment
-
 from tests.workflows.conftest import Harness, make_harness, running
 
 PRIMARY = "anthropic-us-east"
@@ -152,7 +152,6 @@ async def test_hedge_timer_starts_the_standby_while_the_primary_hangs(
     """The hedge delay is a workflow timer: the standby starts while the primary still hangs."""
     from agent_failover.providers.models import ChatRequest, Message
     from agent_failover.resilience.contracts import AgentOutput, ReasonCode
-
     from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
     await sim_admin.set_faults(PRIMARY, [{"kind": "hang"}])

@@ -13,14 +13,15 @@ import uuid
 from pathlib import Path
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
+from typer.testing import CliRunner
+
 from agent_failover.cli.main import app
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.testing.sim.server import RunningSimulator
 from agent_failover.workflows.models import PipelineInput, PipelineResult
 from agent_failover.workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
-from temporalio.testing import WorkflowEnvironment
-from typer.testing import CliRunner
 
 pytestmark = pytest.mark.devserver
 ROOT = Path(__file__).resolve().parents[2]

