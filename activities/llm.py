@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -126,15 +127,19 @@ class LLMActivities:
             if verdict.demoted != rh.sla_demoted:
                 await self._health.set_sla_demoted(inp.role, route, verdict.demoted)
                 snap.routes[route] = rh.model_copy(update={"sla_demoted": verdict.demoted})
-        subset = self._policy.model_copy(
-            update={
-                "endpoints": {r: self._policy.endpoint(r) for r in routes},
-                "roles": {inp.role: role},
-            }
-        )
-        return RoleContext(
-            role=role, policy=subset, snapshot=snap, task_queue=self._task_queue_for(inp.role)
-        )
+        try:
+            subset = self._policy.subset_for(inp.role, inp.routes)
+            return RoleContext(
+                role=role, policy=subset, snapshot=snap, task_queue=self._task_queue_for(inp.role)
+            )
+        except (PolicyError, ValidationError) as exc:
+            # A policy this worker cannot express is a configuration error: retrying the
+            # local activity (and the workflow task) forever would hide it.
+            raise ApplicationError(
+                f"policy error building the role context: {exc}",
+                type=POLICY_ERROR,
+                non_retryable=True,
+            ) from exc
 
     @activity.defn(name="pipeline_roles")
     async def pipeline_roles(self, inp: PipelineRolesInput) -> PipelineRoles:

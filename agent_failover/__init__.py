@@ -1,1 +1,133 @@
-"""agent-failover: failover and graceful degradation for multi-agent LLM pipelines on Temporal."""
+"""agent-failover: failover and graceful degradation for multi-agent LLM pipelines on Temporal.
+
+The public surface is the names in ``__all__``; every other module is private and may
+change. Workflow code::
+
+    from agent_failover import ChatRequest, Message, resilient_complete
+
+    out = await resilient_complete("analyst", ChatRequest(messages=[Message(role="user",
+                                                                           content=task)]))
+    out.content, out.capability, out.tier, out.reason_codes, out.attempts
+
+Worker::
+
+    Worker(client, task_queue="my-app", workflows=[MyWorkflow],
+           plugins=[FailoverPlugin("policy.yaml")])
+
+Names load on first use (PEP 562), so importing ``agent_failover`` inside Temporal's
+workflow sandbox stays cheap and never pulls worker-side code into a workflow.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+#: public name -> the private module that defines it
+_EXPORTS: dict[str, str] = {
+    # the call, from workflow code
+    "resilient_complete": "agent_failover.workflows.resilient",
+    "CallOptions": "agent_failover.resilience.options",
+    "RosterOverride": "agent_failover.resilience.options",
+    "OnExhausted": "agent_failover.resilience.options",
+    "ContentFilterMode": "agent_failover.resilience.config",
+    "FailoverExhausted": "agent_failover.workflows.errors",
+    # request types
+    "ChatRequest": "agent_failover.providers.models",
+    "Message": "agent_failover.providers.models",
+    "ToolSpec": "agent_failover.providers.models",
+    "ToolCall": "agent_failover.providers.models",
+    "Priority": "agent_failover.providers.models",
+    # result types
+    "AgentOutput": "agent_failover.resilience.contracts",
+    "AttemptRecord": "agent_failover.resilience.contracts",
+    "Capability": "agent_failover.resilience.contracts",
+    "ReasonCode": "agent_failover.resilience.contracts",
+    "FinishReason": "agent_failover.providers.models",
+    "Usage": "agent_failover.providers.models",
+    # search attributes
+    "upsert_failover_search_attributes": "agent_failover.workflows.search_attributes",
+    "register_search_attributes": "agent_failover.workflows.search_attributes",
+    "SEARCH_ATTRIBUTES": "agent_failover.workflows.search_attributes",
+    # the worker side
+    "FailoverPlugin": "agent_failover.plugin",
+    "connect_client": "agent_failover.connect",
+    # policy
+    "load_policy": "agent_failover.config.loader",
+    "PolicyConfig": "agent_failover.resilience.config",
+    "PolicyError": "agent_failover.resilience.config",
+}
+
+__all__ = [
+    "SEARCH_ATTRIBUTES",
+    "AgentOutput",
+    "AttemptRecord",
+    "CallOptions",
+    "Capability",
+    "ChatRequest",
+    "ContentFilterMode",
+    "FailoverExhausted",
+    "FailoverPlugin",
+    "FinishReason",
+    "Message",
+    "OnExhausted",
+    "PolicyConfig",
+    "PolicyError",
+    "Priority",
+    "ReasonCode",
+    "RosterOverride",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+    "__version__",
+    "connect_client",
+    "load_policy",
+    "register_search_attributes",
+    "resilient_complete",
+    "upsert_failover_search_attributes",
+]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from agent_failover.config.loader import load_policy
+    from agent_failover.connect import connect_client
+    from agent_failover.plugin import FailoverPlugin
+    from agent_failover.providers.models import (
+        ChatRequest,
+        FinishReason,
+        Message,
+        Priority,
+        ToolCall,
+        ToolSpec,
+        Usage,
+    )
+    from agent_failover.resilience.config import ContentFilterMode, PolicyConfig, PolicyError
+    from agent_failover.resilience.contracts import (
+        AgentOutput,
+        AttemptRecord,
+        Capability,
+        ReasonCode,
+    )
+    from agent_failover.resilience.options import CallOptions, OnExhausted, RosterOverride
+    from agent_failover.workflows.errors import FailoverExhausted
+    from agent_failover.workflows.resilient import resilient_complete
+    from agent_failover.workflows.search_attributes import (
+        SEARCH_ATTRIBUTES,
+        register_search_attributes,
+        upsert_failover_search_attributes,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'agent_failover' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -40,7 +40,12 @@ from agent_failover.providers.classify import stream_error_event
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.endpoint import EndpointConfig
 from agent_failover.providers.errors import ContentFilterError
-from agent_failover.providers.models import ChatReply, ChatRequest, FinishReason, ToolCall
+from agent_failover.providers.models import (
+    ChatReply,
+    ChatRequest,
+    FinishReason,
+    ToolCall,
+)
 
 API_VERSION = "2023-06-01"
 #: Name of the forced tool that carries structured output.
@@ -55,6 +60,14 @@ _FINISH = {
     "max_tokens": FinishReason.LENGTH,
     "model_context_window_exceeded": FinishReason.LENGTH,
     "tool_use": FinishReason.TOOL_CALLS,
+}
+
+
+#: Our tool_choice modes in Anthropic's words ("required" is "any").
+_ANTHROPIC_TOOL_CHOICE: dict[str, dict[str, str]] = {
+    "auto": {"type": "auto"},
+    "none": {"type": "none"},
+    "required": {"type": "any"},
 }
 
 
@@ -130,6 +143,12 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) 
         body["system"] = system
     if tools:
         body["tools"] = tools
+        choice = request.tool_choice
+        if choice is not None and "tool_choice" not in body:
+            body["tool_choice"] = _ANTHROPIC_TOOL_CHOICE.get(choice) or {
+                "type": "tool",
+                "name": choice,
+            }
     if request.temperature is not None:
         # Anthropic's range is 0-1; the normalized request allows OpenAI's 0-2.
         body["temperature"] = min(request.temperature, 1.0)

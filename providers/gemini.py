@@ -42,7 +42,13 @@ from agent_failover.providers.errors import (
     MalformedStreamError,
     MalformedToolCallError,
 )
-from agent_failover.providers.models import ChatReply, ChatRequest, FinishReason, ToolCall
+from agent_failover.providers.models import (
+    TOOL_CHOICE_MODES,
+    ChatReply,
+    ChatRequest,
+    FinishReason,
+    ToolCall,
+)
 
 _BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
 _FINISH = {"STOP": FinishReason.STOP, "MAX_TOKENS": FinishReason.LENGTH}
@@ -145,6 +151,13 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest) -> dict[str, Any]
                 ]
             }
         ]
+        choice = request.tool_choice
+        if choice is not None:
+            mode = {"auto": "AUTO", "none": "NONE"}.get(choice, "ANY")
+            calling: dict[str, Any] = {"mode": mode}
+            if choice not in TOOL_CHOICE_MODES:
+                calling["allowedFunctionNames"] = [choice]
+            body["toolConfig"] = {"functionCallingConfig": calling}
     return body
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Priority(StrEnum):
@@ -51,6 +51,10 @@ class Message(BaseModel):
     priority: Priority = Priority.SUPPORTING
 
 
+#: ``tool_choice`` values that are modes rather than a tool's name.
+TOOL_CHOICE_MODES = frozenset({"auto", "none", "required"})
+
+
 class ChatRequest(BaseModel):
     """A provider-neutral completion request.
 
@@ -67,6 +71,22 @@ class ChatRequest(BaseModel):
     prefill: str | None = None
     stream: bool = True
     tools: list[ToolSpec] = Field(default_factory=list)
+    tool_choice: str | None = Field(
+        default=None,
+        description="'auto', 'none', 'required' (some tool), or the name of one tool to call",
+    )
+
+    @model_validator(mode="after")
+    def _check_tool_choice(self) -> ChatRequest:
+        choice = self.tool_choice
+        if choice is None or choice in TOOL_CHOICE_MODES:
+            return self
+        if choice not in {t.name for t in self.tools}:
+            raise ValueError(
+                f"tool_choice {choice!r} is neither one of {sorted(TOOL_CHOICE_MODES)} "
+                "nor the name of a tool in tools"
+            )
+        return self
 
 
 class FinishReason(StrEnum):

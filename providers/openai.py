@@ -40,7 +40,14 @@ from agent_failover.providers.classify import stream_error_event
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.endpoint import EndpointConfig
 from agent_failover.providers.errors import ContentFilterError, Decision, InvalidRequestError
-from agent_failover.providers.models import ChatReply, ChatRequest, FinishReason, Message, ToolCall
+from agent_failover.providers.models import (
+    TOOL_CHOICE_MODES,
+    ChatReply,
+    ChatRequest,
+    FinishReason,
+    Message,
+    ToolCall,
+)
 from agent_failover.providers.sse import SSEEvent
 
 #: ``response_format.json_schema.name`` of structured output.
@@ -119,6 +126,13 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) 
             }
             for t in request.tools
         ]
+        choice = request.tool_choice
+        if choice is not None:
+            body["tool_choice"] = (
+                choice
+                if choice in TOOL_CHOICE_MODES
+                else {"type": "function", "function": {"name": choice}}
+            )
     if stream:
         body["stream"] = True
         if _is_openai(endpoint):

@@ -438,6 +438,26 @@ class PolicyConfig(BaseModel):
         """All roster routes of ``role`` in tier order (tier0, tier1, tier2)."""
         return self.role(role).roster.routes()
 
+    def subset_for(self, role: str, extra_routes: list[str] | None = None) -> PolicyConfig:
+        """The policy cut down to one role and the endpoints it may use (for history).
+
+        Keeps the role's roster routes plus ``extra_routes`` (a per-call roster override),
+        and only the breaker overrides of those endpoints, so the subset is itself a valid
+        policy. Unknown names raise :class:`UnknownNameError`.
+        """
+        policy_role = self.role(role)
+        names = list(dict.fromkeys([*policy_role.roster.routes(), *(extra_routes or [])]))
+        endpoints = {r: self.endpoint(r) for r in names}
+        return self.model_copy(
+            update={
+                "endpoints": endpoints,
+                "roles": {role: policy_role},
+                "breaker_overrides": {
+                    r: o for r, o in self.breaker_overrides.items() if r in endpoints
+                },
+            }
+        )
+
 
 def _cross_reference_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
     errors: list[tuple[str, str]] = []

@@ -12,10 +12,12 @@ import uuid
 from collections import Counter
 
 import pytest
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
 
-from agent_failover.providers.models import ChatRequest, FinishReason, Message
+from agent_failover.providers.models import ChatRequest, FinishReason, Message, ToolSpec
 from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
-from agent_failover.resilience.options import CallOptions
+from agent_failover.resilience.options import CallOptions, RosterOverride
 from agent_failover.testing.sim.admin import SimAdmin
 from tests.workflows.conftest import Harness
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow
@@ -285,3 +287,76 @@ async def test_unknown_role_fails_the_workflow_naming_known_roles(
     assert isinstance(app_err, ApplicationError) and app_err.type == "policy_error"
     assert "nope" in str(app_err) and "analyst" in str(app_err)
     assert await sim_admin.attempts() == []
+
+
+async def test_exhausted_raises_typed_error_with_attempts_when_asked(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """on_exhausted=raise: every live route down fails the call with FailoverExhausted."""
+    for ep in (PRIMARY, OTHER_REGION, OTHER_PROVIDER, CHEAP, LARGE):
+        await sim_admin.set_faults(ep, [{"kind": "auth_error"}])
+    with pytest.raises(WorkflowFailureError) as info:
+        await _call(harness, options=CallOptions(on_exhausted="raise"))
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "failover_exhausted"
+    assert cause.non_retryable
+    details = cause.details[0]
+    tried = [a for a in details["attempts"] if a["outcome"] != "skipped"]
+    assert {a["route"] for a in tried} == {PRIMARY, OTHER_REGION, OTHER_PROVIDER, CHEAP, LARGE}
+    assert all(a["outcome"] == "auth" and a["http_status"] == 401 for a in tried)
+    assert "cache" not in {a["route"] for a in details["attempts"]}
+
+
+async def test_roster_override_for_one_call(harness: Harness, sim_admin: SimAdmin) -> None:
+    """A per-call roster is planned instead of the role's; the role's primary is never called."""
+    opts = CallOptions(roster=RosterOverride(tier0=[OTHER_PROVIDER], tier1=[CHEAP]))
+    out, _ = await _call(harness, options=opts)
+    assert out.route == OTHER_PROVIDER and out.tier == 0 and out.capability is Capability.FULL
+    assert await _per_route(sim_admin) == Counter({OTHER_PROVIDER: 1})
+
+
+async def test_unknown_route_in_override_fails_at_once(harness: Harness) -> None:
+    """A typo in a per-call roster ends the run with policy_error, naming the known routes."""
+    opts = CallOptions(roster=RosterOverride(tier0=["gtp-4"]))
+    with pytest.raises(WorkflowFailureError) as info:
+        await _call(harness, options=opts)
+    cause = info.value.cause
+    while cause is not None and not isinstance(cause, ApplicationError):
+        cause = cause.cause
+    assert cause is not None and cause.type == "policy_error" and "gtp-4" in str(cause)
+
+
+async def test_tool_calls_and_finish_reason_reach_the_caller(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """The answering route's tool calls (ids, names, arguments) and finish reason are kept."""
+    tool = ToolSpec(
+        name="lookup",
+        description="find an order",
+        parameters={
+            "type": "object",
+            "properties": {"order_id": {"type": "string"}},
+            "required": ["order_id"],
+        },
+    )
+    req = ChatRequest(
+        messages=[Message(role="user", content="where is order 42?")],
+        tools=[tool],
+        tool_choice="lookup",
+        max_tokens=200,
+    )
+    out, _ = await _call(harness, request=req)
+    assert out.finish_reason is FinishReason.TOOL_CALLS
+    assert [c.name for c in out.tool_calls] == ["lookup"]
+    assert out.tool_calls[0].id and isinstance(out.tool_calls[0].arguments.get("order_id"), str)
+
+
+async def test_failed_attempt_keeps_provider_facts(harness: Harness, sim_admin: SimAdmin) -> None:
+    """A 429 with Retry-After is on record with its status, the provider's code and the hint."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "rate_limit", "retry_after": 20}])
+    out, _ = await _call(harness)
+    first = out.attempts[0]
+    assert first.route == PRIMARY and first.outcome == "rate_limited"
+    assert first.http_status == 429 and first.retry_after_s == 20
+    assert first.provider_code  # e.g. Anthropic's "rate_limit_error"
+    assert out.usage.input_tokens > 0 and out.usage.estimated is False

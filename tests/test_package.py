@@ -1,0 +1,136 @@
+"""The installed shape: one import name, a small lazy public surface, imports pointing down."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import agent_failover
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Folder -> layer name; a module may import its own layer and the layers listed for it.
+LAYERS = {
+    "resilience": {"resilience"},
+    "providers": {"providers"},
+    "stores": {"stores", "resilience", "providers"},
+    "telemetry": {"telemetry"},
+    "activities": {"activities", "providers", "stores", "resilience", "telemetry"},
+    "workflows": {"workflows", "activities", "providers", "resilience"},
+}
+#: The provider vocabulary the pure core may use: value types with no IO.
+PURE_PROVIDER_MODULES = {"models", "endpoint", "errors", "tokens"}
+OLD_TOP_LEVEL = {
+    "workflows", "activities", "resilience", "providers", "stores",
+    "telemetry", "cli", "config", "sim", "worker", "testing", "tests",
+}  # fmt: skip
+
+
+def _imports(path: Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+        elif isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+    return names
+
+
+def _package_files() -> list[Path]:
+    folders = [*LAYERS, "cli", "config", "testing", "agent_failover"]
+    return [p for f in folders for p in (ROOT / f).rglob("*.py")]
+
+
+def test_public_names_resolve_and_all_is_exact() -> None:
+    """Every name in ``__all__`` resolves; ``__all__`` lists exactly the lazy exports."""
+    for name in agent_failover.__all__:
+        assert getattr(agent_failover, name) is not None
+    assert set(agent_failover.__all__) == {*agent_failover._EXPORTS, "__version__"}
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        agent_failover.nope  # noqa: B018
+
+
+def test_importing_the_package_loads_no_worker_code() -> None:
+    """``import agent_failover`` stays cheap (it runs inside the workflow sandbox)."""
+    code = (
+        "import sys, agent_failover; heavy = [m for m in ('agent_failover.plugin', "
+        "'agent_failover.activities.llm', 'redis', 'httpx', 'aiohttp') if m in sys.modules];"
+        "print(heavy)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/"
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_package_code_uses_the_namespace_only() -> None:
+    """No package module imports a bare top-level name of ours or the test suite."""
+    bad = [
+        f"{p.relative_to(ROOT)}: {name}"
+        for p in _package_files()
+        for name in _imports(p)
+        if name.split(".")[0] in OLD_TOP_LEVEL
+    ]
+    assert bad == []
+
+
+def test_imports_point_down() -> None:
+    """Lower layers never import higher ones (the DESIGN's layer order)."""
+    bad = []
+    for layer, allowed in LAYERS.items():
+        for path in (ROOT / layer).rglob("*.py"):
+            for name in _imports(path):
+                parts = name.split(".")
+                if parts[0] != "agent_failover" or len(parts) < 2:
+                    continue
+                target = parts[1]
+                if target in allowed:
+                    continue
+                if (
+                    layer == "resilience"
+                    and target == "providers"
+                    and len(parts) > 2
+                    and parts[2] in PURE_PROVIDER_MODULES
+                ):
+                    continue
+                bad.append(f"{path.relative_to(ROOT)} -> {name}")
+    assert bad == []
+
+
+def test_benchmarks_do_not_import_the_test_suite() -> None:
+    bad = [str(p) for p in (ROOT / "bench").rglob("*.py") if any(
+        n.split(".")[0] == "tests" for n in _imports(p))]  # fmt: skip
+    assert bad == []
+
+
+def test_wheel_installs_one_import_name(tmp_path: Path) -> None:
+    """The built wheel holds ``agent_failover`` (with the card's folders mapped in) and nothing
+    else at top level; the shipped policy and scenarios are inside it."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+         "-w", str(tmp_path), str(ROOT)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    (wheel,) = tmp_path.glob("agent_failover-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    dist_info = {t for t in tops if t.endswith(".dist-info")}
+    assert tops - dist_info == {"agent_failover"}
+    top_level = next(n for n in names if n.endswith("top_level.txt")) if any(
+        n.endswith("top_level.txt") for n in names) else None  # fmt: skip
+    if top_level is not None:
+        assert zipfile.ZipFile(wheel).read(top_level).decode().split() == ["agent_failover"]
+    for required in (
+        "agent_failover/workflows/pipeline.py",
+        "agent_failover/resilience/planner.py",
+        "agent_failover/config/policy.yaml",
+        "agent_failover/testing/sim/scenarios/outage_demo.yaml",
+        "agent_failover/plugin.py",
+        "agent_failover/py.typed",
+    ):
+        assert required in names
+    assert not any(n.startswith(("agent_failover/tests", "agent_failover/bench")) for n in names)
