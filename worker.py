@@ -5,7 +5,15 @@ monitor) lives in :mod:`agent_failover.service`. Configured by environment varia
 the README's configuration reference.
 """
 
-from agent_failover.service import run
+import sys
+
+try:
+    from agent_failover.service import run
+except ModuleNotFoundError as exc:  # a checkout without `pip install -e .`
+    sys.exit(
+        f"cannot import the agent_failover package ({exc}).\n"
+        "Install it first, from the repository root: pip install -e '.[dev]'"
+    )
 
 if __name__ == "__main__":
     run()

@@ -9,21 +9,20 @@ tokenizer per vendor would be IO-heavy and model-specific. The default heuristic
   ``REQUEST_OVERHEAD_TOKENS``; tool calls count their name and JSON arguments as text;
   the system prompt, JSON schema and prefill count as text too.
 
-:func:`estimate_tokens` delegates to ``providers.tokens.estimate_request_tokens`` when
-that module exists, so the size the workflow puts in the planner's facts and the size
-triage cuts to agree; otherwise it uses :func:`heuristic_tokens` defined here. The
-lookup is a lazy import because ``providers.tokens`` is owned by the providers layer.
+:func:`estimate_tokens` is ``providers.tokens.estimate_request_tokens`` (part of the
+pure provider vocabulary the core may import), so the size the workflow puts in the
+planner's facts and the size triage cuts to agree. :func:`heuristic_tokens` is the
+simpler per-message estimate triage uses to rank messages.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 from collections.abc import Callable
-from functools import cache
 
 from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.providers.tokens import estimate_request_tokens
 
 MESSAGE_OVERHEAD_TOKENS = 4
 REQUEST_OVERHEAD_TOKENS = 3
@@ -61,17 +60,6 @@ def heuristic_tokens(request: ChatRequest) -> int:
     return total
 
 
-@cache
-def _providers_estimator() -> Estimator | None:
-    try:
-        module = importlib.import_module("providers.tokens")
-    except ImportError:
-        return None
-    fn = getattr(module, "estimate_request_tokens", None)
-    return fn if callable(fn) else None
-
-
 def estimate_tokens(request: ChatRequest) -> int:
-    """Estimated input tokens of ``request`` (the providers' estimator when available)."""
-    shared = _providers_estimator()
-    return int(shared(request)) if shared is not None else heuristic_tokens(request)
+    """Estimated input tokens of ``request``: the one estimator the providers use too."""
+    return estimate_request_tokens(request)

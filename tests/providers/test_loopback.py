@@ -1,6 +1,6 @@
 """The adapters over a real loopback socket: mounted pools, h11 streaming, real deadlines.
 
-A minimal Starlette app on 127.0.0.1 (not the simulator, which has its own suite) serves
+A minimal aiohttp app on 127.0.0.1 (not the simulator, which has its own suite) serves
 an OpenAI-style stream, a stream that stalls after one token, and a 429. This checks what
 MockTransport cannot: that the per-origin mounts route real requests and that the
 budgets hold against a real socket.
@@ -9,16 +9,11 @@ budgets hold against a real socket.
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 from collections.abc import AsyncIterator
 
 import pytest
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, StreamingResponse
-from starlette.routing import Route
+from aiohttp import web
 
 from agent_failover.providers import errors as E
 from agent_failover.providers.client import Budgets, build_http_client
@@ -29,40 +24,27 @@ from tests.providers.wire import SENTINEL_KEY, endpoint, openai_stream
 Q = ChatRequest(messages=[Message(role="user", content="q")])
 
 
-async def _chat(request: Request) -> StreamingResponse | JSONResponse:
-    name = request.path_params["name"]
+async def _chat(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
     assert request.headers["authorization"] == f"Bearer {SENTINEL_KEY}"
-    body = json.loads(await request.body())
+    body = await request.json()
     if name == "limited":
-        return JSONResponse(
+        return web.json_response(
             {"error": {"type": "rate_limit_error", "message": "slow down"}},
-            status_code=429,
+            status=429,
             headers={"retry-after": "3"},
         )
-
-    async def events() -> AsyncIterator[bytes]:
-        chunks = openai_stream(["Hello", " loopback"])
-        if name == "stall":
-            yield chunks[1]
-            await asyncio.Event().wait()
-        for c in chunks:
-            yield c
-
     assert body["stream"] is True
-    return StreamingResponse(events(), media_type="text/event-stream")
-
-
-class _Server(uvicorn.Server):
-    """uvicorn.Server that signals when it is listening (no polling)."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        """Start as usual, then signal readiness."""
-        await super().startup(sockets)
-        self.ready.set()
+    resp = web.StreamResponse(headers={"content-type": "text/event-stream"})
+    await resp.prepare(request)
+    chunks = openai_stream(["Hello", " loopback"])
+    if name == "stall":
+        await resp.write(chunks[1])
+        await asyncio.Event().wait()
+    for c in chunks:
+        await resp.write(c)
+    await resp.write_eof()
+    return resp
 
 
 def _free_port() -> int:
@@ -73,17 +55,17 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 async def server_port() -> AsyncIterator[int]:
-    """A uvicorn server in this event loop, for the module's tests."""
-    port = _free_port()
-    app = Starlette(routes=[Route("/{name}/v1/chat/completions", _chat, methods=["POST"])])
-    server = _Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    task = asyncio.create_task(server.serve())
-    await asyncio.wait_for(server.ready.wait(), 10)
+    """A small aiohttp server in this event loop, for the module's tests."""
+    app = web.Application()
+    app.router.add_post("/{name}/v1/chat/completions", _chat)
+    # The stall handler never returns: do not wait the default 60 s for it at cleanup.
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     yield port
-    server.should_exit = True
-    await task
+    await runner.cleanup()
 
 
 def ep(name: str, port: int):
