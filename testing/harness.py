@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass
 
 from temporalio.client import Client
+from temporalio.converter import PayloadCodec
 from temporalio.worker import Worker
 
 from agent_failover.activities.llm import LLMActivities
@@ -57,10 +58,12 @@ def build_harness(
     health: MemoryHealthStore | RedisHealthStore | None = None,
     cache: MemoryResponseCache | RedisResponseCache | None = None,
     reconnect_interval_s: float | None = None,
+    codec: PayloadCodec | None = None,
 ) -> tuple[Harness, list[Worker]]:
     """Activities over fresh stores (memory, or Redis under a unique namespace).
 
-    Pass ``task_queue`` and the stores of a dead worker to stand in a replacement.
+    Pass ``task_queue`` and the stores of a dead worker to stand in a replacement;
+    ``codec`` seals the Redis cache's entries (the client must carry the same codec).
     """
     tq = task_queue or f"test-{uuid.uuid4().hex[:10]}"
     if health is None or cache is None:
@@ -72,11 +75,13 @@ def build_harness(
                 else {"reconnect_interval_s": reconnect_interval_s}
             )
             health = RedisHealthStore(fail_fast_client(redis_url), namespace=ns, **extra)
-            cache = RedisResponseCache(fail_fast_client(redis_url), namespace=ns, **extra)
+            cache = RedisResponseCache(
+                fail_fast_client(redis_url), namespace=ns, codec=codec, **extra
+            )
         else:
             health, cache = MemoryHealthStore(), MemoryResponseCache()
     stores = Stores(health, cache, "test")
-    plugin = FailoverPlugin(policy, stores=stores, start_monitor=False)
+    plugin = FailoverPlugin(policy, stores=stores, start_monitor=False, codec=codec or False)
     acts = plugin.activities_for(tq)
     return Harness(client, tq, acts, health, cache, policy), _workers(client, plugin, tq)
 

@@ -13,9 +13,9 @@ import socket
 import sys
 from pathlib import Path
 
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from agent_failover.codec import codec_from_env, failover_data_converter
 from agent_failover.workflows.search_attributes import SEARCH_ATTRIBUTES
 
 DEFAULT_TEMPORAL_PORT = 7233
@@ -72,8 +72,8 @@ async def start_dev_server(
 ) -> WorkflowEnvironment:
     """Start ``temporal server start-dev`` with the Web UI and our search attributes.
 
-    The returned environment's client uses the pydantic data converter; call
-    ``await env.shutdown()`` to stop the server.
+    The returned environment's client uses the pydantic data converter (with the payload
+    codec when ``FAILOVER_CODEC_KEYS`` is set); call ``await env.shutdown()`` to stop it.
     """
     if db_file is not None:
         db_file.parent.mkdir(parents=True, exist_ok=True)
@@ -94,7 +94,7 @@ async def _start_local(
 ) -> WorkflowEnvironment:
     return await WorkflowEnvironment.start_local(
         namespace="default",
-        data_converter=pydantic_data_converter,
+        data_converter=failover_data_converter(codec_from_env()),
         ip="127.0.0.1",
         port=port,
         ui=ui,
@@ -114,7 +114,7 @@ async def start_time_skipping() -> WorkflowEnvironment:
     from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 
     env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter,
+        data_converter=failover_data_converter(codec_from_env()),
         test_server_existing_path=temporal_test_server_path(),
     )
     await env.client.operator_service.add_search_attributes(
