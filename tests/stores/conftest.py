@@ -7,6 +7,7 @@ contract test once against memory and once against Redis.
 
 from __future__ import annotations
 
+import base64
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -14,10 +15,16 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis.asyncio as aioredis
 
+from agent_failover.codec import AesGcmCodec, generate_key
 from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache, ResponseCache
 from agent_failover.stores.embedded_redis import EmbeddedRedis
 from agent_failover.stores.health import HealthStore, MemoryHealthStore, RedisHealthStore
 from agent_failover.stores.redis_link import fail_fast_client
+
+
+def sealing_codec(key_id: str = "cache-k1") -> AesGcmCodec:
+    """A payload codec with a fresh key, as a worker with ``FAILOVER_CODEC_KEYS`` has."""
+    return AesGcmCodec({key_id: base64.b64decode(generate_key())})
 
 
 class FakeClock:
@@ -99,15 +106,16 @@ async def health_store(
         await _delete_namespace(redis_url, namespace)
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "redis-sealed"])
 async def cache(
     request: pytest.FixtureRequest, redis_url: str, namespace: str
 ) -> AsyncIterator[ResponseCache]:
-    """The response cache under test, once per backend."""
+    """The response cache under test, once per backend (Redis also with the payload codec)."""
     if request.param == "memory":
         yield MemoryResponseCache(max_entries=16)
         return
-    store = RedisResponseCache(fail_fast_client(redis_url), namespace=namespace)
+    codec = sealing_codec() if request.param == "redis-sealed" else None
+    store = RedisResponseCache(fail_fast_client(redis_url), namespace=namespace, codec=codec)
     try:
         yield store
     finally:
