@@ -54,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     # the worker side
     "FailoverPlugin": "agent_failover.plugin",
     "connect_client": "agent_failover.connect",
+    "AesGcmCodec": "agent_failover.codec",
     # policy
     "load_policy": "agent_failover.config.loader",
     "PolicyConfig": "agent_failover.resilience.config",
@@ -62,6 +63,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "SEARCH_ATTRIBUTES",
+    "AesGcmCodec",
     "AgentOutput",
     "AttemptRecord",
     "CallOptions",
@@ -90,6 +92,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from agent_failover.codec import AesGcmCodec
     from agent_failover.config.loader import load_policy
     from agent_failover.connect import connect_client
     from agent_failover.plugin import FailoverPlugin
