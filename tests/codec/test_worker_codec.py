@@ -1,10 +1,12 @@
 """The codec on a live worker: heartbeat partial text is ciphertext, the plugin refuses a
-worker whose client would write clear history, and connect_client follows the environment."""
+worker whose client would write clear history, connect_client follows the environment, and
+a worker without the key says which key it needs."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 
 import pytest
@@ -91,3 +93,42 @@ async def test_connect_client_takes_the_codec_from_the_environment(
     assert (await connect_client(address, codec=False)).data_converter.payload_codec is None
     monkeypatch.delenv("FAILOVER_CODEC_KEYS")
     assert (await connect_client(address)).data_converter.payload_codec is None
+
+
+async def test_worker_without_the_key_fails_the_task_naming_the_key(
+    dev_env: WorkflowEnvironment, policy: PolicyConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker lacking the key a workflow's input was encrypted with fails its workflow task
+    with type PayloadDecryptError (retried until a worker with the key takes it) and logs
+    which key id it needs."""
+    h, workers = build_harness(encrypting_client(dev_env, codec_with("k2")), policy)
+    sender = encrypting_client(dev_env, codec_with("k1"))
+    request = ChatRequest(messages=[Message(role="user", content="needs k1")])
+    wid = f"nokey-{uuid.uuid4().hex[:8]}"
+    with caplog.at_level(logging.ERROR, logger="temporalio.worker._workflow"):
+        async with running(workers):
+            handle = await sender.start_workflow(
+                ResilientCallWorkflow.run,
+                CallInput(role="plain", request=request),
+                id=wid,
+                task_queue=h.task_queue,
+            )
+            try:
+                failed = None
+                for _ in range(100):
+                    failed = await _first_task_failure(dev_env, wid)
+                    if failed is not None:
+                        break
+                    await asyncio.sleep(0.1)
+            finally:
+                await handle.terminate()
+    assert failed is not None and failed.application_failure_info.type == "PayloadDecryptError"
+    assert "key id 'k1', which this process does not have (it has: k2)" in caplog.text
+
+
+async def _first_task_failure(env: WorkflowEnvironment, wid: str):
+    history = await env.client.get_workflow_handle(wid).fetch_history()
+    for e in history.events:
+        if e.HasField("workflow_task_failed_event_attributes"):
+            return e.workflow_task_failed_event_attributes.failure
+    return None
