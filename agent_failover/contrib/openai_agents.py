@@ -35,10 +35,6 @@ try:
     from agents.models.interface import Model, ModelProvider, ModelTracing
     from agents.run import AgentRunner
     from openai.types.responses import Response, ResponseCompletedEvent, ResponseUsage
-    from openai.types.responses.response_usage import (
-        InputTokensDetails,
-        OutputTokensDetails,
-    )
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "agent_failover.contrib.openai_agents needs the OpenAI Agents SDK: "
@@ -158,8 +154,9 @@ class FailoverModel(Model):
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
                 total_tokens=usage.total_tokens,
-                input_tokens_details=InputTokensDetails(cached_tokens=0),
-                output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+                # the SDK's own zero details, valid for its openai version
+                input_tokens_details=usage.input_tokens_details,
+                output_tokens_details=usage.output_tokens_details,
             ),
         )
 
