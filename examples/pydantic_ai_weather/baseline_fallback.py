@@ -1,6 +1,7 @@
 """For comparison: the same agent with PydanticAI's own FallbackModel inside TemporalAgent.
 
-    SIM_URL=http://127.0.0.1:8400 python baseline_fallback.py --outage-between-turns anthropic-us-east
+    SIM_URL=http://127.0.0.1:8400 python baseline_fallback.py \
+        --outage-between-turns anthropic-us-east
 
 Runs its own worker in this process. Every model request is ONE PydanticAI activity
 (``agent__weather_baseline__model_request``) with the fallback inside it: the Temporal UI
@@ -63,25 +64,23 @@ baseline_agent = TemporalAgent(agent)
 class BaselineChatWorkflow:
     __pydantic_ai_agents__ = [baseline_agent]
 
-    @workflow.run
-    async def run(self, questions: list[str]) -> list[str]:
-        history: list = []
-        answers = []
-        for i, question in enumerate(questions):
-            if i:
-                await workflow.wait_condition(lambda: self.go, timeout=None)
-            result = await baseline_agent.run(question, message_history=history)
-            history = result.all_messages()
-            answers.append(result.output)
-            self.go = False
-        return answers
-
     def __init__(self) -> None:
-        self.go = False
+        self.history: list = []
+        self.closed = False
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: self.closed and workflow.all_handlers_finished())
+
+    @workflow.update
+    async def ask(self, question: str) -> str:
+        result = await baseline_agent.run(question, message_history=self.history)
+        self.history = result.all_messages()
+        return result.output
 
     @workflow.signal
-    def next_turn(self) -> None:
-        self.go = True
+    def close(self) -> None:
+        self.closed = True
 
 
 async def main(outage: str | None) -> None:
@@ -91,17 +90,14 @@ async def main(outage: str | None) -> None:
         client, task_queue=queue, workflows=[BaselineChatWorkflow], plugins=[PydanticAIPlugin()]
     ):
         handle = await client.start_workflow(
-            BaselineChatWorkflow.run,
-            ["What's the weather in Lyon right now?", "And how about Paris?"],
-            id=f"baseline-chat-{uuid.uuid4().hex[:8]}",
-            task_queue=queue,
+            BaselineChatWorkflow.run, id=f"baseline-chat-{uuid.uuid4().hex[:8]}", task_queue=queue
         )
-        while not [r for r in await activity_rows(handle) if r.outcome == "completed"][2:]:
-            await asyncio.sleep(0.2)  # wait for the first turn's three activities
+        await handle.execute_update(BaselineChatWorkflow.ask, "What's the weather in Lyon?")
         if outage:
             async with SimAdmin(SIM) as admin:
                 await admin.set_faults(outage, [{"kind": "overloaded"}])
-        await handle.signal(BaselineChatWorkflow.next_turn)
+        await handle.execute_update(BaselineChatWorkflow.ask, "And how about Paris?")
+        await handle.signal(BaselineChatWorkflow.close)
         await handle.result()
         print(f"Activities of workflow {handle.id} (as the Temporal UI lists them):")
         print(format_rows(await activity_rows(handle)))
