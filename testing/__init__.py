@@ -33,6 +33,9 @@ _EXPORTS = {
     "start_time_skipping": "agent_failover.testing.servers",
     "temporal_cli_path": "agent_failover.testing.servers",
     "temporal_test_server_path": "agent_failover.testing.servers",
+    "ActivityRow": "agent_failover.testing.history",
+    "activity_rows": "agent_failover.testing.history",
+    "format_rows": "agent_failover.testing.history",
     "Fault": "agent_failover.testing.sim",
     "FaultKind": "agent_failover.testing.sim",
     "RunningSimulator": "agent_failover.testing.sim",
@@ -55,6 +58,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "ActivityRow",
     "CallInput",
     "Fault",
     "FaultKind",
@@ -62,7 +66,9 @@ __all__ = [
     "ResilientCallWorkflow",
     "RunningSimulator",
     "SimAdmin",
+    "activity_rows",
     "build_harness",
+    "format_rows",
     "load_scenario",
     "make_harness",
     "running",

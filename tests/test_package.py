@@ -58,13 +58,33 @@ def test_importing_the_package_loads_no_worker_code() -> None:
     """``import agent_failover`` stays cheap (it runs inside the workflow sandbox)."""
     code = (
         "import sys, agent_failover; heavy = [m for m in ('agent_failover.plugin', "
-        "'agent_failover.activities.llm', 'redis', 'httpx', 'aiohttp') if m in sys.modules];"
+        "'agent_failover.activities.llm', 'redis', 'httpx', 'aiohttp', 'pydantic_ai', "
+        "'agents', 'temporalio.openai_agents') if m in sys.modules];"
         "print(heavy)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/"
     )
     assert out.stdout.strip() == "[]"
+
+
+#: Agent frameworks: optional extras, imported only by agent_failover/contrib/.
+FRAMEWORKS = {"pydantic_ai", "pydantic_graph", "agents", "openai"}
+
+
+def test_only_contrib_imports_agent_frameworks() -> None:
+    """The core never imports PydanticAI or the Agents SDK; agent_failover.contrib does."""
+    contrib = ROOT / "agent_failover" / "contrib"
+    bad = [
+        f"{p.relative_to(ROOT)}: {name}"
+        for p in _package_files()
+        if contrib not in p.parents
+        for name in _imports(p)
+        if name.split(".")[0] in FRAMEWORKS or name.startswith("temporalio.openai_agents")
+    ]
+    assert bad == []
+    used = {n.split(".")[0] for p in contrib.rglob("*.py") for n in _imports(p)}
+    assert {"pydantic_ai", "agents"} <= used
 
 
 def test_package_code_uses_the_namespace_only() -> None:
@@ -131,6 +151,9 @@ def test_wheel_installs_one_import_name(tmp_path: Path) -> None:
         "agent_failover/testing/sim/scenarios/outage_demo.yaml",
         "agent_failover/plugin.py",
         "agent_failover/py.typed",
+        "agent_failover/contrib/pydantic_ai.py",
+        "agent_failover/contrib/openai_agents.py",
+        "agent_failover/testing/history.py",
     ):
         assert required in names
     assert not any(n.startswith(("agent_failover/tests", "agent_failover/bench")) for n in names)

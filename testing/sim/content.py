@@ -5,8 +5,11 @@ derives the reply from a hash of the model and the conversation, so the same req
 always gets the same text. Prose replies start with ``[echo: <first words of the last
 user message>]`` and end with ``[end]`` so a test can tell a complete reply from a cut
 one. JSON-mode requests get a JSON instance of the requested schema; a forced tool gets
-tool arguments. Token counts are estimated at ~4 characters per token and a stream
-sends exactly one 4-character piece per token, so streamed and non-streamed usage agree.
+tool arguments. Tools offered with ``tool_choice`` auto (or none given) make an agent loop:
+the reply calls the first offered tool not yet called since the last user turn, and once
+every offered tool has a call the model answers (in text, or JSON in JSON mode). Token
+counts are estimated at ~4 characters per token and a stream sends exactly one
+4-character piece per token, so streamed and non-streamed usage agree.
 Output faults (empty, invalid JSON, schema violation, refusal) are applied here.
 """
 
@@ -17,6 +20,7 @@ import hashlib
 import json
 import random
 import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -42,6 +46,11 @@ class ForcedTool:
     schema: dict[str, Any]
 
 
+def first_uncalled(tools: Sequence[ForcedTool], called: Collection[str]) -> ForcedTool | None:
+    """The first of ``tools`` with no call since the last user turn, else None."""
+    return next((t for t in tools if t.name not in called), None)
+
+
 @dataclass
 class ParsedRequest:
     """A request in any wire format, reduced to what the simulator needs."""
@@ -55,6 +64,10 @@ class ParsedRequest:
     json_mode: bool = False
     schema: dict[str, Any] | None = None
     tool: ForcedTool | None = None
+    # Tools the model may call on its own (tool_choice auto or absent), and the names of the
+    # tools the assistant already called since the last user turn: an agent loop's state.
+    offered_tools: tuple[ForcedTool, ...] = ()
+    called_tools: tuple[str, ...] = ()
 
     @property
     def prompt_tokens(self) -> int:
@@ -186,7 +199,7 @@ def build_reply(
     if prefill:
         request = dataclasses.replace(request, messages=request.messages[:-1])
     rng = random.Random(request.seed())
-    tool = request.tool
+    tool = request.tool or first_uncalled(request.offered_tools, request.called_tools)
     if tool is not None:
         text = json.dumps(generate_instance(tool.schema, rng))
         finish = Finish.TOOL

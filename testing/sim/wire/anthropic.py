@@ -6,7 +6,9 @@ Streams follow the documented event order: ``message_start``, ``content_block_st
 usage), ``message_stop``. Errors are ``{"type":"error","error":{"type":...}}`` with 529
 for overload. JSON mode is inferred the way callers ask Claude for JSON: a forced tool
 (``tool_choice`` type ``tool``/``any``), an ``output_format`` JSON schema, or a system
-prompt / last user message that asks for JSON.
+prompt / last user message that asks for JSON. Tools offered with ``tool_choice`` auto (or
+none) are called one by one, the first not yet called since the last user turn, before
+the model answers: an agent loop.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from typing import Any
 
 from agent_failover.providers.endpoint import ProviderKind
 from agent_failover.testing.sim.config import SimEndpoint
-from agent_failover.testing.sim.content import Finish, ForcedTool, ParsedRequest, Reply
+from agent_failover.testing.sim.content import (
+    Finish,
+    ForcedTool,
+    ParsedRequest,
+    Reply,
+    first_uncalled,
+)
 from agent_failover.testing.sim.wire.base import (
     ErrorCategory,
     Operation,
@@ -65,6 +73,31 @@ def _invalid(message: str) -> SimError:
     return SimError(ErrorCategory.INVALID_REQUEST, message)
 
 
+def _is_tool_results(content: Any) -> bool:
+    """A user message made only of tool_result blocks answers tools; it is not a user turn."""
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
+
+
+def _called_tools(messages: list[Any]) -> tuple[str, ...]:
+    """Names of the tools the assistant called (tool_use blocks) since the last user turn."""
+    called: list[str] = []
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if m.get("role") == "user" and not _is_tool_results(content):
+            called = []
+        elif m.get("role") == "assistant" and isinstance(content, list):
+            called += [
+                b["name"]
+                for b in content
+                if isinstance(b, dict) and b.get("type") == "tool_use" and "name" in b
+            ]
+    return tuple(called)
+
+
 class AnthropicWire(WireFormat):
     """Anthropic Messages API."""
 
@@ -105,7 +138,7 @@ class AnthropicWire(WireFormat):
                 raise _invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
             messages.append((m["role"], text_of_blocks(m.get("content"))))
         system = text_of_blocks(body.get("system"))
-        tool = self._forced_tool(body)
+        tool, offered = self._tool_choice(body)
         schema = None
         output_format = body.get("output_format")
         if isinstance(output_format, dict) and output_format.get("type") == "json_schema":
@@ -125,24 +158,31 @@ class AnthropicWire(WireFormat):
             json_mode=json_mode,
             schema=schema,
             tool=tool,
+            offered_tools=offered,
+            called_tools=_called_tools(raw_messages) if offered else (),
         )
 
     @staticmethod
-    def _forced_tool(body: dict[str, Any]) -> ForcedTool | None:
-        tools = [t for t in body.get("tools") or [] if isinstance(t, dict) and "name" in t]
-        choice = body.get("tool_choice") or {}
-        if not tools or not isinstance(choice, dict):
-            return None
+    def _tool_choice(body: dict[str, Any]) -> tuple[ForcedTool | None, tuple[ForcedTool, ...]]:
+        """(the forced tool, the tools the model may call on its own) for the request."""
+        tools = [
+            ForcedTool(t["name"], t.get("input_schema") or {"type": "object"})
+            for t in body.get("tools") or []
+            if isinstance(t, dict) and "name" in t
+        ]
+        choice = body.get("tool_choice") or {"type": "auto"}
+        if not tools or not isinstance(choice, dict) or choice.get("type") == "none":
+            return None, ()
         if choice.get("type") == "tool":
             wanted = choice.get("name")
-            match = next((t for t in tools if t["name"] == wanted), None)
+            match = next((t for t in tools if t.name == wanted), None)
             if match is None:
                 raise _invalid(f"tool_choice: tool '{wanted}' is not among the provided tools")
-        elif choice.get("type") == "any":
-            match = tools[0]
-        else:
-            return None
-        return ForcedTool(match["name"], match.get("input_schema") or {"type": "object"})
+            return match, ()
+        if choice.get("type") == "any":
+            called = _called_tools(body["messages"])
+            return first_uncalled(tools, called) or tools[0], ()
+        return None, tuple(tools)
 
     def status_for(self, err: SimError) -> int:
         """Anthropic's status for ``err`` (529 for overload)."""

@@ -6,7 +6,9 @@ finish reason, a usage chunk with empty ``choices`` when ``stream_options.includ
 is set, then ``data: [DONE]``. Errors are ``{"error":{"message","type","code","param"}}``
 with the codes clients branch on: ``rate_limit_exceeded`` vs ``insufficient_quota``,
 ``context_length_exceeded``, ``content_policy_violation``. JSON mode comes from
-``response_format`` (``json_object`` or ``json_schema``) or a forced function tool.
+``response_format`` (``json_object`` or ``json_schema``) or a forced function tool. Tools
+offered with ``tool_choice`` auto (or none) are called one by one, the first not yet called
+since the last user message, before the model answers: an agent loop.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from typing import Any
 
 from agent_failover.providers.endpoint import ProviderKind
 from agent_failover.testing.sim.config import SimEndpoint
-from agent_failover.testing.sim.content import Finish, ForcedTool, ParsedRequest, Reply
+from agent_failover.testing.sim.content import (
+    Finish,
+    ForcedTool,
+    ParsedRequest,
+    Reply,
+    first_uncalled,
+)
 from agent_failover.testing.sim.wire.base import (
     ErrorCategory,
     Operation,
@@ -63,6 +71,22 @@ _TYPE_CODE: dict[ErrorCategory, tuple[str, str | None]] = {
 
 def _invalid(message: str, param: str | None = None) -> SimError:
     return SimError(ErrorCategory.INVALID_REQUEST, message, param=param)
+
+
+def _called_tools(messages: list[Any]) -> tuple[str, ...]:
+    """Names of the functions the assistant called since the last user message."""
+    called: list[str] = []
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        if m.get("role") == "user":
+            called = []
+        elif m.get("role") == "assistant":
+            for call in m.get("tool_calls") or []:
+                name = (call.get("function") or {}).get("name") if isinstance(call, dict) else None
+                if isinstance(name, str):
+                    called.append(name)
+    return tuple(called)
 
 
 class OpenAIWire(WireFormat):
@@ -115,7 +139,7 @@ class OpenAIWire(WireFormat):
             elif fmt.get("type") == "json_schema":
                 json_mode = True
                 schema = (fmt.get("json_schema") or {}).get("schema") or {"type": "object"}
-        tool = self._forced_tool(body)
+        tool, offered = self._tool_choice(body)
         options = body.get("stream_options") or {}
         return ParsedRequest(
             model=str(body["model"]),
@@ -129,28 +153,31 @@ class OpenAIWire(WireFormat):
             json_mode=json_mode or tool is not None,
             schema=schema,
             tool=tool,
+            offered_tools=offered,
+            called_tools=_called_tools(raw) if offered else (),
         )
 
     @staticmethod
-    def _forced_tool(body: dict[str, Any]) -> ForcedTool | None:
+    def _tool_choice(body: dict[str, Any]) -> tuple[ForcedTool | None, tuple[ForcedTool, ...]]:
+        """(the forced tool, the tools the model may call on its own) for the request."""
         tools = [
-            t["function"]
+            ForcedTool(t["function"]["name"], t["function"].get("parameters") or {"type": "object"})
             for t in body.get("tools") or []
             if isinstance(t, dict) and isinstance(t.get("function"), dict)
         ]
         choice = body.get("tool_choice")
-        if not tools or choice is None:
-            return None
+        if not tools or choice == "none":
+            return None, ()
         if isinstance(choice, dict) and choice.get("type") == "function":
             wanted = (choice.get("function") or {}).get("name")
-            match = next((t for t in tools if t.get("name") == wanted), None)
+            match = next((t for t in tools if t.name == wanted), None)
             if match is None:
                 raise _invalid(f"Invalid tool_choice: no function named '{wanted}'", "tool_choice")
-        elif choice == "required":
-            match = tools[0]
-        else:
-            return None
-        return ForcedTool(match["name"], match.get("parameters") or {"type": "object"})
+            return match, ()
+        if choice == "required":
+            called = _called_tools(body.get("messages") or [])
+            return first_uncalled(tools, called) or tools[0], ()
+        return None, tuple(tools)
 
     def status_for(self, err: SimError) -> int:
         """OpenAI's status for ``err`` (503 for overload)."""

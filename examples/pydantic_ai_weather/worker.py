@@ -1,0 +1,46 @@
+"""The weather assistant's worker: PydanticAI's plugin (tool activities) and agent-failover's.
+
+    SIM_URL=http://127.0.0.1:8400 python worker.py
+
+Temporal is reached through the standard variables / profile (TEMPORAL_ADDRESS, ...);
+health state goes to REDIS_URL (default redis://127.0.0.1:6379/0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+from temporalio.worker import Worker
+
+from agent_failover import FailoverPlugin, connect_client
+from workflows import WeatherChatWorkflow
+
+TASK_QUEUE = os.environ.get("WEATHER_TASK_QUEUE", "weather-agent")
+POLICY = Path(__file__).with_name("policy.yaml")
+
+
+async def main() -> None:
+    failover = FailoverPlugin(POLICY, include_pipeline=False)
+    client = await connect_client()
+    worker = Worker(
+        client,
+        task_queue=TASK_QUEUE,
+        workflows=[WeatherChatWorkflow],
+        plugins=[PydanticAIPlugin(), failover],
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        print(f"worker ready on task queue {TASK_QUEUE}", flush=True)
+        await stop.wait()
+    await failover.aclose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
