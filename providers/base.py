@@ -1,12 +1,16 @@
 """The call skeleton every adapter shares: one attempt, budgets enforced, errors classified.
 
 An adapter only knows its wire format: how to build the request body, how to read a
-JSON reply into :class:`ReplyParts`, and a :class:`StreamState` that folds its SSE
-events. This module does the rest, identically for every provider: resolve the key at
-call time, hold an endpoint connection slot, send once, enforce the :class:`Budgets`
-around every chunk (headers, first token, idle gap, total, trailer grace), skip and
-count malformed events, report progress, and turn every failure into exactly one
-:class:`~providers.errors.ProviderError` with the partial text and without the key.
+JSON reply into :class:`ReplyParts`, and a :class:`StreamState` that folds its stream
+events (SSE, or AWS event-stream frames through :meth:`StreamState.new_decoder`). This
+module does the rest, identically for every provider: resolve the key and the
+endpoint's extra headers at call time, add the endpoint's query parameters, sign the
+request when the route authenticates through a cloud credential chain
+(:mod:`providers.auth`), hold an endpoint connection slot, send once, enforce the
+:class:`Budgets` around every chunk (headers, first token, idle gap, total, trailer
+grace), skip and count malformed events, report progress, and turn every failure into
+exactly one :class:`~providers.errors.ProviderError` with the partial text and without
+any key, token or secret header value.
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
+from agent_failover.providers.auth import Signer, credentials_for
 from agent_failover.providers.classify import (
     Phase,
     StreamEnd,
@@ -32,9 +37,10 @@ from agent_failover.providers.classify import (
     classify_stream_end,
 )
 from agent_failover.providers.client import Budgets, FailoverHTTPClient
-from agent_failover.providers.endpoint import EndpointConfig
+from agent_failover.providers.endpoint import AuthMethod, EndpointConfig
 from agent_failover.providers.errors import (
     AuthError,
+    ConnectError,
     MalformedStreamError,
     NoResponseError,
     ProviderError,
@@ -63,22 +69,48 @@ _CALL_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, OSError)
 _SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 
+def _env_secret(endpoint: EndpointConfig, var: str, what: str) -> str:
+    value = os.environ.get(var, "").strip()
+    if not value:
+        raise AuthError(
+            f"environment variable {var} is not set; set it to the {what} of endpoint "
+            f"{endpoint.name!r}",
+            endpoint=endpoint.name,
+        )
+    return value
+
+
 def resolve_api_key(endpoint: EndpointConfig) -> str | None:
     """The endpoint's key from ``os.environ[endpoint.api_key_env]``, read at call time.
 
-    ``None`` when the endpoint declares no key variable (local or simulated servers).
-    A declared but unset variable fails as :class:`AuthError` naming the variable.
+    ``None`` when the route does not authenticate with a key (local or simulated servers,
+    or a cloud credential chain). A declared but unset variable fails as
+    :class:`AuthError` naming the variable.
     """
-    if not endpoint.api_key_env:
+    if endpoint.auth is not AuthMethod.API_KEY or not endpoint.api_key_env:
         return None
-    key = os.environ.get(endpoint.api_key_env, "").strip()
-    if not key:
-        raise AuthError(
-            f"environment variable {endpoint.api_key_env} is not set; "
-            f"set it to the API key of endpoint {endpoint.name!r}",
-            endpoint=endpoint.name,
-        )
-    return key
+    return _env_secret(endpoint, endpoint.api_key_env, "API key")
+
+
+def resolve_extra_headers(endpoint: EndpointConfig) -> dict[str, str]:
+    """The endpoint's literal ``headers`` plus ``headers_from_env`` read at call time."""
+    headers = dict(endpoint.headers)
+    for name, var in endpoint.headers_from_env.items():
+        headers[name] = _env_secret(endpoint, var, f"{name} header")
+    return headers
+
+
+class StreamDecoder(Protocol):
+    """Sans-IO: bytes in, whole events out (``SSEDecoder``, the AWS event-stream decoder)."""
+
+    def feed(self, chunk: bytes) -> list[Any]: ...
+
+    def flush(self) -> list[Any]: ...
+
+
+class StreamFramingError(Exception):
+    """The stream's framing itself is broken (bad checksum, impossible length): nothing
+    after it can be trusted, so the stream fails as malformed at once."""
 
 
 @dataclass
@@ -133,6 +165,10 @@ class StreamState(ABC):
         self.events = 0
         self.malformed = 0
         self.content_events = 0
+
+    def new_decoder(self) -> StreamDecoder:
+        """The decoder that turns this wire's response bytes into events (SSE by default)."""
+        return SSEDecoder()
 
     def on_event(self, event: SSEEvent) -> None:
         """Fold one event; a malformed one is counted and skipped, never raised."""
@@ -195,7 +231,11 @@ class Call:
     now: Callable[[], float] = time.time
     key: str | None = None
     prefix: str = ""  # text the reply continues (prefill); part of the returned text
+    extra_headers: dict[str, str] = field(default_factory=dict)
+    signer: Signer | None = None
     started: float = field(default_factory=lambda: asyncio.get_running_loop().time())
+    #: Values masked in any error text: the key, secret header values, tokens.
+    secrets: list[str] = field(default_factory=list)
     _last_progress: float | None = field(default=None, init=False)
 
     @classmethod
@@ -210,7 +250,15 @@ class Call:
         now: Callable[[], float],
         prefix: str = "",
     ) -> Call:
-        """A new attempt, its key resolved from the environment (AuthError if missing)."""
+        """A new attempt, its key and secret headers resolved from the environment.
+
+        A missing variable fails as :class:`AuthError`; routes that sign with a cloud
+        credential chain get their client's signer (credentials are fetched at send time).
+        """
+        key = resolve_api_key(endpoint)
+        extra = resolve_extra_headers(endpoint)
+        secrets = [key] if key else []
+        secrets += [extra[h] for h in endpoint.headers_from_env]
         return cls(
             client=client,
             endpoint=endpoint,
@@ -218,8 +266,11 @@ class Call:
             budgets=budgets,
             on_progress=on_progress,
             now=now,
-            key=resolve_api_key(endpoint),
+            key=key,
             prefix=prefix,
+            extra_headers=extra,
+            signer=credentials_for(client).signer(endpoint),
+            secrets=secrets,
         )
 
     @property
@@ -241,11 +292,12 @@ class Call:
         return (self.clock() - self.started) * 1000.0
 
     def redact(self, err: ProviderError) -> ProviderError:
-        """``err`` with this call's key masked wherever a provider echoed it."""
-        if self.key:
-            err.message = err.message.replace(self.key, "[redacted]")
-            err.partial_text = err.partial_text.replace(self.key, "[redacted]")
-            err.args = (err.message,)
+        """``err`` with this call's key and other secrets masked wherever they were echoed."""
+        for secret in self.secrets:
+            if secret:
+                err.message = err.message.replace(secret, "[redacted]")
+                err.partial_text = err.partial_text.replace(secret, "[redacted]")
+        err.args = (err.message,)
         return err
 
     def build_reply(self, parts: ReplyParts, *, ttft_ms: float | None, malformed: int) -> ChatReply:
@@ -298,13 +350,39 @@ async def _slot(call: Call) -> AsyncIterator[None]:
 
 
 def _build_request(call: Call, url: str, headers: dict[str, str], body: Any) -> httpx.Request:
-    """The POST request, with httpx's own timeouts as a backstop to the budgets."""
+    """The POST request, with httpx's own timeouts as a backstop to the budgets.
+
+    The endpoint's extra headers go under the adapter's own (content type, auth); its
+    query parameters are merged into the URL's.
+    """
     try:
         return call.client.build_request(
-            "POST", url, json=body, headers=headers, timeout=call.budgets.httpx_timeout()
+            "POST",
+            url,
+            json=body,
+            headers={**call.extra_headers, **headers},
+            params=call.endpoint.query or None,
+            timeout=call.budgets.httpx_timeout(),
         )
     except _CALL_ERRORS as exc:  # a URL httpx cannot use is this route's problem
         raise classify_exception(exc, endpoint=call.name, phase=Phase.BEFORE_HEADERS) from exc
+
+
+async def _prepare(
+    call: Call, url: str, headers: dict[str, str], body: Any, deadline: float
+) -> httpx.Request:
+    """Build the request and, for a cloud credential chain, sign it within ``deadline``."""
+    request = _build_request(call, url, headers, body)
+    if call.signer is None:
+        return request
+    try:
+        async with asyncio.timeout_at(deadline):
+            call.secrets += await call.signer.sign(request, call.endpoint, call.now())
+    except TimeoutError as exc:
+        raise ConnectError(
+            f"credentials not obtained within {deadline - call.started:.3g}s", endpoint=call.name
+        ) from exc
+    return request
 
 
 async def _send(call: Call, request: httpx.Request, deadline: float) -> httpx.Response:
@@ -388,8 +466,8 @@ async def run_json(
 ) -> ChatReply:
     """One non-streaming attempt: bounded by ``connect_s`` and ``total_s``."""
     try:
-        request = _build_request(call, url, headers, body)
         deadline = call.started + call.budgets.total_s
+        request = await _prepare(call, url, headers, body, deadline)
         async with _slot(call):
             response = await _send(call, request, deadline)
             try:
@@ -418,9 +496,9 @@ async def run_stream(
     A server that ignored ``stream`` and answered with JSON is read with ``parse``.
     """
     try:
-        request = _build_request(call, url, headers, body)
         b = call.budgets
         headers_deadline = call.started + min(b.ttft_s, b.total_s)
+        request = await _prepare(call, url, headers, body, headers_deadline)
         async with _slot(call):
             response = await _send(call, request, headers_deadline)
             try:
@@ -458,7 +536,7 @@ async def _pump(call: Call, response: httpx.Response, state: StreamState) -> flo
     budget since the last chunk, and always the total budget.
     """
     b = call.budgets
-    decoder = SSEDecoder()
+    decoder = state.new_decoder()
     chunks = response.aiter_bytes()
     total_at = call.started + b.total_s
     last_chunk_at = call.clock()
@@ -502,7 +580,7 @@ async def _pump(call: Call, response: httpx.Response, state: StreamState) -> flo
                 exc, endpoint=call.name, phase=phase, partial_text=state.text
             ) from exc
         last_chunk_at = call.clock()
-        for event in decoder.feed(chunk):
+        for event in _decode(call, state, decoder, chunk):
             await _apply(call, state, event)
             if first_token_at is None and state.content_events:
                 first_token_at = call.clock()
@@ -522,7 +600,14 @@ async def _pump(call: Call, response: httpx.Response, state: StreamState) -> flo
     return (first_token_at - call.started) * 1000.0
 
 
-async def _apply(call: Call, state: StreamState, event: SSEEvent) -> None:
+def _decode(call: Call, state: StreamState, decoder: StreamDecoder, chunk: bytes) -> list[Any]:
+    try:
+        return decoder.feed(chunk)
+    except StreamFramingError as exc:
+        raise _stream_error(call, state, StreamEnd.MALFORMED, f"broken framing: {exc}") from exc
+
+
+async def _apply(call: Call, state: StreamState, event: Any) -> None:
     before = state.content_events
     state.on_event(event)
     if state.too_malformed():
