@@ -71,12 +71,14 @@ _ANTHROPIC_TOOL_CHOICE: dict[str, dict[str, str]] = {
 }
 
 
-def _wrapped(schema: dict[str, Any]) -> bool:
+def wrapped(schema: dict[str, Any]) -> bool:
+    """Whether a schema must be nested under :data:`WRAP_KEY` (tool inputs are objects)."""
     return schema.get("type") != "object"
 
 
-def _tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    if _wrapped(schema):
+def tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The forced tool's input schema for a requested output schema."""
+    if wrapped(schema):
         return {"type": "object", "properties": {WRAP_KEY: schema}, "required": [WRAP_KEY]}
     return schema
 
@@ -133,7 +135,7 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) 
                 {
                     "name": JSON_TOOL,
                     "description": "Return the final answer as structured data.",
-                    "input_schema": _tool_schema(request.json_schema),
+                    "input_schema": tool_schema(request.json_schema),
                 }
             )
             body["tool_choice"] = {"type": "tool", "name": JSON_TOOL}
@@ -183,8 +185,9 @@ def _finish(call: Call, stop_reason: Any, partial: str) -> FinishReason:
     return _FINISH.get(stop_reason, FinishReason.STOP)
 
 
-def _json_tool_text(value: Any, wrapped: bool) -> str:
-    if wrapped and isinstance(value, dict) and WRAP_KEY in value:
+def json_tool_text(value: Any, is_wrapped: bool) -> str:
+    """The forced tool's input as the reply text (unwrapped when it was nested)."""
+    if is_wrapped and isinstance(value, dict) and WRAP_KEY in value:
         value = value[WRAP_KEY]
     return json.dumps(value)
 
@@ -202,8 +205,8 @@ def parse_reply(call: Call, payload: Any) -> ReplyParts:
             texts.append(block["text"])
         elif block.get("type") == "tool_use":
             if forced and block.get("name") == JSON_TOOL:
-                json_text = _json_tool_text(
-                    block.get("input"), _wrapped(call.request.json_schema or {})
+                json_text = json_tool_text(
+                    block.get("input"), wrapped(call.request.json_schema or {})
                 )
             else:
                 calls.append(parse_tool_arguments(block["id"], block["name"], block.get("input")))
@@ -306,12 +309,12 @@ class AnthropicStream(StreamState):
             return
         if self.finish is FinishReason.TOOL_CALLS and not self.tool_calls():
             self.finish = FinishReason.STOP
-        if _wrapped(self._call.request.json_schema or {}):
+        if wrapped(self._call.request.json_schema or {}):
             try:
                 value = json.loads(self.text)
             except ValueError:
                 return  # truncated: validation reports it with the raw text
-            self.text = _json_tool_text(value, True)
+            self.text = json_tool_text(value, True)
 
 
 async def complete(

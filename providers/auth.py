@@ -297,9 +297,7 @@ class CredentialStore:
         return None
 
 
-_STORES: weakref.WeakKeyDictionary[httpx.AsyncClient, CredentialStore] = (
-    weakref.WeakKeyDictionary()
-)
+_STORES: weakref.WeakKeyDictionary[httpx.AsyncClient, CredentialStore] = weakref.WeakKeyDictionary()
 
 
 def attach_credentials(client: httpx.AsyncClient, store: CredentialStore) -> CredentialStore:

@@ -9,6 +9,15 @@ None of them raises. Cool-down hints are read from ``retry-after-ms``, ``retry-a
 ``x-ratelimit-reset-*`` durations and Anthropic's ``anthropic-ratelimit-*-reset``
 timestamps, and Gemini's ``RetryInfo.retryDelay`` in the error body.
 
+The clouds add their own spellings, read before the status: AWS names its error in the
+``x-amzn-ErrorType`` header or the body's ``__type`` (Bedrock's ``ThrottlingException``
+is a rate limit, ``ServiceUnavailableException`` / ``ModelNotReadyException`` an
+overload, ``ServiceQuotaExceededException`` an exhausted quota, a
+``ValidationException`` about input length a context-length error); Google's 429
+carrying a per-day ``QuotaFailure`` is an exhausted quota rather than a rate limit, and
+a 403 ``BILLING_DISABLED`` too; Azure's ``innererror`` codes
+(``ResponsibleAIPolicyViolation``) are content filters.
+
 Error messages quote at most :data:`MAX_MESSAGE_CHARS` of the provider's own message, with
 anything shaped like an API key masked: providers echo keys back in 401 bodies.
 """
@@ -61,6 +70,10 @@ _CONTEXT_WORDS = (
     "maximum context length",
     "context window",
     "request_too_large",
+    # Bedrock's ValidationException spellings
+    "input is too long",
+    "too many input tokens",
+    "exceed context limit",
 )
 # Anthropic's output classifier answers 400 "Output blocked by content filtering policy".
 _CONTENT_POLICY_WORDS = (
@@ -77,6 +90,28 @@ _QUOTA_WORDS = (
     "billing",
 )
 _GEMINI_BAD_KEY_WORDS = ("api_key_invalid", "api key not valid", "api key expired")
+_DAILY_QUOTA_WORDS = ("perday", "per_day", "per day")
+# AWS error types (x-amzn-ErrorType / __type) by the class they map to; ValidationException
+# is read from its message (context length, content filter, or a plain bad request).
+_AWS_TYPES: dict[str, type[ProviderError]] = {
+    "throttlingexception": RateLimitedError,
+    "toomanyrequestsexception": RateLimitedError,
+    "servicequotaexceededexception": QuotaExhaustedError,
+    "serviceunavailableexception": OverloadedError,
+    "modelnotreadyexception": OverloadedError,
+    "internalserverexception": ServerError,
+    "modeltimeoutexception": ServerError,
+    "modelerrorexception": ServerError,
+    "modelstreamerrorexception": ServerError,
+    "accessdeniedexception": AuthError,
+    "unrecognizedclientexception": AuthError,
+    "expiredtokenexception": AuthError,
+    "invalidsignatureexception": AuthError,
+    "incompletesignatureexception": AuthError,
+    "missingauthenticationtokenexception": AuthError,
+    "resourcenotfoundexception": InvalidRequestError,
+    "validationexception": InvalidRequestError,
+}
 _SECRET_RE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{10,}|[A-Za-z0-9_\-]{40,})")
 _GO_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -281,8 +316,9 @@ def _error_tags(payload: Any) -> str:
     if not isinstance(payload, dict):
         return ""
     error = payload.get("error")
+    inner = error.get("innererror") if isinstance(error, dict) else None
     parts: list[str] = []
-    for source in (error, payload):
+    for source in (error, inner, payload):
         if isinstance(source, dict):
             for key in ("type", "code", "status", "reason"):
                 value = source.get(key)
@@ -312,6 +348,98 @@ def provider_code(payload: Any) -> str | None:
 # -- status codes ------------------------------------------------------------------------
 
 
+def aws_error_type(headers: Mapping[str, str] | None, payload: Any) -> str | None:
+    """The AWS error name of a response (``ThrottlingException``), lower-cased, if any.
+
+    botocore reads ``x-amzn-ErrorType`` (``Name:http://…``) first, then the body's
+    ``__type`` (``com.amazon.coral…#Name``), then ``code``; so do we.
+    """
+    raw = _lower(headers).get("x-amzn-errortype")
+    if not raw and isinstance(payload, dict):
+        for key in ("__type", "code"):
+            if isinstance(payload.get(key), str) and payload.get(key):
+                raw = payload[key]
+                break
+    if not raw:
+        return None
+    name = raw.split(":", 1)[0].rsplit("#", 1)[-1].strip().lower()
+    return name or None
+
+
+def _google_daily_quota(payload: Any) -> bool:
+    """A Google 429 whose ``QuotaFailure`` / ``ErrorInfo`` names a per-day limit."""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    if not isinstance(details, list):
+        return False
+    text = json.dumps(details).lower()
+    return ("quotafailure" in text or "errorinfo" in text) and any(
+        w in text for w in _DAILY_QUOTA_WORDS
+    )
+
+
+def _from_aws_type(
+    kind: str, lowered: str, message: str, retry_after: float | None, kw: dict[str, Any]
+) -> ProviderError | None:
+    cls = _AWS_TYPES.get(kind)
+    if cls is None:
+        return None
+    if kind == "validationexception":
+        if any(w in lowered for w in _CONTEXT_WORDS):
+            return ContextLengthError(f"request exceeds the context window: {message}", **kw)
+        if any(w in lowered for w in _CONTENT_POLICY_WORDS):
+            return ContentFilterError(f"blocked by content policy: {message}", **kw)
+    if cls is QuotaExhaustedError:
+        cooldown = retry_after if retry_after is not None else DEFAULT_QUOTA_COOLDOWN_S
+        return QuotaExhaustedError(
+            f"quota exhausted ({kind}): {message}", retry_after=cooldown, **kw
+        )
+    if cls in (RateLimitedError, OverloadedError, ServerError):
+        return cls(f"{kind}: {message}", retry_after=retry_after, **kw)
+    return cls(f"{kind}: {message}", **kw)
+
+
+def _too_many_requests(
+    lowered: str, payload: Any, message: str, retry_after: float | None, kw: dict[str, Any]
+) -> ProviderError:
+    gemini_delay = _gemini_retry_delay(payload)
+    hinted = retry_after if retry_after is not None else gemini_delay
+    daily = _google_daily_quota(payload)
+    if (
+        "insufficient_quota" in lowered
+        or daily
+        or (gemini_delay is None and any(w in lowered for w in _QUOTA_WORDS))
+    ):
+        return QuotaExhaustedError(
+            f"quota or spend limit exhausted: {message}",
+            retry_after=hinted if hinted is not None else DEFAULT_QUOTA_COOLDOWN_S,
+            **kw,
+        )
+    return RateLimitedError(f"rate limited: {message}", retry_after=hinted, **kw)
+
+
+def _client_error(status: int, lowered: str, message: str, kw: dict[str, Any]) -> ProviderError:
+    if status == 403 and "billing_disabled" in lowered:
+        return QuotaExhaustedError(
+            f"billing disabled: {message}", retry_after=DEFAULT_QUOTA_COOLDOWN_S, **kw
+        )
+    if status in (401, 403):
+        return AuthError(f"rejected credentials: {message}", **kw)
+    if status in (400, 413, 422) and any(w in lowered for w in _CONTEXT_WORDS):
+        return ContextLengthError(f"request exceeds the context window: {message}", **kw)
+    if status in (400, 422) and any(w in lowered for w in _CONTENT_POLICY_WORDS):
+        return ContentFilterError(f"blocked by content policy: {message}", **kw)
+    if status == 400 and any(w in lowered for w in _GEMINI_BAD_KEY_WORDS):
+        # Gemini answers a bad key with 400 INVALID_ARGUMENT, not 401.
+        return AuthError(f"rejected credentials: {message}", **kw)
+    if status == 413:
+        return ContextLengthError(f"request too large: {message}", **kw)
+    if status in (408, 409):
+        # Transient by the official SDKs' own retry rules (request timeout, lock conflict).
+        return ServerError(f"transient client-side status: {message}", **kw)
+    return InvalidRequestError(f"request rejected: {message}", **kw)
+
+
 def classify_status(
     status: int,
     body: bytes | str | None = None,
@@ -324,7 +452,8 @@ def classify_status(
 
     Total over every status 100-599 and any body/headers; never raises. Statuses that
     should not reach here (1xx, 2xx, 3xx: we never follow redirects) are a misbehaving
-    route and fail over as :class:`ServerError`.
+    route and fail over as :class:`ServerError`. An AWS error type decides before the
+    status (Bedrock answers throttling and model-not-ready alike with 429).
     """
     text = _decode(body)
     lowered = text.lower()
@@ -338,34 +467,15 @@ def classify_status(
         "provider_code": provider_code(payload),
     }
 
+    aws = aws_error_type(headers, payload) if status >= 400 else None
+    if aws is not None:
+        mapped = _from_aws_type(aws, lowered, message, retry_after, kw)
+        if mapped is not None:
+            return mapped
     if status == 429:
-        gemini_delay = _gemini_retry_delay(payload)
-        hinted = retry_after if retry_after is not None else gemini_delay
-        if "insufficient_quota" in lowered or (
-            gemini_delay is None and any(w in lowered for w in _QUOTA_WORDS)
-        ):
-            return QuotaExhaustedError(
-                f"quota or spend limit exhausted: {message}",
-                retry_after=hinted if hinted is not None else DEFAULT_QUOTA_COOLDOWN_S,
-                **kw,
-            )
-        return RateLimitedError(f"rate limited: {message}", retry_after=hinted, **kw)
-    if status in (401, 403):
-        return AuthError(f"rejected credentials: {message}", **kw)
+        return _too_many_requests(lowered, payload, message, retry_after, kw)
     if 400 <= status < 500:
-        if status in (400, 413, 422) and any(w in lowered for w in _CONTEXT_WORDS):
-            return ContextLengthError(f"request exceeds the context window: {message}", **kw)
-        if status in (400, 403, 422) and any(w in lowered for w in _CONTENT_POLICY_WORDS):
-            return ContentFilterError(f"blocked by content policy: {message}", **kw)
-        if status == 400 and any(w in lowered for w in _GEMINI_BAD_KEY_WORDS):
-            # Gemini answers a bad key with 400 INVALID_ARGUMENT, not 401.
-            return AuthError(f"rejected credentials: {message}", **kw)
-        if status == 413:
-            return ContextLengthError(f"request too large: {message}", **kw)
-        if status in (408, 409):
-            # Transient by the official SDKs' own retry rules (request timeout, lock conflict).
-            return ServerError(f"transient client-side status: {message}", **kw)
-        return InvalidRequestError(f"request rejected: {message}", **kw)
+        return _client_error(status, lowered, message, kw)
     if 500 <= status < 600:
         if status in (503, 529) or "overloaded" in tags:
             return OverloadedError(f"overloaded: {message}", retry_after=retry_after, **kw)
@@ -481,7 +591,17 @@ def error_event_decision(error: Any) -> Decision:
     OpenAI ``{"type": ..., "code": ...}`` or Gemini ``{"code": 503, "status": "UNAVAILABLE"}``.
     """
     tags = _error_tags({"error": error}) if isinstance(error, dict) else str(error).lower()
-    cooling = ("overloaded", "rate_limit", "resource_exhausted", "unavailable", "429", "503", "529")
+    cooling = (
+        "overloaded",
+        "rate_limit",
+        "resource_exhausted",
+        "unavailable",  # also Bedrock's serviceUnavailableException
+        "throttl",  # Bedrock's throttlingException
+        "modelnotready",
+        "429",
+        "503",
+        "529",
+    )
     if any(word in tags for word in cooling):
         return Decision.COOLDOWN
     return Decision.FAILOVER

@@ -38,7 +38,7 @@ from agent_failover.providers.base import (
 )
 from agent_failover.providers.classify import stream_error_event
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.endpoint import EndpointConfig
+from agent_failover.providers.endpoint import Cloud, EndpointConfig
 from agent_failover.providers.errors import ContentFilterError, Decision, InvalidRequestError
 from agent_failover.providers.models import (
     TOOL_CHOICE_MODES,
@@ -65,7 +65,8 @@ _FINISH = {
 
 
 def _is_openai(endpoint: EndpointConfig) -> bool:
-    return endpoint.organisation == "openai"
+    # Azure OpenAI runs OpenAI's own models and API (max_completion_tokens, stream_options).
+    return endpoint.organisation == "openai" or endpoint.cloud is Cloud.AZURE
 
 
 def _message(m: Message) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The single entry point for one model call: dispatch on the endpoint's wire kind.
+"""The single entry point for one model call: dispatch on the endpoint's wire and cloud.
 
 ``complete`` makes exactly one attempt, always: there is no loop here or below it.
 Whether to try again, on this route or another, is decided by the caller from the
@@ -12,19 +12,34 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from agent_failover.providers import anthropic, gemini, openai
+from agent_failover.providers import anthropic, azure, bedrock, gemini, openai, vertex
 from agent_failover.providers.base import ProgressCallback
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.endpoint import EndpointConfig, ProviderKind
+from agent_failover.providers.endpoint import Cloud, EndpointConfig, ProviderKind
 from agent_failover.providers.models import ChatReply, ChatRequest
 
 Adapter = Callable[..., Awaitable[ChatReply]]
 
+#: The vendors' own APIs (and compatible servers), by wire format.
 ADAPTERS: dict[ProviderKind, Adapter] = {
     ProviderKind.ANTHROPIC: anthropic.complete,
     ProviderKind.OPENAI: openai.complete,
     ProviderKind.GEMINI: gemini.complete,
+    ProviderKind.BEDROCK: bedrock.complete,
 }
+#: Cloud-hosted routes, whose URL and auth the cloud decides.
+CLOUD_ADAPTERS: dict[Cloud, Adapter] = {
+    Cloud.AZURE: azure.complete,
+    Cloud.AWS: bedrock.complete,
+    Cloud.GCP: vertex.complete,
+}
+
+
+def adapter_for(endpoint: EndpointConfig) -> Adapter:
+    """The adapter that speaks ``endpoint``'s wire on its cloud."""
+    if endpoint.cloud is not None:
+        return CLOUD_ADAPTERS[endpoint.cloud]
+    return ADAPTERS[endpoint.provider]
 
 
 async def complete(
@@ -40,9 +55,9 @@ async def complete(
 
     Streams when the request asks for it and the endpoint supports it. ``on_progress``
     (sync or async) receives ``(text_so_far, estimated_tokens)`` as tokens arrive, for
-    heartbeats. ``now`` (epoch seconds) is only used to interpret date-valued
-    Retry-After headers. Raises only :class:`~providers.errors.ProviderError` subclasses
-    (and cancellation).
+    heartbeats. ``now`` (epoch seconds) interprets date-valued Retry-After headers and
+    decides when a cached cloud token is due for refresh. Raises only
+    :class:`~providers.errors.ProviderError` subclasses (and cancellation).
     """
-    adapter = ADAPTERS[endpoint.provider]
+    adapter = adapter_for(endpoint)
     return await adapter(client, endpoint, request, budgets, on_progress=on_progress, now=now)
