@@ -18,12 +18,20 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_failover.config import DEFAULT_SIM_CONFIG_PATH
-from agent_failover.providers.endpoint import EndpointConfig, ProviderKind
+from agent_failover.providers.endpoint import (
+    CLOUD_PROVIDERS,
+    AuthMethod,
+    Cloud,
+    EndpointConfig,
+    ProviderKind,
+)
 
 DEFAULT_TTFT_MEDIAN_MS = 10.0
 DEFAULT_TTFT_SIGMA = 0.25
 DEFAULT_TOKENS_PER_SEC = 2000.0
 DEFAULT_MAX_ATTEMPTS_LOGGED = 50_000
+#: The Google Cloud project simulated Vertex routes are addressed under.
+SIM_GCP_PROJECT = "sim-project"
 
 
 class LatencyModel(BaseModel):
@@ -53,32 +61,69 @@ class LatencyModel(BaseModel):
 
 
 class SimEndpoint(BaseModel):
-    """One simulated endpoint, mounted at ``/<name>/`` and speaking ``kind``'s wire format."""
+    """One simulated endpoint, mounted at ``/<name>/`` and speaking ``kind``'s wire format.
+
+    ``cloud`` hosts the wire the way that cloud does: ``azure`` serves OpenAI deployments
+    (``deployments`` maps each deployment name to a model; a model is also its own
+    deployment), ``aws`` serves Bedrock Converse and InvokeModel, ``gcp`` serves Vertex AI
+    (``kind`` is the default publisher; every model in ``models`` is served, Gemini ones
+    by ``generateContent`` and Claude ones by ``rawPredict``).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
     kind: ProviderKind
+    cloud: Cloud | None = None
     organisation: str
     region: str = "global"
     models: list[str] = Field(min_length=1)
+    deployments: dict[str, str] = Field(default_factory=dict)
     context_window: int = Field(default=128_000, ge=256)
     max_output_tokens: int = Field(default=8192, ge=1)
     latency: LatencyModel = Field(default_factory=LatencyModel)
     tokens_per_sec: float = Field(default=DEFAULT_TOKENS_PER_SEC, gt=0.0)
+
+    @model_validator(mode="after")
+    def _cloud_wire(self) -> SimEndpoint:
+        if self.kind is ProviderKind.BEDROCK and self.cloud is not Cloud.AWS:
+            raise ValueError("kind bedrock needs cloud: aws")
+        if self.cloud is not None and self.kind not in CLOUD_PROVIDERS[self.cloud]:
+            raise ValueError(f"cloud {self.cloud.value} does not serve kind {self.kind.value}")
+        unknown = sorted(set(self.deployments.values()) - set(self.models))
+        if unknown:
+            raise ValueError(f"deployments name models not in models: {unknown}")
+        return self
 
     @property
     def default_model(self) -> str:
         """The first listed model; the one a probe or demo should ask for."""
         return self.models[0]
 
+    def deployment_model(self, deployment: str) -> str | None:
+        """The model an Azure deployment name serves (a model is its own deployment)."""
+        if deployment in self.deployments:
+            return self.deployments[deployment]
+        return deployment if deployment in self.models else None
+
     def base_url(self, server_url: str) -> str:
-        """The base URL an official SDK expects for this endpoint on ``server_url``."""
+        """The base URL an official SDK expects for this endpoint on ``server_url``.
+
+        OpenAI's includes ``/v1``; Azure's is the resource root (``azure_endpoint``);
+        Bedrock's is boto3's ``endpoint_url``; Vertex's is the host the adapter and
+        google-genai append ``/v1/...`` to (``AnthropicVertex`` wants ``{base}/v1``).
+        """
         root = f"{server_url.rstrip('/')}/{self.name}"
-        return f"{root}/v1" if self.kind is ProviderKind.OPENAI else root
+        if self.kind is ProviderKind.OPENAI and self.cloud is None:
+            return f"{root}/v1"
+        return root
 
     def to_endpoint_config(self, server_url: str, **overrides: Any) -> EndpointConfig:
-        """Describe this simulated endpoint as a shared :class:`EndpointConfig`."""
+        """Describe this simulated endpoint as a shared :class:`EndpointConfig`.
+
+        Cloud routes come unauthenticated (``auth: none``) unless ``overrides`` say
+        otherwise: the simulator does not need credentials unless ``require_auth`` is set.
+        """
         fields: dict[str, Any] = {
             "name": self.name,
             "provider": self.kind,
@@ -89,6 +134,12 @@ class SimEndpoint(BaseModel):
             "context_window": self.context_window,
             "max_output_tokens": self.max_output_tokens,
         }
+        if self.cloud is not None:
+            fields.update(cloud=self.cloud, auth=AuthMethod.NONE)
+        if self.cloud is Cloud.AZURE:
+            fields["deployment"] = next(iter(self.deployments), self.default_model)
+        if self.cloud is Cloud.GCP:
+            fields["project"] = SIM_GCP_PROJECT
         fields.update(overrides)
         return EndpointConfig(**fields)
 

@@ -27,7 +27,13 @@ from agent_failover.testing.sim.config import SimEndpoint
 from agent_failover.testing.sim.content import ParsedRequest, Reply, build_reply
 from agent_failover.testing.sim.faults import AttemptPlan, FaultKind, plan_attempt
 from agent_failover.testing.sim.state import AttemptLogEntry, AttemptOutcome, SimState
-from agent_failover.testing.sim.wire import WIRES, ErrorCategory, Operation, SimError, WireFormat
+from agent_failover.testing.sim.wire import (
+    ErrorCategory,
+    Operation,
+    SimError,
+    WireFormat,
+    wire_for,
+)
 from agent_failover.testing.sim.wire.base import (
     context_error,
     error_from_fault,
@@ -38,6 +44,7 @@ _ID_PREFIX = {
     ProviderKind.ANTHROPIC: "msg_sim",
     ProviderKind.OPENAI: "chatcmpl-sim",
     ProviderKind.GEMINI: "sim",
+    ProviderKind.BEDROCK: "bedrock-sim",
 }
 # Sleeping for less than this per token costs more in loop wake-ups than it buys in
 # pacing accuracy; the pacer lets debt accumulate up to it.
@@ -104,15 +111,16 @@ class CompletionHandler:
                 {"error": f"unknown endpoint {name!r}", "known": list(self.state.endpoints)},
                 status=404,
             )
-        wire = WIRES[endpoint.kind]
+        wire = wire_for(endpoint)
         query = dict(request.query)
         op = wire.route(request.method, tail, query)
         if op is None:
             err = SimError(ErrorCategory.NOT_FOUND, f"No route for {request.method} /{tail}")
             return self._error_response(wire, err, None, "")
-        if self.state.config.require_auth and not wire.authenticated(request.headers, query):
-            err = SimError(ErrorCategory.AUTH, "Missing or invalid API key.")
-            return self._error_response(wire, err, None, "")
+        wire = wire.for_operation(op)
+        refused = wire.auth_error(request.headers, query, endpoint, self.state.config.require_auth)
+        if refused is not None:
+            return self._error_response(wire, refused, None, "")
         if op.name == "models":
             return web.json_response(wire.models(endpoint))
         return await self._attempt(request, endpoint, wire, op)
@@ -294,7 +302,7 @@ class CompletionHandler:
         tps: float,
     ) -> web.StreamResponse:
         clock = self.state.clock
-        headers = self._headers(wire, entry, "text/event-stream; charset=utf-8")
+        headers = self._headers(wire, entry, wire.stream_content_type)
         headers["cache-control"] = "no-cache"
         resp = web.StreamResponse(status=200, headers=headers)
         await resp.prepare(request)
@@ -346,7 +354,7 @@ class CompletionHandler:
                 entry.outcome = AttemptOutcome.SERVER_SHUTDOWN
             await resp.write_eof()
             return resp
-        for event in wire.stream_terminal():
+        for event in wire.stream_trailer(reply):
             await resp.write(event)
         await resp.write_eof()
         entry.outcome = AttemptOutcome.OK

@@ -26,6 +26,7 @@ from agent_failover.testing.sim.admin_api import STATE_KEY, add_admin_routes
 from agent_failover.testing.sim.clock import Clock
 from agent_failover.testing.sim.config import SimConfig, load_sim_config
 from agent_failover.testing.sim.handler import CompletionHandler, ensure_nodelay
+from agent_failover.testing.sim.oauth import add_oauth_routes
 from agent_failover.testing.sim.scenario import load_scenario
 from agent_failover.testing.sim.state import SimState
 from agent_failover.testing.sim.tools import add_tool_routes
@@ -55,6 +56,7 @@ def build_app(state: SimState) -> web.Application:
     app[NODELAY_FIXED_KEY] = [0]
     add_admin_routes(app)
     add_tool_routes(app, state.tools)
+    add_oauth_routes(app, state.oauth)
     app.router.add_route("*", "/{endpoint}/{tail:.*}", CompletionHandler(state).handle)
     return app
 

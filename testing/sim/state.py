@@ -19,6 +19,7 @@ from typing import Any
 from agent_failover.testing.sim.clock import Clock, SystemClock
 from agent_failover.testing.sim.config import SimConfig, SimEndpoint
 from agent_failover.testing.sim.faults import Fault
+from agent_failover.testing.sim.oauth import OAuthState
 from agent_failover.testing.sim.scenario import ActiveScenario, Scenario
 from agent_failover.testing.sim.tools import ToolState
 
@@ -80,6 +81,7 @@ class SimState:
         self.shutdown = asyncio.Event()
         self.started_at = self.clock.now()
         self.tools = ToolState()
+        self.oauth = OAuthState()
 
     # faults -----------------------------------------------------------------
     def set_faults(self, endpoint: str, faults: list[Fault]) -> None:
@@ -162,6 +164,7 @@ class SimState:
         """Back to start-up state: no faults, no scenario, empty logs, reseeded RNG, no tools."""
         self.clear_faults()
         self.tools.reset()
+        self.oauth.reset()
         self.attempts.clear()
         self._seq = 0
         self.rng = random.Random(self.config.seed)

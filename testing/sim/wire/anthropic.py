@@ -234,48 +234,61 @@ class AnthropicWire(WireFormat):
         """A complete ``message`` object."""
         return self._message(reply, streaming=False)
 
-    def stream_prelude(self, reply: Reply) -> list[bytes]:
+    # The stream as (event name, payload) pairs; stream_* frame them as SSE, and the
+    # Bedrock InvokeModel wire frames the same payloads as event-stream chunks.
+    def prelude_events(self, reply: Reply) -> list[tuple[str, dict[str, Any]]]:
         """``message_start``, ``content_block_start``, ``ping``."""
         return [
-            sse(
-                {"type": "message_start", "message": self._message(reply, streaming=True)},
+            (
                 "message_start",
+                {"type": "message_start", "message": self._message(reply, streaming=True)},
             ),
-            sse(
+            (
+                "content_block_start",
                 {
                     "type": "content_block_start",
                     "index": 0,
                     "content_block": self._content_block(reply, empty=True),
                 },
-                "content_block_start",
             ),
-            sse({"type": "ping"}, "ping"),
+            ("ping", {"type": "ping"}),
         ]
 
-    def stream_piece(self, reply: Reply, index: int, sent_tokens: int) -> bytes:
+    def piece_event(self, reply: Reply, index: int) -> tuple[str, dict[str, Any]]:
         """One ``content_block_delta``."""
         piece = reply.pieces[index]
         if reply.tool is not None:
             delta = {"type": "input_json_delta", "partial_json": piece}
         else:
             delta = {"type": "text_delta", "text": piece}
-        return sse(
-            {"type": "content_block_delta", "index": 0, "delta": delta}, "content_block_delta"
-        )
+        return "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
 
-    def stream_finale(self, reply: Reply, include_usage: bool) -> list[bytes]:
+    def finale_events(self, reply: Reply) -> list[tuple[str, dict[str, Any]]]:
         """``content_block_stop`` then ``message_delta`` with the stop reason and usage."""
         return [
-            sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
-            sse(
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
                 {
                     "type": "message_delta",
                     "delta": {"stop_reason": _STOP_REASONS[reply.finish], "stop_sequence": None},
                     "usage": {"output_tokens": reply.output_tokens},
                 },
-                "message_delta",
             ),
         ]
+
+    def stream_prelude(self, reply: Reply) -> list[bytes]:
+        """``message_start``, ``content_block_start``, ``ping``."""
+        return [sse(data, name) for name, data in self.prelude_events(reply)]
+
+    def stream_piece(self, reply: Reply, index: int, sent_tokens: int) -> bytes:
+        """One ``content_block_delta``."""
+        name, data = self.piece_event(reply, index)
+        return sse(data, name)
+
+    def stream_finale(self, reply: Reply, include_usage: bool) -> list[bytes]:
+        """``content_block_stop`` then ``message_delta`` with the stop reason and usage."""
+        return [sse(data, name) for name, data in self.finale_events(reply)]
 
     def stream_terminal(self) -> list[bytes]:
         """``message_stop``."""

@@ -146,12 +146,27 @@ class Operation:
     path_model: str | None = None
     path_stream: bool | None = None  # Gemini encodes streaming in the path
     sse: bool = True
+    variant: str | None = None  # which sub-API of a cloud wire (Vertex publisher, Bedrock API)
 
 
 class WireFormat(ABC):
     """One provider's HTTP API, request parsing and response rendering."""
 
     kind: ProviderKind
+    #: Content type of a streamed answer.
+    stream_content_type = "text/event-stream; charset=utf-8"
+
+    def for_operation(self, op: Operation) -> WireFormat:
+        """The wire that parses and renders ``op`` (a cloud wire picks a sub-API)."""
+        return self
+
+    def auth_error(
+        self, headers: Any, query: dict[str, str], endpoint: SimEndpoint, required: bool
+    ) -> SimError | None:
+        """Why the request's credentials are refused, or ``None`` to accept it."""
+        if required and not self.authenticated(headers, query):
+            return SimError(ErrorCategory.AUTH, "Missing or invalid API key.")
+        return None
 
     @abstractmethod
     def route(self, method: str, tail: str, query: dict[str, str]) -> Operation | None:
@@ -192,6 +207,10 @@ class WireFormat(ABC):
     @abstractmethod
     def stream_terminal(self) -> list[bytes]:
         """The terminal marker (``[DONE]``, ``message_stop``); empty when there is none."""
+
+    def stream_trailer(self, reply: Reply) -> list[bytes]:
+        """What ends a complete stream (withheld by ``no_done``): the terminal marker."""
+        return self.stream_terminal()
 
     @abstractmethod
     def stream_error(self, err: SimError, model: str | None) -> bytes:
