@@ -1,7 +1,9 @@
 """Every adapter against the simulator on a real socket, for every fault the simulator injects.
 
-Four endpoints (Anthropic, OpenAI, an OpenAI-compatible server, Gemini) times every
-:class:`~sim.faults.FaultKind`, streaming and not where the fault applies. Each call must
+Eight routes (Anthropic, OpenAI, an OpenAI-compatible server, Gemini, and the clouds:
+Bedrock Converse with its binary event stream, Claude and Gemini on Vertex AI, an Azure
+OpenAI deployment) times every :class:`~sim.faults.FaultKind`, streaming and not where
+the fault applies. Each call must
 end in the exact typed error with the expected decision (or in a good reply for faults
 that must not fail it), and the simulator's attempts log must show exactly one attempt
 carrying the fault: adapters never retry. Budgets are small so the slow faults (hang,
@@ -21,6 +23,7 @@ import pytest
 from agent_failover.providers import errors as E
 from agent_failover.providers.classify import DEFAULT_QUOTA_COOLDOWN_S
 from agent_failover.providers.client import Budgets, build_http_client
+from agent_failover.providers.endpoint import EndpointConfig
 from agent_failover.providers.errors import Decision
 from agent_failover.providers.models import ChatReply, ChatRequest, Message
 from agent_failover.providers.registry import complete
@@ -29,7 +32,21 @@ from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.faults import Fault, FaultKind
 from agent_failover.testing.sim.server import RunningSimulator, start_simulator
 
-ENDPOINTS = ["anthropic-us-east", "openai-us", "cheap-mini", "gemini-flash"]
+#: Route id → (simulator endpoint, EndpointConfig overrides).
+ROUTES: dict[str, tuple[str, dict[str, Any]]] = {
+    "anthropic-us-east": ("anthropic-us-east", {}),
+    "openai-us": ("openai-us", {}),
+    "cheap-mini": ("cheap-mini", {}),
+    "gemini-flash": ("gemini-flash", {}),
+    "bedrock-us-west-2": ("bedrock-us-west-2", {}),
+    "vertex-europe-west1": ("vertex-europe-west1", {}),
+    "vertex-gemini": (
+        "vertex-europe-west1",
+        {"name": "vertex-gemini", "provider": "gemini", "model": "gemini-2.5-flash"},
+    ),
+    "azure-swedencentral": ("azure-swedencentral", {}),
+}
+ENDPOINTS = list(ROUTES)
 BUDGETS = Budgets(connect_s=1.0, ttft_s=0.5, idle_s=0.3, total_s=3.0, trailer_grace_s=0.05)
 # Scheduling slack on top of a budget before a deadline counts as missed.
 SLACK_S = 0.25
@@ -293,10 +310,17 @@ async def simulator() -> AsyncIterator[RunningSimulator]:
     await server.stop()
 
 
+def route_config(simulator: RunningSimulator, route: str) -> EndpointConfig:
+    """The EndpointConfig of a route id (a simulated endpoint, maybe re-addressed)."""
+    sim_name, overrides = ROUTES[route]
+    return simulator.endpoint_config(sim_name, **overrides)
+
+
 @pytest.fixture(scope="session")
 async def sim_client(simulator: RunningSimulator) -> AsyncIterator[httpx.AsyncClient]:
     """The shared adapter client (pools and slots per endpoint), as a worker holds one."""
-    async with build_http_client([simulator.endpoint_config(e) for e in ENDPOINTS]) as client:
+    configs = [route_config(simulator, e) for e in ENDPOINTS]
+    async with build_http_client(configs) as client:
         yield client
 
 
@@ -334,8 +358,9 @@ def test_every_fault_kind_is_covered():
 async def test_fault(simulator, sim_client, admin, endpoint, name, stream):
     """One fault on one adapter: the exact typed error or a good reply, from one attempt."""
     case = CASES[name]
-    await admin.set_faults(endpoint, [case.fault])
-    ep = simulator.endpoint_config(endpoint)
+    sim_name = ROUTES[endpoint][0]
+    await admin.set_faults(sim_name, [case.fault])
+    ep = route_config(simulator, endpoint)
     request = request_for(case, stream)
     outcome: ChatReply | E.ProviderError
     started = time.monotonic()
@@ -362,6 +387,6 @@ async def test_fault(simulator, sim_client, admin, endpoint, name, stream):
 
     attempts = await admin.attempts()
     assert len(attempts) == 1, [a.model_dump() for a in attempts]
-    assert attempts[0].endpoint == endpoint
+    assert attempts[0].endpoint == sim_name
     assert attempts[0].stream is stream
     assert attempts[0].faults == [case.label]

@@ -236,12 +236,18 @@ def test_scenario_with_unknown_endpoint_is_rejected():
 # --- config ---------------------------------------------------------------------------
 
 
-def test_shipped_config_has_the_five_fixed_endpoints():
-    """config/sim.yaml hosts the five fixed endpoints with their kinds, models and windows."""
+def test_shipped_config_has_the_fixed_endpoints():
+    """config/sim.yaml hosts the five vendor-API endpoints and three cloud-hosted ones."""
     cfg = load_sim_config()
     got = {
         e.name: (e.kind.value, e.organisation, e.region, e.default_model, e.context_window)
         for e in cfg.endpoints
+    }
+    clouds = {e.name: e.cloud.value for e in cfg.endpoints if e.cloud is not None}
+    assert clouds == {
+        "bedrock-us-west-2": "aws",
+        "vertex-europe-west1": "gcp",
+        "azure-swedencentral": "azure",
     }
     assert got == {
         "anthropic-us-east": ("anthropic", "anthropic", "us-east", "claude-sonnet-4-5", 200000),
@@ -249,6 +255,21 @@ def test_shipped_config_has_the_five_fixed_endpoints():
         "openai-us": ("openai", "openai", "us", "gpt-4.1", 128000),
         "cheap-mini": ("openai", "mistral", "eu", "mistral-small-latest", 32000),
         "gemini-flash": ("gemini", "google", "us", "gemini-2.5-flash", 1000000),
+        "bedrock-us-west-2": (
+            "bedrock",
+            "aws",
+            "us-west-2",
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            200000,
+        ),
+        "vertex-europe-west1": (
+            "anthropic",
+            "google",
+            "europe-west1",
+            "claude-sonnet-4-5@20250929",
+            200000,
+        ),
+        "azure-swedencentral": ("openai", "microsoft", "swedencentral", "gpt-4.1", 128000),
     }
 
 

@@ -2,8 +2,8 @@
 
 Paths (after ``/<endpoint>/``): ``model/{modelId}/converse``, ``…/converse-stream``,
 ``…/invoke`` and ``…/invoke-with-response-stream`` (the last two with the Anthropic
-Messages body and ``anthropic_version: bedrock-2023-05-31``, as ``AnthropicBedrock``
-sends). Streams use the binary AWS event-stream framing: ConverseStream sends
+Messages body and an ``anthropic_version`` such as ``bedrock-2023-05-31``, as
+``AnthropicBedrock`` sends). Streams use the binary AWS event-stream framing: ConverseStream sends
 ``messageStart``, ``contentBlockStart`` / ``Delta`` / ``Stop``, ``messageStop`` and a
 ``metadata`` trailer with usage; InvokeModel streams ``chunk`` events whose ``bytes``
 are the base64 of Anthropic's stream events. Errors are AWS's: the name in the
@@ -83,7 +83,6 @@ _STREAM_EXCEPTIONS = {
     ErrorCategory.RATE_LIMIT: "throttlingException",
 }
 _TYPE_URL = ":http://internal.amazon.com/coral/com.amazon.bedrock/"
-INVOKE_ANTHROPIC_VERSION = "bedrock-2023-05-31"
 
 
 def _invalid(message: str) -> SimError:
@@ -335,11 +334,12 @@ class BedrockInvokeWire(_AwsErrors, AnthropicWire):
     stream_content_type = es.CONTENT_TYPE
 
     def parse(self, body: Any, op: Operation, endpoint: SimEndpoint) -> ParsedRequest:
-        """The Messages body without ``model`` (it is in the path) and a bedrock version."""
+        """The Messages body: ``model`` is in the path, ``anthropic_version`` is required."""
         if not isinstance(body, dict):
             raise _invalid("Malformed input request, please reformat your input and try again.")
-        if body.get("anthropic_version") != INVOKE_ANTHROPIC_VERSION:
-            raise _invalid(f"anthropic_version: must be {INVOKE_ANTHROPIC_VERSION}")
+        # The SDKs send their own version strings; what Bedrock insists on is presence.
+        if not isinstance(body.get("anthropic_version"), str) or not body["anthropic_version"]:
+            raise _invalid("#: required key [anthropic_version] not found")
         parsed = AnthropicWire.parse(self, {**body, "model": op.path_model}, op, endpoint)
         parsed.stream = op.variant == "invoke-with-response-stream"
         return parsed

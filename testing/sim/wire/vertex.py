@@ -5,8 +5,8 @@ Path (after ``/<endpoint>/``):
 (``v1beta1`` too, as google-genai uses). ``location`` must be the endpoint's region, as a
 regional host only serves its own location. Publisher ``google`` speaks Gemini
 (``generateContent``, ``streamGenerateContent`` with or without ``alt=sse``); publisher
-``anthropic`` speaks the Anthropic Messages body with ``anthropic_version:
-vertex-2023-10-16`` and no ``model`` (``rawPredict``, ``streamRawPredict``), with Claude's
+``anthropic`` speaks the Anthropic Messages body with an ``anthropic_version``
+(``vertex-2023-10-16``) and no ``model`` (``rawPredict``, ``streamRawPredict``), with Claude's
 own error bodies except for quota, which Vertex enforces in Google's format
 (``429 RESOURCE_EXHAUSTED``). Auth is ``Authorization: Bearer`` (an OAuth access token).
 """
@@ -32,7 +32,6 @@ _METHODS = {
     "google": ("generateContent", "streamGenerateContent"),
     "anthropic": ("rawPredict", "streamRawPredict"),
 }
-VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
 
 
 def _bearer(headers: Any) -> bool:
@@ -75,11 +74,9 @@ class VertexAnthropicWire(AnthropicWire):
         check_location(op, endpoint)
         if not isinstance(body, dict):
             raise SimError(ErrorCategory.INVALID_REQUEST, "request body must be a JSON object")
-        if body.get("anthropic_version") != VERTEX_ANTHROPIC_VERSION:
-            raise SimError(
-                ErrorCategory.INVALID_REQUEST,
-                f"anthropic_version: Input should be '{VERTEX_ANTHROPIC_VERSION}'",
-            )
+        # The SDKs send their own version strings; what Vertex insists on is presence.
+        if not isinstance(body.get("anthropic_version"), str) or not body["anthropic_version"]:
+            raise SimError(ErrorCategory.INVALID_REQUEST, "anthropic_version: Field required")
         parsed = super().parse({**body, "model": op.path_model}, op, endpoint)
         parsed.stream = parsed.stream and op.path_stream is True
         return parsed
