@@ -5,6 +5,11 @@ server, one time-skipping server per test session; the simulator is reset betwee
 from __future__ import annotations
 
 import os
+
+# Cloud credential chains must never look for an instance metadata server from a test
+# (the chains would try 169.254.169.254): read once at import by botocore / google-auth.
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+os.environ.setdefault("NO_GCE_CHECK", "true")
 from collections.abc import AsyncIterator
 
 import pytest

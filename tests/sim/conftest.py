@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from agent_failover.testing.sim.clock import FakeClock
+from agent_failover.testing.sim.config import load_sim_config
 from agent_failover.testing.sim.server import RunningSimulator, start_simulator
 
 
@@ -28,6 +29,21 @@ async def _fake_sim_server() -> AsyncIterator[RunningSimulator]:
     server = await start_simulator(clock=FakeClock())
     yield server
     await server.stop()
+
+
+@pytest.fixture(scope="session")
+async def _auth_sim_server() -> AsyncIterator[RunningSimulator]:
+    config = load_sim_config().model_copy(update={"require_auth": True})
+    server = await start_simulator(config=config)
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+def auth_sim(_auth_sim_server: RunningSimulator) -> RunningSimulator:
+    """A wall-clock simulator that refuses requests without credentials (reset)."""
+    _auth_sim_server.state.reset()
+    return _auth_sim_server
 
 
 @pytest.fixture
