@@ -1,6 +1,7 @@
 """Every error class in the tree, raised by every adapter, streaming and not.
 
-One table of scenarios runs against the three wire formats (see ``wire.py``). Each
+One table of scenarios runs against every wire format, on the vendors' APIs and on the
+clouds (see ``wire.py``). Each
 scenario asserts the exact error type, its decision, and that the sentinel key appears
 in no str/repr/partial text.
 """
@@ -277,7 +278,7 @@ async def test_error_event_overloaded(mock_client, wire):
 @pytest.mark.parametrize("wire", WIRES, ids=WIRE_IDS)
 async def test_error_event_other(mock_client, wire):
     """A non-overload error event keeps the class default decision (FAILOVER)."""
-    kind = {"gemini-flash": "INTERNAL"}.get(wire.name, "api_error")
+    kind = {"gemini-flash": "INTERNAL", "vertex-gemini": "INTERNAL"}.get(wire.name, "api_error")
     event = wire.error_event(kind).replace(b'"code": 503', b'"code": 500')
     err = await expect(
         mock_client, wire, lambda _: stream_response([event]), E.StreamErrorEvent, stream=True
@@ -289,7 +290,9 @@ async def test_error_event_other(mock_client, wire):
 async def test_slow_first_token(mock_client, wire):
     """Headers arrive but no token within ttft: SlowFirstTokenError, without waiting for total."""
     budgets = Budgets(connect_s=0.5, ttft_s=0.03, idle_s=5, total_s=5)
-    prelude = wire.ok_stream(["x"])[:1] if wire.name == "anthropic-us-east" else []
+    # Anthropic and Bedrock open with a message-start event that carries no token.
+    opens = ("anthropic-us-east", "vertex-europe-west1", "bedrock-us-west-2")
+    prelude = wire.ok_stream(["x"])[:1] if wire.name in opens else []
     with pytest.raises(E.SlowFirstTokenError) as info:
         await run(
             mock_client,

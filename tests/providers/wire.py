@@ -7,6 +7,7 @@ the error-path tests run once per adapter from a single parametrized table.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 import httpx
 
 from agent_failover.providers.endpoint import EndpointConfig, Prices
+from agent_failover.testing.sim.wire import eventstream as es
 
 SENTINEL_KEY = "sk-SENTINEL-do-not-leak-0123456789abcdef"
 KEY_ENV = "AGENT_FAILOVER_TEST_KEY"
@@ -26,6 +28,28 @@ def sse(event: str | None, data: Any) -> bytes:
     payload = data if isinstance(data, str) else json.dumps(data)
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {payload}\n\n".encode()
+
+
+#: Cloud routes: the fields beyond the vendor-API table (auth carries the sentinel key too:
+#: a Bedrock API key, an Azure api-key, a Vertex express-mode key header).
+CLOUD_FIELDS: dict[str, dict[str, Any]] = {
+    "azure-swedencentral": {"cloud": "azure", "deployment": "gpt-41-prod"},
+    "bedrock-us-west-2": {"cloud": "aws"},
+    "vertex-europe-west1": {
+        "cloud": "gcp",
+        "project": "sim-project",
+        "auth": "none",
+        "api_key_env": None,
+        "headers_from_env": {"x-goog-api-key": KEY_ENV},
+    },
+    "vertex-gemini": {
+        "cloud": "gcp",
+        "project": "sim-project",
+        "auth": "none",
+        "api_key_env": None,
+        "headers_from_env": {"x-goog-api-key": KEY_ENV},
+    },
+}
 
 
 def endpoint(name: str, /, **extra: Any) -> EndpointConfig:
@@ -42,6 +66,24 @@ def endpoint(name: str, /, **extra: Any) -> EndpointConfig:
         "openai-us": ("openai", "openai", "us", "gpt-4.1", 128_000, "/v1"),
         "cheap-mini": ("openai", "mistral", "eu", "mistral-small-latest", 32_000, "/v1"),
         "gemini-flash": ("gemini", "google", "us", "gemini-2.5-flash", 1_000_000, ""),
+        "azure-swedencentral": ("openai", "microsoft", "swedencentral", "gpt-4.1", 128_000, ""),
+        "bedrock-us-west-2": (
+            "bedrock",
+            "aws",
+            "us-west-2",
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            200_000,
+            "",
+        ),
+        "vertex-europe-west1": (
+            "anthropic",
+            "google",
+            "europe-west1",
+            "claude-sonnet-4-5@20250929",
+            200_000,
+            "",
+        ),
+        "vertex-gemini": ("gemini", "google", "europe-west1", "gemini-2.5-flash", 1_000_000, ""),
     }
     provider, org, region, model, window, suffix = table[name]
     fields: dict[str, Any] = {
@@ -55,6 +97,7 @@ def endpoint(name: str, /, **extra: Any) -> EndpointConfig:
         "api_key_env": KEY_ENV,
         "prices": Prices(input_per_mtok=3.0, output_per_mtok=15.0),
     }
+    fields.update(CLOUD_FIELDS.get(name, {}))
     fields.update(extra)
     return EndpointConfig(**fields)
 
@@ -319,10 +362,62 @@ GEMINI = Wire(
     },
 )
 
-WIRES = [ANTHROPIC, OPENAI, GEMINI]
+# -- Bedrock Converse (AWS event-stream frames) --------------------------------------------
+
+
+def bedrock_json(text: str, *, stop: str = "end_turn", blocks: list[Any] | None = None) -> dict:
+    return {
+        "output": {
+            "message": {
+                "role": "assistant",
+                "content": blocks if blocks is not None else [{"text": text}],
+            }
+        },
+        "stopReason": stop,
+        "usage": {"inputTokens": 100, "outputTokens": 20, "totalTokens": 120},
+        "metrics": {"latencyMs": 12},
+    }
+
+
+def bedrock_stream(parts: list[str], *, stop: str = "end_turn") -> list[bytes]:
+    out = [es.event("messageStart", {"role": "assistant"})]
+    out += [
+        es.event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": p}, "p": "x"})
+        for p in parts
+    ]
+    out.append(es.event("contentBlockStop", {"contentBlockIndex": 0}))
+    out.append(es.event("messageStop", {"stopReason": stop}))
+    usage = {"inputTokens": 100, "outputTokens": 20, "totalTokens": 120}
+    out.append(es.event("metadata", {"usage": usage, "metrics": {"latencyMs": 12}}))
+    return out
+
+
+BEDROCK = Wire(
+    name="bedrock-us-west-2",
+    ok_json=bedrock_json,
+    ok_stream=bedrock_stream,
+    terminal_blocks=2,  # messageStop (stopReason), metadata
+    error_event=lambda kind: es.exception(kind, "x"),
+    filtered_json=lambda: bedrock_json("", stop="content_filtered", blocks=[]),
+    filtered_stream=lambda parts: bedrock_stream(parts, stop="guardrail_intervened"),
+    context_body={"message": "Input is too long for requested model."},
+    garbage=es.event("contentBlockDelta", b'{"contentBlockIndex":0,"delta":{"te'),
+)
+
+# -- the same payloads on the clouds ------------------------------------------------------
+
+AZURE = dataclasses.replace(OPENAI, name="azure-swedencentral")
+VERTEX_CLAUDE = dataclasses.replace(ANTHROPIC, name="vertex-europe-west1")
+VERTEX_GEMINI = dataclasses.replace(GEMINI, name="vertex-gemini")
+
+WIRES = [ANTHROPIC, OPENAI, GEMINI, BEDROCK, AZURE, VERTEX_CLAUDE, VERTEX_GEMINI]
 #: Each wire's overload error kind for an in-stream error event.
 OVERLOAD_KIND = {
     "anthropic-us-east": "overloaded_error",
     "openai-us": "server_overloaded",
     "gemini-flash": "UNAVAILABLE",
+    "bedrock-us-west-2": "serviceUnavailableException",
+    "azure-swedencentral": "server_overloaded",
+    "vertex-europe-west1": "overloaded_error",
+    "vertex-gemini": "UNAVAILABLE",
 }
