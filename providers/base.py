@@ -356,12 +356,15 @@ def _build_request(call: Call, url: str, headers: dict[str, str], body: Any) -> 
     query parameters are merged into the URL's.
     """
     try:
+        target = httpx.URL(url)
+        if call.endpoint.query:
+            # params= would replace the URL's own query (api-version, alt=sse): merge instead.
+            target = target.copy_merge_params(call.endpoint.query)
         return call.client.build_request(
             "POST",
-            url,
+            target,
             json=body,
             headers={**call.extra_headers, **headers},
-            params=call.endpoint.query or None,
             timeout=call.budgets.httpx_timeout(),
         )
     except _CALL_ERRORS as exc:  # a URL httpx cannot use is this route's problem
