@@ -158,6 +158,18 @@ def test_overloaded_body_on_500():
     assert type(status(500, body)) is E.OverloadedError
 
 
+# Real cloud error bodies, so the property test also walks the cloud-specific branches.
+CLOUD_BODIES = [
+    '{"message": "Too many requests, please wait before trying again."}',
+    '{"__type": "com.amazon.coral.validate#ValidationException", "message": "Input is too long"}',
+    '{"message": "Input is too long for requested model."}',
+    '{"error": {"code": "content_filter", "innererror": {"code": "ResponsibleAIPolicyViolation"}}}',
+    '{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "details": [{"@type": '
+    '"type.googleapis.com/google.rpc.QuotaFailure", "violations": [{"quotaId": '
+    '"GenerateRequestsPerDayPerProjectPerModel"}]}]}}',
+    '{"error": {"code": 403, "status": "PERMISSION_DENIED", "details": [{"reason": '
+    '"BILLING_DISABLED"}]}}',
+]
 headers_st = st.dictionaries(
     st.sampled_from(
         [
@@ -168,12 +180,31 @@ headers_st = st.dictionaries(
             "anthropic-ratelimit-requests-reset",
             "anthropic-ratelimit-requests-remaining",
             "content-type",
+            # the clouds' own error signals
+            "x-amzn-ErrorType",
+            "x-amzn-RequestId",
+            "apim-request-id",
         ]
     )
     | st.text(max_size=10),
     st.text(max_size=40)
     | st.sampled_from(
-        ["0", "-5", "1e400", "inf", "6m0s", "Wed, 21 Oct 2015 07:28:00 GMT", "2015-10-21T07:28:00Z"]
+        [
+            "0",
+            "-5",
+            "1e400",
+            "inf",
+            "6m0s",
+            "Wed, 21 Oct 2015 07:28:00 GMT",
+            "2015-10-21T07:28:00Z",
+            "ThrottlingException:http://internal.amazon.com/coral/",
+            "ValidationException",
+            "ServiceQuotaExceededException",
+            "ModelNotReadyException",
+            "#",
+            ":",
+            "",
+        ]
     ),
     max_size=6,
 )
@@ -187,7 +218,21 @@ bodies_st = (
             st.lists(inner, max_size=3)
             | st.dictionaries(
                 st.sampled_from(
-                    ["error", "type", "code", "message", "details", "status", "retryDelay"]
+                    [
+                        "error",
+                        "type",
+                        "code",
+                        "message",
+                        "details",
+                        "status",
+                        "retryDelay",
+                        "__type",
+                        "innererror",
+                        "@type",
+                        "violations",
+                        "quotaId",
+                        "reason",
+                    ]
                 ),
                 inner,
                 max_size=4,
@@ -195,6 +240,7 @@ bodies_st = (
         ),
         max_leaves=10,
     ).map(lambda v: __import__("json").dumps(v))
+    | st.sampled_from(CLOUD_BODIES)
 )
 
 
@@ -309,3 +355,105 @@ def test_anthropic_output_filter_400_is_content_filter() -> None:
     )
     err = classify_status(400, body, {}, endpoint="a", now=0.0)
     assert isinstance(err, ContentFilterError)
+
+
+# -- the clouds' signals -----------------------------------------------------------------
+
+AWS_TYPE = "x-amzn-ErrorType"
+
+
+@pytest.mark.parametrize(
+    ("code", "aws_type", "message", "cls"),
+    [
+        (429, "ThrottlingException", "Too many requests", E.RateLimitedError),
+        (429, "ModelNotReadyException", "Model is not ready", E.OverloadedError),
+        (503, "ServiceUnavailableException", "unable to process", E.OverloadedError),
+        (400, "ServiceQuotaExceededException", "Too many tokens per day", E.QuotaExhaustedError),
+        (400, "ValidationException", "Input is too long for the model.", E.ContextLengthError),
+        (400, "ValidationException", "too many input tokens: 210000", E.ContextLengthError),
+        (400, "ValidationException", "blocked by content filtering policy", E.ContentFilterError),
+        (400, "ValidationException", "messages: field required", E.InvalidRequestError),
+        (424, "ModelErrorException", "The model returned an error", E.ServerError),
+        (408, "ModelTimeoutException", "timed out", E.ServerError),
+        (500, "InternalServerException", "oops", E.ServerError),
+        (403, "AccessDeniedException", "not enabled", E.AuthError),
+        (403, "UnrecognizedClientException", "invalid token", E.AuthError),
+        (404, "ResourceNotFoundException", "no such model", E.InvalidRequestError),
+    ],
+)  # fmt: skip
+def test_bedrock_error_types(code, aws_type, message, cls):
+    """Bedrock's x-amzn-ErrorType decides the class before the status does."""
+    headers = {AWS_TYPE: f"{aws_type}:http://internal.amazon.com/coral/com.amazon.bedrock/"}
+    err = status(code, f'{{"message": "{message}"}}', headers)
+    assert type(err) is cls and err.status == code
+
+
+def test_bedrock_error_type_in_body_and_retry_hints():
+    """``__type`` in the body counts too; throttling keeps a Retry-After; quota cools long."""
+    body = '{"__type": "com.amazon.bedrock#ThrottlingException", "message": "slow"}'
+    err = status(429, body, {"retry-after": "4"})
+    assert type(err) is E.RateLimitedError and err.retry_after == 4.0
+    quota = status(400, "{}", {AWS_TYPE: "ServiceQuotaExceededException"})
+    assert quota.retry_after == DEFAULT_QUOTA_COOLDOWN_S and not quota.retryable
+
+
+def test_azure_signals():
+    """Azure's 429 with retry-after-ms, and its content filter 400 with an innererror code."""
+    rl = status(429, '{"error": {"code": "429", "message": "Please retry after 6 seconds."}}',
+                {"retry-after-ms": "6000", "retry-after": "6"})  # fmt: skip
+    assert type(rl) is E.RateLimitedError and rl.retry_after == 6.0
+    body = {
+        "error": {
+            "code": "content_filter",
+            "message": "The response was filtered",
+            "innererror": {"code": "ResponsibleAIPolicyViolation"},
+        }
+    }
+    import json
+
+    assert type(status(400, json.dumps(body))) is E.ContentFilterError
+
+
+def test_vertex_per_minute_is_a_rate_limit_but_per_day_is_a_quota():
+    """RESOURCE_EXHAUSTED per minute rate-limits; a per-day QuotaFailure exhausts the quota."""
+    import json
+
+    def body(quota_id: str) -> str:
+        return json.dumps(
+            {
+                "error": {
+                    "code": 429,
+                    "status": "RESOURCE_EXHAUSTED",
+                    "message": "Quota exceeded for aiplatform.googleapis.com",
+                    "details": [
+                        {
+                            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                            "violations": [{"quotaId": quota_id}],
+                        }
+                    ],
+                }
+            }
+        )
+
+    assert type(status(429, body("GenerateContentRequestsPerMinutePerProject"))) is (
+        E.RateLimitedError
+    )
+    daily = status(429, body("GenerateRequestsPerDayPerProjectPerModel"))
+    assert type(daily) is E.QuotaExhaustedError and daily.retry_after == DEFAULT_QUOTA_COOLDOWN_S
+    billing = status(403, '{"error": {"code": 403, "status": "PERMISSION_DENIED", '
+                     '"details": [{"reason": "BILLING_DISABLED"}]}}')  # fmt: skip
+    assert type(billing) is E.QuotaExhaustedError
+
+
+@pytest.mark.parametrize(
+    ("error", "decision"),
+    [
+        ({"type": "throttlingException"}, E.Decision.COOLDOWN),
+        ({"type": "serviceUnavailableException"}, E.Decision.COOLDOWN),
+        ({"type": "modelStreamErrorException"}, E.Decision.FAILOVER),
+        ({"type": "internalServerException"}, E.Decision.FAILOVER),
+    ],
+)
+def test_bedrock_stream_exception_decisions(error, decision):
+    """Throttling and unavailability inside a stream cool the route down; others fail over."""
+    assert error_event_decision(error) is decision
