@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from agent_failover.providers.extras import missing_extras
 from agent_failover.resilience.config import (
     PolicyConfig,
     PolicyError,
@@ -63,7 +64,21 @@ def check_policy_file(
         return False, lines
     lines = [f"OK: policy {os.fspath(path)} is valid", *describe_policy(cfg)]
     lines += [f"  warning: {w}" for w in cfg.warnings]
+    lines += [f"  warning: {w}" for w in extras_warnings(cfg)]
     return True, lines
+
+
+def extras_warnings(cfg: PolicyConfig) -> list[str]:
+    """Routes whose optional dependencies are not installed here (say which extra).
+
+    A warning, not an error: the machine that checks a policy is not always the one that
+    runs the workers; a worker without the extra fails that route as ``auth``.
+    """
+    return [
+        f"endpoints.{name}.{field}: {message}"
+        for name, ep in cfg.endpoints.items()
+        for field, message in missing_extras(ep)
+    ]
 
 
 def load_policy_or_exit(path: str | os.PathLike[str]) -> PolicyConfig:

@@ -643,9 +643,11 @@ def describe_policy(cfg: PolicyConfig) -> list[str]:
         f"up to {b.max_open_duration_s:g}s; probes every {cfg.probes.interval_s:g}s",
     ]
     for name, ep in cfg.endpoints.items():
+        wire = ep.provider.value + (f" on {ep.cloud.value}" if ep.cloud else "")
+        auth = f", auth {ep.auth.value}" if ep.auth else ""
         lines.append(
-            f"  endpoint {name}: {ep.provider.value} {ep.model} ({ep.organisation}/{ep.region}, "
-            f"window {ep.context_window}) at {ep.base()}"
+            f"  endpoint {name}: {wire} {ep.model} ({ep.organisation}/{ep.region}, "
+            f"window {ep.context_window}{auth}) at {ep.base()}"
         )
     for name, role in cfg.roles.items():
         r = role.roster

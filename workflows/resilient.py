@@ -143,9 +143,11 @@ class _ResilientCall:
             request = request.model_copy(update={"json_schema": role.output_schema})
         self.request = request
         key = cache_key(self.role_name, request)
+        # Grouped by model family: Claude on Bedrock or Vertex is the model the Anthropic
+        # API serves, under another id, and refuses the same content.
         routes_by_model: dict[str, list[str]] = {}
         for name, ep in ctx.policy.endpoints.items():
-            routes_by_model.setdefault(ep.model, []).append(name)
+            routes_by_model.setdefault(ep.family, []).append(name)
         first_plan: FailoverPlan | None = None
         while not self.state.stop_live:
             elapsed_ms = (workflow.now() - started).total_seconds() * 1000
@@ -322,7 +324,7 @@ class _ResilientCall:
         self.state = apply_failure(
             self.state,
             route=r.attempt.route,
-            model=ep.model,
+            model=ep.family,
             context_window=ep.context_window,
             error_type=r.error_type or "",
             retry_after_s=r.details.get("retry_after_s"),

@@ -32,7 +32,7 @@ def test_config_check_accepts_the_demo_policy() -> None:
 def test_config_check_rejects_a_bad_policy_with_field_paths(tmp_path: Path) -> None:
     """A bad policy exits 2 and names the field and the problem."""
     text = DEFAULT_POLICY_PATH.read_text().replace(
-        "tier1: [anthropic-eu-west, openai-us]", "tier1: [gpt-x, openai-us]", 1
+        "tier1: [bedrock-us-west-2,", "tier1: [gpt-x,", 1
     )
     bad = tmp_path / "bad.yaml"
     bad.write_text(text)

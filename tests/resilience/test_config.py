@@ -10,7 +10,13 @@ import pytest
 import yaml
 
 from agent_failover.config.loader import check_policy_file, load_policy
-from agent_failover.providers.endpoint import Capabilities, EndpointConfig, Prices
+from agent_failover.providers.endpoint import (
+    AuthMethod,
+    Capabilities,
+    Cloud,
+    EndpointConfig,
+    Prices,
+)
 from agent_failover.resilience.config import (
     DEFAULT_ERROR_RATE_THRESHOLD,
     DEFAULT_HYSTERESIS_MARGIN,
@@ -32,6 +38,7 @@ from tests.resilience.conftest import DEMO_POLICY, EXAMPLE_POLICY
 
 SIM_ENDPOINTS = {
     "anthropic-us-east", "anthropic-eu-west", "openai-us", "cheap-mini", "gemini-flash",
+    "bedrock-us-west-2", "vertex-europe-west1",
 }  # fmt: skip
 ROLES = {"planner", "researcher", "analyst", "critic", "synthesis"}
 
@@ -49,7 +56,8 @@ def errors_of(data: dict[str, Any], env: dict[str, str] | None = None) -> list[t
 
 
 def test_demo_policy_loads(demo_policy: PolicyConfig) -> None:
-    """The simulator policy is valid, has the five endpoints and five roles, no warnings."""
+    """The simulator policy is valid, has the seven endpoints and five roles, no warnings;
+    the same Claude model on Bedrock and Vertex stands by first in tier 1."""
     assert set(demo_policy.endpoints) == SIM_ENDPOINTS
     assert set(demo_policy.roles) == ROLES
     assert demo_policy.warnings == []
@@ -59,8 +67,14 @@ def test_demo_policy_loads(demo_policy: PolicyConfig) -> None:
     assert demo_policy.endpoint("openai-us").base().endswith("/openai-us/v1")
     assert demo_policy.endpoint("gemini-flash").base().endswith("/gemini-flash")
     assert demo_policy.routes_for("critic") == [
-        "anthropic-us-east", "anthropic-eu-west", "openai-us", "cheap-mini", "gemini-flash",
+        "anthropic-us-east", "bedrock-us-west-2", "vertex-europe-west1", "anthropic-eu-west",
+        "openai-us", "cheap-mini", "gemini-flash",
     ]  # fmt: skip
+    primary = demo_policy.endpoint("anthropic-us-east")
+    for name in ("bedrock-us-west-2", "vertex-europe-west1"):
+        standby = demo_policy.endpoint(name)
+        assert standby.family == primary.family and standby.model != primary.model
+        assert (standby.organisation, standby.region) != (primary.organisation, primary.region)
 
 
 def test_sim_url_interpolation() -> None:
@@ -70,11 +84,17 @@ def test_sim_url_interpolation() -> None:
 
 
 def test_example_policy_loads() -> None:
-    """The real-provider example is valid and names key variables, not keys."""
-    cfg = load_policy(EXAMPLE_POLICY, env={})
+    """The real-provider example is valid, multi-cloud, and names key variables, not keys;
+    cloud routes without a key authenticate through their platform's credential chain."""
+    cfg = load_policy(EXAMPLE_POLICY, env={"GOOGLE_CLOUD_PROJECT": "acme-prod"})
     assert set(cfg.roles) == ROLES
-    keys = [ep.api_key_env for ep in cfg.endpoints.values()]
-    assert all(k and k.endswith("_API_KEY") for k in keys)
+    assert {ep.cloud for ep in cfg.endpoints.values()} == {None, *Cloud}
+    for ep in cfg.endpoints.values():
+        if ep.auth is AuthMethod.API_KEY:
+            assert ep.api_key_env and ep.api_key_env.endswith("_API_KEY")
+        else:
+            assert ep.api_key_env is None
+            assert ep.auth in (AuthMethod.AWS_SIGV4, AuthMethod.GOOGLE_OAUTH, AuthMethod.ENTRA_ID)
 
 
 def test_defaults_are_the_seeds() -> None:
@@ -186,7 +206,8 @@ def test_standby_sharing_org_and_region_warns(raw: dict[str, Any]) -> None:
     data = copy.deepcopy(raw)
     data["endpoints"]["anthropic-eu-west"]["region"] = "us-east"
     cfg = parse_policy(data, env={})
-    assert any("roles.planner.roster.tier1[0]" in w and "us-east" in w for w in cfg.warnings)
+    # anthropic-eu-west is third in tier 1, behind the Bedrock and Vertex standbys
+    assert any("roles.planner.roster.tier1[2]" in w and "us-east" in w for w in cfg.warnings)
 
 
 def test_role_lookup_names_known_roles(demo_policy: PolicyConfig) -> None:
@@ -230,3 +251,69 @@ def test_check_policy_file(tmp_path: Path, raw: dict[str, Any]) -> None:
     assert not ok
     expected = "error: roles.critic.roster.tier0[0]: unknown endpoint 'nope'"
     assert any(expected in line for line in lines)
+
+
+def _endpoint_errors(**fields: Any) -> list[tuple[str, str]]:
+    base: dict[str, Any] = {"name": "x", "model": "m"}
+    return errors_of(
+        {
+            "endpoints": {"x": {**base, **fields}},
+            "roles": {"r": {"roster": {"tier0": ["x"], "static": {"content": "c"}}}},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "path", "words"),
+    [
+        ({"provider": "openai", "cloud": "azure", "base_url": "https://r.openai.azure.com"},
+         "endpoints.x.deployment", "required when cloud is azure"),
+        ({"provider": "anthropic", "cloud": "gcp", "region": "europe-west1"},
+         "endpoints.x.project", "required when cloud is gcp"),
+        ({"provider": "bedrock", "region": "global"}, "endpoints.x.region", "not an AWS region"),
+        ({"provider": "gemini", "cloud": "gcp", "region": "mars", "project": "p"},
+         "endpoints.x.region", "not a Vertex AI location"),
+        ({"provider": "openai", "cloud": "aws", "region": "us-east-1"},
+         "endpoints.x.cloud", "serves provider bedrock, not openai"),
+        ({"provider": "bedrock", "region": "us-east-1", "auth": "google_oauth"},
+         "endpoints.x.auth", "not available for cloud aws"),
+        ({"provider": "anthropic", "base_url": "https://a", "auth": "api_key"},
+         "endpoints.x.auth", "needs api_key_env"),
+        ({"provider": "anthropic"}, "endpoints.x.base_url", "required"),
+        ({"provider": "anthropic", "base_url": "https://a", "deployment": "d"},
+         "endpoints.x.deployment", "only used with cloud: azure"),
+        ({"provider": "openai", "base_url": "https://a", "headers": {"Authorization": "k"}},
+         "endpoints.x.headers", "headers_from_env"),
+        ({"provider": "openai", "base_url": "https://a", "headers_from_env": {"x-k": "1bad"}},
+         "endpoints.x.headers_from_env", "not an environment variable name"),
+        ({"provider": "openai", "cloud": "azure", "base_url": "https://r", "deployment": "d",
+          "query": {"api-version": "1"}}, "endpoints.x.query", "set api_version"),
+        ({"provider": "openai", "base_url": "https://a", "api_key_env": "sk-live-123"},
+         "endpoints.x.api_key_env", "not an environment variable name"),
+    ],
+)  # fmt: skip
+def test_cloud_endpoint_errors_name_their_field(fields, path, words) -> None:
+    """Every cloud rule fails at the field it is about, with the reason."""
+    errors = _endpoint_errors(**fields)
+    assert any(p == path and words in m for p, m in errors), errors
+
+
+def test_cloud_defaults_are_derived() -> None:
+    """Bedrock implies aws and SigV4; gcp implies OAuth; Azure without a key uses Entra ID;
+    base URLs follow the region; a key variable means api_key auth."""
+    bedrock = EndpointConfig(name="b", provider="bedrock", region="eu-central-1", model="m")
+    assert (bedrock.cloud, bedrock.auth) == (Cloud.AWS, AuthMethod.AWS_SIGV4)
+    assert bedrock.base() == "https://bedrock-runtime.eu-central-1.amazonaws.com"
+    assert bedrock.organisation == "aws" and bedrock.family == "m"
+    vertex = EndpointConfig(
+        name="v", provider="anthropic", cloud="gcp", region="us-east5", project="p", model="m"
+    )
+    assert vertex.auth is AuthMethod.GOOGLE_OAUTH
+    assert vertex.base() == "https://us-east5-aiplatform.googleapis.com"
+    azure = EndpointConfig(
+        name="a", provider="openai", cloud="azure", base_url="https://r.openai.azure.com",
+        deployment="d", model="gpt-4.1",
+    )  # fmt: skip
+    assert azure.auth is AuthMethod.ENTRA_ID and azure.organisation == "microsoft"
+    keyed = azure.model_copy(update={"api_key_env": "AZURE_OPENAI_API_KEY", "auth": None})
+    assert EndpointConfig.model_validate(keyed.model_dump()).auth is AuthMethod.API_KEY

@@ -20,7 +20,29 @@ from tests.resilience.conftest import DEMO_POLICY
 from tests.resilience.helpers import PROPERTY
 
 NOW = 1_000_000.0
-POLICY = load_policy(DEMO_POLICY, env={})
+DEMO = load_policy(DEMO_POLICY, env={})
+#: The demo's Claude-on-cloud standbys (tier 1, listed first).
+CLOUD_STANDBYS = ("bedrock-us-west-2", "vertex-europe-west1")
+
+
+def _classic(policy: PolicyConfig) -> PolicyConfig:
+    """The demo policy with the five vendor-API routes only: the ordering rules below are
+    stated on that small roster (two tier-1 routes); the cloud standbys have their own
+    tests at the end."""
+    roles = {
+        name: r.model_copy(
+            update={
+                "roster": r.roster.model_copy(
+                    update={"tier1": [x for x in r.roster.tier1 if x not in CLOUD_STANDBYS]}
+                )
+            }
+        )
+        for name, r in policy.roles.items()
+    }
+    return policy.model_copy(update={"roles": roles})
+
+
+POLICY = _classic(DEMO)
 ROUTES = POLICY.routes_for("researcher")
 
 
@@ -318,4 +340,28 @@ def test_store_degraded_is_noted(state: BreakerState) -> None:
 
 def test_policy_fixture_matches(demo_policy: PolicyConfig) -> None:
     """The module-level policy equals the session fixture (same file, same env)."""
-    assert demo_policy == POLICY
+    assert demo_policy == DEMO and _classic(demo_policy) == POLICY
+
+
+# --- the demo's cloud standbys --------------------------------------------------------------
+
+
+def test_demo_cloud_standbys_follow_the_cheaper_standby_when_healthy() -> None:
+    """All healthy: cost ranks openai-us first in tier 1; the equally priced Claude routes
+    keep the roster's order, Bedrock, Vertex, then the other Anthropic region."""
+    researcher = DEMO.role("researcher").model_copy(update={"attempt_timeout_ms": 3000})
+    p = plan(researcher, DEMO, snap(), facts(), NOW)
+    assert routes_of(p)[:5] == [
+        "anthropic-us-east", "openai-us", "bedrock-us-west-2", "vertex-europe-west1",
+        "anthropic-eu-west",
+    ]  # fmt: skip
+
+
+def test_demo_region_down_lands_on_the_same_model_in_another_cloud() -> None:
+    """Primary open, openai-us cooling: the next attempt is Claude on Bedrock us-west-2."""
+    down = health("anthropic-us-east", breaker=BreakerState.OPEN, open_until=NOW + 30)
+    f = facts(cooldowns={"openai-us": NOW + 5})
+    p = plan(DEMO.role("researcher"), DEMO, snap(down), f, NOW)
+    first = p.attempts[0]
+    assert first.route == "bedrock-us-west-2" and first.tier == 1
+    assert DEMO.endpoint(first.route).family == DEMO.endpoint("anthropic-us-east").family
