@@ -35,6 +35,9 @@ from agent_failover.workflows.models import (
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 
 ANTHROPIC = ("anthropic-us-east", "anthropic-eu-west")
+#: The primary's model behind other clouds' regional endpoints (tier-1 standbys).
+CLAUDE_ON_CLOUDS = ("bedrock-us-west-2", "vertex-europe-west1")
+OTHERS = ("openai-us", "cheap-mini", "gemini-flash")
 #: How long recovery may take before the demo reports it as not restored.
 RECOVERY_TIMEOUT_S = 90.0
 
@@ -76,7 +79,8 @@ def phases() -> list[Phase]:
         Phase("1 healthy", "all routes healthy: every step on tier 0", {}, TASKS[:2]),
         Phase(
             "2 region down",
-            "anthropic-us-east answers 529 while openai-us throttles (429) → the other region",
+            "anthropic-us-east answers 529 while openai-us throttles (429) → the same model in "
+            "another cloud region (Claude on Bedrock us-west-2, tier 1)",
             {
                 "anthropic-us-east": overloaded,
                 "openai-us": [{"kind": "rate_limit", "retry_after": 5}],
@@ -91,10 +95,12 @@ def phases() -> list[Phase]:
         ),
         Phase(
             "4 big two down",
-            "Anthropic and OpenAI down → the cheaper model (tier 2)",
+            "Claude everywhere (API, Bedrock, Vertex) and OpenAI down → the cheaper model (tier 2)",
             {
                 "anthropic-us-east": overloaded,
                 "anthropic-eu-west": [{"kind": "connection_reset"}],
+                "bedrock-us-west-2": [{"kind": "unavailable"}],
+                "vertex-europe-west1": [{"kind": "overloaded"}],
                 "openai-us": [{"kind": "unavailable"}],
             },
             [TASKS[4]],
@@ -102,10 +108,7 @@ def phases() -> list[Phase]:
         Phase(
             "5 everything down",
             "every provider down → cached answers, then static fallbacks (a human is asked)",
-            {
-                name: [{"kind": "server_error"}]
-                for name in (*ANTHROPIC, "openai-us", "cheap-mini", "gemini-flash")
-            },
+            {name: [{"kind": "server_error"}] for name in (*ANTHROPIC, *CLAUDE_ON_CLOUDS, *OTHERS)},
             [TASKS[0], TASKS[5]],
             escalate=True,
         ),
