@@ -24,7 +24,10 @@ from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from agent_failover.workflows.resilient import SAME_ROUTE_ATTEMPTS
 from tests.workflows.conftest import Harness
 
-ENDPOINTS = ["anthropic-us-east", "anthropic-eu-west", "openai-us", "cheap-mini", "gemini-flash"]
+ENDPOINTS = [
+    "anthropic-us-east", "anthropic-eu-west", "bedrock-us-west-2", "vertex-europe-west1",
+    "openai-us", "cheap-mini", "gemini-flash",
+]  # fmt: skip
 PRIMARY = "anthropic-us-east"
 #: Attempt outcomes that never reached a provider. A breaker rejection is not among them:
 #: it may be Temporal's same-route retry, rejected after the first try did go out.

@@ -24,6 +24,8 @@ pytestmark = [pytest.mark.chaos, pytest.mark.devserver]
 DOWN = {
     "anthropic-us-east": {"kind": "overloaded"},
     "anthropic-eu-west": {"kind": "connection_reset"},
+    "bedrock-us-west-2": {"kind": "stream_error_event", "error_type": "rate_limit"},
+    "vertex-europe-west1": {"kind": "auth_error"},
     "openai-us": {"kind": "server_error"},
     "cheap-mini": {"kind": "unavailable"},
     "gemini-flash": {"kind": "rate_limit", "retry_after": 30},

@@ -31,6 +31,8 @@ PRIMARY, OTHER_REGION, OTHER_PROVIDER, CHEAP, LARGE = (
     "cheap-mini",
     "gemini-flash",
 )
+#: The primary's model on other clouds' regional endpoints, first in tier 1.
+BEDROCK, VERTEX = "bedrock-us-west-2", "vertex-europe-west1"
 
 
 def _request(text: str = "Summarize the failover design", max_tokens: int = 120) -> ChatRequest:
@@ -118,16 +120,33 @@ async def test_single_malformed_chunk_is_skipped_not_failed(
     assert await _per_route(sim_admin) == Counter({PRIMARY: 1})
 
 
-async def test_primary_region_down_goes_to_other_region(
+async def test_primary_region_down_goes_to_the_same_model_on_another_cloud(
     harness: Harness, sim_admin: SimAdmin
 ) -> None:
-    """us-east overloaded while openai-us is throttled: the other Anthropic region answers."""
+    """us-east overloaded while openai-us is throttled: Claude on Bedrock us-west-2 answers,
+    before the other Anthropic region (the demo lists the cloud standbys first)."""
     await sim_admin.set_faults(PRIMARY, [{"kind": "overloaded"}])
     await sim_admin.set_faults(OTHER_PROVIDER, [{"kind": "rate_limit", "retry_after": 30}])
     out, _ = await _call(harness)
-    assert out.route == OTHER_REGION and out.tier == 1 and out.model == "claude-sonnet-4-5"
+    assert out.route == BEDROCK and out.tier == 1
+    assert out.model == "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     seen = await _per_route(sim_admin)
-    assert seen[PRIMARY] == 1 and seen[OTHER_PROVIDER] == 1 and seen[OTHER_REGION] == 1
+    assert seen[PRIMARY] == 1 and seen[OTHER_PROVIDER] == 1 and seen[BEDROCK] == 1
+    assert seen[OTHER_REGION] == 0 and seen[VERTEX] == 0
+
+
+async def test_region_down_on_bedrock_too_goes_to_vertex(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """With Bedrock's us-west-2 throttling as well, the same model on Vertex answers."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "overloaded"}])
+    await sim_admin.set_faults(OTHER_PROVIDER, [{"kind": "rate_limit", "retry_after": 30}])
+    await sim_admin.set_faults(BEDROCK, [{"kind": "rate_limit", "retry_after": 30}])
+    out, _ = await _call(harness)
+    assert out.route == VERTEX and out.tier == 1 and out.model == "claude-sonnet-4-5@20250929"
+    assert ReasonCode.RATE_LIMITED in out.reason_codes
+    seen = await _per_route(sim_admin)
+    assert seen[BEDROCK] == 1 and seen[VERTEX] == 1 and seen[OTHER_REGION] == 0
 
 
 async def test_missing_done_is_finalized_promptly(harness: Harness, sim_admin: SimAdmin) -> None:
@@ -207,7 +226,7 @@ async def test_everything_down_cache_then_static(harness: Harness, sim_admin: Si
     req = _request("a request that was answered before")
     warm, _ = await _call(harness, request=req)
     assert warm.tier == 0
-    for ep in (PRIMARY, OTHER_REGION, OTHER_PROVIDER, CHEAP, LARGE):
+    for ep in (PRIMARY, OTHER_REGION, BEDROCK, VERTEX, OTHER_PROVIDER, CHEAP, LARGE):
         await sim_admin.set_faults(ep, [{"kind": "server_error"}])
     cached, _ = await _call(harness, request=req)
     assert cached.tier == 3 and cached.capability is Capability.DEGRADED
@@ -247,12 +266,14 @@ async def test_cut_stream_continues_on_a_prefill_route(
     await sim_admin.set_faults(PRIMARY, [{"kind": "stream_cut", "after_tokens": 6}])
     await sim_admin.set_faults(OTHER_PROVIDER, [{"kind": "overloaded"}])
     out, _ = await _call(harness)
-    assert out.route == OTHER_REGION
+    # Claude on Bedrock is the first prefill-capable standby: the Converse wire continues
+    # a trailing assistant turn as the Anthropic API does.
+    assert out.route == BEDROCK
     assert ReasonCode.PREFILL_CONTINUATION in out.reason_codes
     assert ReasonCode.STREAM_INTERRUPTED in out.reason_codes
     assert out.content.startswith("[echo:") and out.content.rstrip().endswith("[end]")
     assert out.content.count("[echo:") == 1, "the partial text must not be repeated"
-    assert "prefill" in next(a.note for a in out.attempts if a.route == OTHER_REGION)
+    assert "prefill" in next(a.note for a in out.attempts if a.route == BEDROCK)
 
 
 async def test_slow_primary_is_demoted_before_any_timeout(

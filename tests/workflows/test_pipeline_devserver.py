@@ -29,7 +29,10 @@ from tests.workflows.conftest import Harness
 from tests.workflows.helpers import drive_escalations
 
 pytestmark = pytest.mark.devserver
-ALL = ["anthropic-us-east", "anthropic-eu-west", "openai-us", "cheap-mini", "gemini-flash"]
+ALL = [
+    "anthropic-us-east", "anthropic-eu-west", "bedrock-us-west-2", "vertex-europe-west1",
+    "openai-us", "cheap-mini", "gemini-flash",
+]  # fmt: skip
 
 
 async def _start(h: Harness, task: str, **opts):
@@ -63,10 +66,11 @@ async def test_healthy_pipeline_runs_every_stage_on_tier0(
 async def test_outage_pipeline_is_findable_by_search_attributes(
     harness: Harness, sim_admin: SimAdmin
 ) -> None:
-    """Anthropic down: steps land on OpenAI; FailoverCount/WorstTier let the UI filter it."""
-    await sim_admin.set_faults("anthropic-us-east", [{"kind": "overloaded"}])
-    await sim_admin.set_faults("anthropic-eu-west", [{"kind": "overloaded"}])
-    await sim_admin.set_faults("openai-us", [{"kind": "overloaded"}])
+    """Claude (everywhere) and OpenAI down: steps land on tier 2; FailoverCount/WorstTier
+    let the UI filter it."""
+    for ep in ("anthropic-us-east", "anthropic-eu-west", "bedrock-us-west-2",
+               "vertex-europe-west1", "openai-us"):  # fmt: skip
+        await sim_admin.set_faults(ep, [{"kind": "overloaded"}])
     handle = await _start(harness, "Assess a region evacuation")
     result: PipelineResult = await handle.result()
     assert result.summary.worst_tier == 2 and result.degraded

@@ -28,7 +28,10 @@ from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from tests.workflows.conftest import Harness, make_harness, running
 
 PRIMARY = "anthropic-us-east"
-ALL = ["anthropic-us-east", "anthropic-eu-west", "openai-us", "cheap-mini", "gemini-flash"]
+ALL = [
+    "anthropic-us-east", "anthropic-eu-west", "bedrock-us-west-2", "vertex-europe-west1",
+    "openai-us", "cheap-mini", "gemini-flash",
+]  # fmt: skip
 
 
 @pytest_asyncio.fixture

@@ -93,6 +93,8 @@ async def test_worker_serves_pipelines_and_drains_on_sigterm(
         assert table.rounds >= 1 and set(table.results) == {
             "anthropic-us-east",
             "anthropic-eu-west",
+            "bedrock-us-west-2",
+            "vertex-europe-west1",
             "openai-us",
             "cheap-mini",
             "gemini-flash",
