@@ -33,6 +33,23 @@ END_MARKER = "[end]"
 _MARKER_WORDS = 6
 
 
+# Cloud decorations of a model id: Bedrock's inference-profile geography and vendor
+# prefixes and version suffix, Vertex's @version.
+_PROFILE = re.compile(r"^(?:us|eu|apac|jp|au|ca|us-gov|global)\.")
+_VENDOR = re.compile(r"^(?:anthropic|meta|mistral|amazon|cohere|ai21|deepseek|openai)\.")
+_BEDROCK_VERSION = re.compile(r"-\d{8}-v\d+(?::\d+)?$|-v\d+(?::\d+)?$")
+_VERTEX_VERSION = re.compile(r"@[\w.-]+$")
+
+
+def model_family(model: str) -> str:
+    """The vendor's name of a cloud model id (``us.anthropic.claude-x-20250929-v1:0`` and
+    ``claude-x@20250929`` are both ``claude-x``)."""
+    name = _PROFILE.sub("", model.rsplit("/", 1)[-1])
+    name = _VENDOR.sub("", name)
+    name = _VERTEX_VERSION.sub("", name)
+    return _BEDROCK_VERSION.sub("", name)
+
+
 def estimate_tokens(text: str) -> int:
     """Tokens in ``text`` at ~4 characters per token (0 for empty text)."""
     return -(-len(text) // CHARS_PER_TOKEN)
@@ -95,10 +112,15 @@ class ParsedRequest:
         return ""
 
     def seed(self) -> int:
-        """Stable 64-bit seed from the model and the whole conversation."""
+        """Stable 64-bit seed from the model family and the whole conversation.
+
+        The family, not the cloud's id: the same model answers the same request alike on
+        the vendor's API, on Bedrock and on Vertex, so a cut answer resumed on another
+        cloud continues where it stopped, as it would for real.
+        """
         canonical = json.dumps(
             {
-                "model": self.model,
+                "model": model_family(self.model),
                 "system": self.system,
                 "messages": self.messages,
                 "json": self.json_mode,

@@ -338,3 +338,29 @@ def test_prompt_tokens_estimate_four_chars_per_token():
     """Input tokens are ceil(characters / 4) over system and messages."""
     req = ParsedRequest(model="m", system="abcd", messages=[("user", "efghi")])
     assert req.prompt_tokens == 3
+
+
+@pytest.mark.parametrize(
+    ("model", "family"),
+    [
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),
+        ("anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),
+        ("claude-sonnet-4-5@20250929", "claude-sonnet-4-5"),
+        (
+            "arn:aws:bedrock:us-east-1:1:inference-profile/global.anthropic.claude-x-v1:0",
+            "claude-x",
+        ),
+        ("meta.llama3-70b-instruct-v1:0", "llama3-70b-instruct"),
+        ("gpt-4.1", "gpt-4.1"),
+    ],
+)
+def test_cloud_model_ids_answer_like_their_family(model, family):
+    """A cloud's model id seeds replies like the vendor's name: the same model answers alike
+    on every cloud (so a cut answer can be resumed on another one)."""
+    from agent_failover.testing.sim.content import ParsedRequest, model_family
+
+    assert model_family(model) == family
+    ask = [("user", "Compare two ledgers")]
+    assert ParsedRequest(model=model, messages=ask).seed() == (
+        ParsedRequest(model=family, messages=ask).seed()
+    )
