@@ -27,6 +27,7 @@ from datetime import UTC
 from typing import Any, Protocol
 
 import httpx
+
 from agent_failover.providers.classify import MAX_MESSAGE_CHARS, scrub
 from agent_failover.providers.endpoint import AuthMethod, EndpointConfig
 from agent_failover.providers.errors import AuthError, ConnectError, ProviderError

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+
 from agent_failover.providers import openai
 from agent_failover.providers.base import Call, ProgressCallback, ReplyParts, run_json, run_stream
 from agent_failover.providers.client import Budgets

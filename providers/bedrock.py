@@ -13,7 +13,9 @@ budgets as the SSE wires. Mapping choices:
   ``toolResult`` blocks in a user turn; adjacent same-role turns merge; empty text
   blocks are dropped (Converse rejects blank text).
 * ``json_schema`` → a forced tool (``toolChoice.tool``) whose input is the answer, as
-  for Anthropic; ``prefill`` → a trailing assistant turn (trailing whitespace trimmed).
+  for Anthropic; ``tool_choice`` → ``auto`` / ``any`` / ``tool`` (Converse has no
+  ``none``: the tools stay declared); ``prefill`` → a trailing assistant turn (trailing
+  whitespace trimmed).
 * Stream events ``messageStart``, ``contentBlockStart`` / ``Delta`` / ``Stop``,
   ``messageStop`` (the terminal event, with ``stopReason``), then ``metadata`` (usage,
   a trailer waited for at most the trailer grace). An exception frame
@@ -34,6 +36,7 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+
 from agent_failover.providers.anthropic import (
     JSON_TOOL,
     json_tool_text,
@@ -117,6 +120,12 @@ def _tool_config(request: ChatRequest, forced: bool) -> dict[str, Any] | None:
     config: dict[str, Any] = {"tools": tools}
     if forced:
         config["toolChoice"] = {"tool": {"name": JSON_TOOL}}
+    elif request.tool_choice in ("auto", "required"):
+        config["toolChoice"] = {"auto": {}} if request.tool_choice == "auto" else {"any": {}}
+    elif request.tool_choice is not None and request.tool_choice != "none":
+        config["toolChoice"] = {"tool": {"name": request.tool_choice}}
+    # "none": Converse has no such mode; the tools stay declared (earlier toolUse blocks
+    # need them) and the model chooses, as with "auto".
     return config
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+
 from agent_failover.providers import anthropic, gemini
 from agent_failover.providers.base import Call, ProgressCallback, ReplyParts, run_json, run_stream
 from agent_failover.providers.client import Budgets

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+
 from agent_failover.providers import errors as E
 from agent_failover.providers.auth import (
     AccessToken,

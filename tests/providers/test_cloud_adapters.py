@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from agent_failover.providers import errors as E
 from agent_failover.providers.auth import AzureTokenSource, CredentialStore
 from agent_failover.providers.auth import attach_credentials as attach
@@ -24,7 +25,6 @@ from agent_failover.providers.models import ChatRequest, Message, ToolSpec
 from agent_failover.providers.registry import complete
 from agent_failover.testing.sim.wire import eventstream as es
 from agent_failover.testing.sim.wire.bedrock import sigv4_problem
-
 from tests.providers.wire import (
     SENTINEL_KEY,
     bedrock_json,
@@ -111,6 +111,23 @@ async def test_bedrock_forced_json_and_tool_calls(mock_client) -> None:
 
 def tool_input(fragment: str) -> dict[str, Any]:
     return {"toolUse": {"input": fragment}}
+
+
+@pytest.mark.parametrize(
+    ("choice", "expected"),
+    [("auto", {"auto": {}}), ("required", {"any": {}}), ("look", {"tool": {"name": "look"}})],
+)
+async def test_bedrock_tool_choice(mock_client, choice, expected) -> None:
+    """tool_choice maps to Converse's toolChoice."""
+    tool = ToolSpec(name="look", parameters={"type": "object"})
+    _, rec = await call(
+        mock_client,
+        endpoint("bedrock-us-west-2"),
+        lambda _: httpx.Response(200, json=bedrock_json("ok")),
+        ask(tools=[tool], tool_choice=choice),
+    )
+    config = json.loads(rec.requests[0].content)["toolConfig"]
+    assert config["toolChoice"] == expected and config["tools"][0]["toolSpec"]["name"] == "look"
 
 
 async def test_bedrock_stream_text_and_usage(mock_client) -> None:
