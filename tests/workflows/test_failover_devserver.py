@@ -314,7 +314,8 @@ async def test_exhausted_raises_typed_error_with_attempts_when_asked(
     harness: Harness, sim_admin: SimAdmin
 ) -> None:
     """on_exhausted=raise: every live route down fails the call with FailoverExhausted."""
-    for ep in (PRIMARY, OTHER_REGION, OTHER_PROVIDER, CHEAP, LARGE):
+    live = (PRIMARY, BEDROCK, VERTEX, OTHER_REGION, OTHER_PROVIDER, CHEAP, LARGE)
+    for ep in live:
         await sim_admin.set_faults(ep, [{"kind": "auth_error"}])
     with pytest.raises(WorkflowFailureError) as info:
         await _call(harness, options=CallOptions(on_exhausted="raise"))
@@ -323,8 +324,12 @@ async def test_exhausted_raises_typed_error_with_attempts_when_asked(
     assert cause.non_retryable
     details = cause.details[0]
     tried = [a for a in details["attempts"] if a["outcome"] != "skipped"]
-    assert {a["route"] for a in tried} == {PRIMARY, OTHER_REGION, OTHER_PROVIDER, CHEAP, LARGE}
-    assert all(a["outcome"] == "auth" and a["http_status"] == 401 for a in tried)
+    assert {a["route"] for a in tried} == set(live)
+    # AWS refuses bad credentials with 403 (UnrecognizedClientException), the others 401.
+    assert all(a["outcome"] == "auth" for a in tried)
+    assert {a["route"]: a["http_status"] for a in tried if a["http_status"] != 401} == {
+        BEDROCK: 403
+    }
     assert "cache" not in {a["route"] for a in details["attempts"]}
 
 
