@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -37,14 +38,26 @@ from agent_failover.activities.models import (
     RoleContextInput,
 )
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.errors import ProviderError
-from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.providers.errors import (
+    ContextLengthError,
+    Decision,
+    ErrorClass,
+    ProviderError,
+)
+from agent_failover.providers.models import ChatReply, ChatRequest, Message
 from agent_failover.providers.registry import complete
 from agent_failover.providers.validate import validate_reply
 from agent_failover.resilience.breaker import Transition
-from agent_failover.resilience.config import PolicyConfig, PolicyError
+from agent_failover.resilience.config import (
+    BreakerSettings,
+    PolicyConfig,
+    PolicyError,
+    RateLimitSettings,
+)
 from agent_failover.resilience.contracts import CallOutcome
 from agent_failover.resilience.outcomes import BREAKER_REJECTED
+from agent_failover.resilience.probing import ProbeDecision, probe_decision
+from agent_failover.resilience.ratelimit import RateLimitWait, cooldown_s, same_route_wait_s
 from agent_failover.resilience.sla import evaluate_sla
 from agent_failover.stores.cache import CachedEntry, ResponseCache
 from agent_failover.stores.health import HealthStore
@@ -59,6 +72,8 @@ POLICY_ERROR = "policy_error"
 HEARTBEAT_EVERY_S = 1.0
 #: Prompt of the health probe: tiny, deterministic, cheap.
 PROBE_PROMPT = "Reply with the single word: pong"
+#: Smallest same-route retry delay for a 429 waited out (a Retry-After of 0 still yields).
+MIN_RETRY_DELAY_S = 0.05
 
 
 class LLMActivities:
@@ -86,6 +101,7 @@ class LLMActivities:
         self._ttft = m.create_histogram(names.TTFT, unit="ms")
         self._transitions = m.create_counter(names.BREAKER_TRANSITIONS)
         self._probes = m.create_counter(names.PROBES)
+        self._probes_skipped = m.create_counter(names.PROBES_SKIPPED)
         self._cache_lookups = m.create_counter(names.CACHE_LOOKUPS)
 
     def bind_stores(self, health: HealthStore, cache: ResponseCache) -> None:
@@ -122,11 +138,19 @@ class LLMActivities:
         for route in routes:
             rh = snap.get(route)
             verdict = evaluate_sla(
-                rh.sla_demoted, rh.stats, role.sla, self._policy.hysteresis_margin
+                rh.sla_demoted,
+                rh.stats,
+                role.sla,
+                self._policy.hysteresis_margin,
+                recent=rh.recent,
+                since=rh.sla_since,
+                now=inp.now,
             )
             if verdict.demoted != rh.sla_demoted:
-                await self._health.set_sla_demoted(inp.role, route, verdict.demoted)
-                snap.routes[route] = rh.model_copy(update={"sla_demoted": verdict.demoted})
+                await self._health.set_sla_demoted(inp.role, route, verdict.demoted, at=inp.now)
+                snap.routes[route] = rh.model_copy(
+                    update={"sla_demoted": verdict.demoted, "sla_since": inp.now}
+                )
         try:
             subset = self._policy.subset_for(inp.role, inp.routes)
             return RoleContext(
@@ -171,9 +195,10 @@ class LLMActivities:
     async def call_model(self, inp: CallModelInput) -> CallModelResult:
         """One attempt on one route: admit, stream, validate, record, classify."""
         endpoint = self._policy.endpoint(inp.route)
-        settings = self._policy.breaker_for(inp.route)
+        settings = self._policy.trial_settings(inp.route, inp.role)
+        base = _attempt_base(inp.now)
         started = time.monotonic()
-        admission = await self._health.admit(inp.route, settings, self._now(inp.now, started))
+        admission = await self._health.admit(inp.route, settings, self._now(base, started))
         if not admission.permitted:
             raise ApplicationError(
                 f"breaker for route {inp.route!r} rejected the call "
@@ -196,18 +221,20 @@ class LLMActivities:
             data = validate_reply(reply, inp.output_schema, endpoint=inp.route)
         except ProviderError as err:
             elapsed_ms = (time.monotonic() - started) * 1000
-            await self._record_failure(inp, err, elapsed_ms, admission.trial, started)
-            raise _to_application_error(inp.route, err, elapsed_ms) from err
+            at = self._now(base, started)
+            await self._record_failure(inp, err, elapsed_ms, admission.trial, at, settings)
+            wait = self._rate_limit_wait(inp, err, at)
+            raise _to_application_error(inp.route, err, elapsed_ms, wait) from err
         except asyncio.CancelledError:
             # A hedge loser or a workflow cancel: not the route's fault, free the trial slot.
             if admission.trial:
-                await self._health.release_trial(inp.route, self._now(inp.now, started))
+                await self._health.release_trial(inp.route, self._now(base, started))
             raise
         finally:
             beat.cancel()
         outcome = CallOutcome(
             route=inp.route,
-            at=self._now(inp.now, started),
+            at=self._now(base, started),
             ok=True,
             latency_ms=reply.latency_ms,
             ttft_ms=reply.ttft_ms,
@@ -220,11 +247,37 @@ class LLMActivities:
             self._ttft.record(reply.ttft_ms, {"route": inp.route})
         return CallModelResult(reply=reply, data=data, trial=admission.trial)
 
+    def _rate_limit_wait(
+        self, inp: CallModelInput, err: ProviderError, at: float
+    ) -> RateLimitWait | None:
+        """For a 429: wait it out on this route (a Temporal retry) or fail over now."""
+        if err.error_class is not ErrorClass.RATE_LIMITED:
+            return None
+        return same_route_wait_s(
+            err.retry_after,
+            self._policy.rate_limit,
+            now=at,
+            deadline=inp.deadline_at,
+            min_attempt_ms=inp.ttft_budget_ms,
+            retry_left=_retry_left(),
+        )
+
     async def _record_failure(
-        self, inp: CallModelInput, err: ProviderError, elapsed_ms: float, trial: bool, t0: float
+        self,
+        inp: CallModelInput,
+        err: ProviderError,
+        elapsed_ms: float,
+        trial: bool,
+        at: float,
+        settings: BreakerSettings,
     ) -> None:
-        outcome = _failed_outcome(inp.route, err, self._now(inp.now, t0), elapsed_ms, trial=trial)
-        await self._record(outcome, self._policy.breaker_for(inp.route))
+        outcome = _failed_outcome(
+            inp.route, err, at, elapsed_ms, trial=trial, rate_limit=self._policy.rate_limit
+        )
+        await self._record(outcome, settings)
+        if isinstance(err, ContextLengthError) and err.context_window is not None:
+            # The provider's statement beats the configured window, for every worker.
+            await self._health.learn_context_window(inp.route, err.context_window, at)
         self._attempts.add(
             1, {"route": inp.route, "role": inp.role, "outcome": err.error_class.value}
         )
@@ -260,36 +313,28 @@ class LLMActivities:
     async def probe_endpoint(self, inp: ProbeInput) -> ProbeResult:
         """Send a tiny completion to one endpoint and record it as a probe (or trial).
 
-        An open breaker whose open duration has not lapsed is not probed: probing it
-        would be hammering a route we already know is down.
+        Only where passive evidence is missing (:func:`resilience.probing.probe_decision`):
+        a route with recent real traffic, an open breaker before its ``open_until``, a
+        forced-open route and a route cooling down after a 429 are not probed. A probe
+        that meets a 429 cools the route down; it never trips or re-opens its breaker.
         """
         endpoint = self._policy.endpoint(inp.route)
-        settings = self._policy.breaker_for(inp.route)
+        settings = self._policy.trial_settings(inp.route)
+        interval = inp.interval_s or self._policy.probes.interval_s
+        snap = await self._health.snapshot([inp.route], now=inp.now, window_s=interval, min_calls=1)
+        decision = probe_decision(snap.get(inp.route), now=inp.now, interval_s=interval)
+        if not decision.probe:
+            return self._skipped_probe(inp.route, snap.get(inp.route).breaker, decision)
         started = time.monotonic()
         admission = await self._health.admit(inp.route, settings, inp.now)
         if not admission.permitted:
             b = await self._health.breaker(inp.route)
-            return ProbeResult(route=inp.route, ok=False, skipped=True, breaker=b.state)
-        probes = self._policy.probes
-        request = ChatRequest(
-            messages=[Message(role="user", content=PROBE_PROMPT)],
-            max_tokens=probes.max_tokens,
-            temperature=0.0,
-        )
-        budgets = Budgets(
-            connect_s=min(self._connect_s, probes.timeout_s),
-            ttft_s=probes.timeout_s,
-            idle_s=probes.timeout_s,
-            total_s=probes.timeout_s,
-        )
-        err: ProviderError | None = None
-        try:
-            reply = await complete(self._http, endpoint, request, budgets)
-            validate_reply(reply, None, endpoint=inp.route)
-        except ProviderError as exc:
-            err = exc
+            return ProbeResult(
+                route=inp.route, ok=False, skipped=True, breaker=b.state, reason="not_admitted"
+            )
+        reply, err = await self._send_probe(endpoint, inp.route)
         at = self._now(inp.now, started)
-        if err is None:
+        if err is None and reply is not None:
             outcome = CallOutcome(
                 route=inp.route,
                 at=at,
@@ -300,9 +345,16 @@ class LLMActivities:
                 trial=admission.trial,
             )
         else:
+            assert err is not None
             elapsed_ms = (time.monotonic() - started) * 1000
             outcome = _failed_outcome(
-                inp.route, err, at, elapsed_ms, trial=admission.trial, probe=True
+                inp.route,
+                err,
+                at,
+                elapsed_ms,
+                trial=admission.trial,
+                probe=True,
+                rate_limit=self._policy.rate_limit,
             )
         transition = await self._record(outcome, settings)
         self._probes.add(1, {"route": inp.route, "ok": outcome.ok})
@@ -316,7 +368,36 @@ class LLMActivities:
             trial=admission.trial,
             breaker=b.state,
             transition=transition,
+            reason=decision.reason.value,
         )
+
+    def _skipped_probe(self, route: str, state: Any, decision: ProbeDecision) -> ProbeResult:
+        self._probes_skipped.add(1, {"route": route, "reason": decision.reason.value})
+        return ProbeResult(
+            route=route, ok=False, skipped=True, breaker=state, reason=decision.reason.value
+        )
+
+    async def _send_probe(
+        self, endpoint: Any, route: str
+    ) -> tuple[ChatReply | None, ProviderError | None]:
+        probes = self._policy.probes
+        request = ChatRequest(
+            messages=[Message(role="user", content=PROBE_PROMPT)],
+            max_tokens=probes.max_tokens,
+            temperature=0.0,
+        )
+        budgets = Budgets(
+            connect_s=min(self._connect_s, probes.timeout_s),
+            ttft_s=probes.timeout_s,
+            idle_s=probes.timeout_s,
+            total_s=probes.timeout_s,
+        )
+        try:
+            reply = await complete(self._http, endpoint, request, budgets)
+            validate_reply(reply, None, endpoint=route)
+        except ProviderError as exc:
+            return None, exc
+        return reply, None
 
     @activity.defn(name="force_route")
     async def force_route(self, inp: ForceRouteInput) -> Transition:
@@ -415,6 +496,36 @@ async def _heartbeat_loop(progress: _Progress) -> None:
         await asyncio.sleep(HEARTBEAT_EVERY_S)
 
 
+def _attempt_base(scheduled_now: float) -> float:
+    """Workflow time at which this attempt was scheduled.
+
+    ``scheduled_now`` is the workflow's clock when it scheduled the activity; a Temporal
+    retry (a 500, or a 429 waited out) reuses that input, so add the server time between
+    the first schedule and this attempt's, keeping health timestamps on the workflow clock.
+    """
+    try:
+        info = activity.info()
+    except RuntimeError:
+        return scheduled_now  # called directly (tests), not as an activity
+    if info.attempt <= 1:
+        return scheduled_now
+    return (
+        scheduled_now + (info.current_attempt_scheduled_time - info.scheduled_time).total_seconds()
+    )
+
+
+def _retry_left() -> bool:
+    """Whether Temporal will run this activity again if it fails retryably."""
+    try:
+        info = activity.info()
+    except RuntimeError:
+        return True
+    policy = info.retry_policy
+    if policy is None or not policy.maximum_attempts:
+        return True
+    return info.attempt < policy.maximum_attempts
+
+
 def _failed_outcome(
     route: str,
     err: ProviderError,
@@ -423,9 +534,17 @@ def _failed_outcome(
     *,
     trial: bool,
     probe: bool = False,
+    rate_limit: RateLimitSettings | None = None,
 ) -> CallOutcome:
-    """The health observation of a classified failure, as its classification counts it."""
+    """The health observation of a classified failure, as its classification counts it.
+
+    A 429 carries its cool-down as ``retry_after_s`` (the provider's Retry-After, else the
+    policy's default) so the breaker records ``cooldown_until``.
+    """
     cls = err.classification
+    retry_after = err.retry_after
+    if err.error_class is ErrorClass.RATE_LIMITED:
+        retry_after = cooldown_s(err.retry_after, rate_limit or RateLimitSettings())
     return CallOutcome(
         route=route,
         at=at,
@@ -434,18 +553,22 @@ def _failed_outcome(
         latency_ms=elapsed_ms,
         semantic_failure=cls.semantic,
         counts_against_route=cls.counts_against_route,
-        retry_after_s=err.retry_after,
+        retry_after_s=retry_after,
         trial=trial,
         probe=probe,
     )
 
 
-def _to_application_error(route: str, err: ProviderError, elapsed_ms: float) -> ApplicationError:
-    """Map a classified provider error to what Temporal retries (or not) and the workflow reads."""
-    from datetime import timedelta
+def _to_application_error(
+    route: str, err: ProviderError, elapsed_ms: float, wait: RateLimitWait | None = None
+) -> ApplicationError:
+    """Map a classified provider error to what Temporal retries (or not) and the workflow reads.
 
-    from agent_failover.providers.errors import Decision
-
+    Only two things are retried on the same route, by Temporal: a RETRY-class error (a
+    500) after the retry policy's backoff, and a 429 whose Retry-After is short enough to
+    wait out (``wait``), after exactly that delay. Everything else is the workflow's to
+    fail over, so it must not be blindly repeated.
+    """
     failure = AttemptFailure(
         route=route,
         error_class=err.error_class.value,
@@ -456,9 +579,18 @@ def _to_application_error(route: str, err: ProviderError, elapsed_ms: float) -> 
         retry_after_s=err.retry_after,
         partial_text=err.partial_text,
         latency_ms=elapsed_ms,
+        context_window=getattr(err, "context_window", None),
+        prompt_tokens=getattr(err, "prompt_tokens", None),
+        rate_limit_wait=wait.verdict.value if wait is not None else None,
     )
-    # Only RETRY-class errors may be retried on the same route by Temporal; everything
-    # else is the workflow's to fail over, so it must not be blindly repeated.
+    if wait is not None and wait.wait and wait.delay_s is not None:
+        return ApplicationError(
+            str(err),
+            failure.model_dump(mode="json"),
+            type=err.error_class.value,
+            non_retryable=False,
+            next_retry_delay=timedelta(seconds=max(wait.delay_s, MIN_RETRY_DELAY_S)),
+        )
     retry_same_route = err.decision is Decision.RETRY and err.retryable
     return ApplicationError(
         str(err),

@@ -42,6 +42,10 @@ class CallModelInput(BaseModel):
     idle_budget_ms: float = Field(gt=0)
     timeout_ms: float = Field(gt=0)
     now: float = Field(description="workflow time when scheduled; activities keep health on it")
+    deadline_at: float | None = Field(
+        default=None,
+        description="workflow time the whole call must end by: bounds a same-route 429 wait",
+    )
 
 
 class CallModelResult(BaseModel):
@@ -62,11 +66,19 @@ class AttemptFailure(BaseModel):
     retry_after_s: float | None = None
     partial_text: str = ""
     latency_ms: float = 0.0
+    #: A context-length rejection's stated window and prompt size, when the provider said.
+    context_window: int | None = None
+    prompt_tokens: int | None = None
+    #: Why a 429 was or was not waited out on the same route (resilience.ratelimit).
+    rate_limit_wait: str | None = None
 
 
 class ProbeInput(BaseModel):
     route: str
     now: float
+    #: The monitor's probe interval: a closed route with real traffic more recent than
+    #: this is not probed (resilience.probing). None: the policy's probes.interval_s.
+    interval_s: float | None = None
 
 
 class ProbeResult(BaseModel):
@@ -79,6 +91,8 @@ class ProbeResult(BaseModel):
     trial: bool = False
     breaker: BreakerState
     transition: Transition | None = None
+    #: Why the route was (or was not) probed (resilience.probing.ProbeReason).
+    reason: str | None = None
 
 
 class CacheLookupInput(BaseModel):

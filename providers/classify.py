@@ -7,7 +7,9 @@ the phase the call was in; :func:`classify_stream_end` for every way a stream ca
 None of them raises. Cool-down hints are read from ``retry-after-ms``, ``retry-after``
 (seconds or HTTP-date, relative to the ``now`` argument), OpenAI's
 ``x-ratelimit-reset-*`` durations and Anthropic's ``anthropic-ratelimit-*-reset``
-timestamps, and Gemini's ``RetryInfo.retryDelay`` in the error body.
+timestamps, and Gemini's ``RetryInfo.retryDelay`` in the error body. A context-length
+rejection carries the window the provider states (:func:`parse_context_limit`), so the
+health store can learn an endpoint's real window.
 
 The clouds add their own spellings, read before the status: AWS names its error in the
 ``x-amzn-ErrorType`` header or the body's ``__type`` (Bedrock's ``ThrottlingException``
@@ -113,6 +115,37 @@ _AWS_TYPES: dict[str, type[ProviderError]] = {
     "validationexception": InvalidRequestError,
 }
 _SECRET_RE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{10,}|[A-Za-z0-9_\-]{40,})")
+_NUM = r"(\d[\d,]*)"
+_IS = re.I | re.S
+# (pattern, group of the window, group of the prompt size or 0): the wording of each
+# provider's context-length rejection, most specific first.
+_CONTEXT_LIMIT_RES: tuple[tuple[re.Pattern[str], int, int], ...] = (
+    # Anthropic: "prompt is too long: 210000 tokens > 200000 maximum"
+    (re.compile(rf"prompt is too long:\s*{_NUM}\s*tokens\s*>\s*{_NUM}\s*maximum", re.I), 2, 1),
+    # Anthropic: "input length and `max_tokens` exceed context limit: 197779 + 8192 > 200000"
+    (re.compile(rf"exceed context limit:\s*{_NUM}\s*\+\s*{_NUM}\s*>\s*{_NUM}", re.I), 3, 1),
+    # Gemini: "The input token count (1200000) exceeds the maximum number of tokens
+    # allowed (1048576)."
+    (
+        re.compile(
+            rf"input token count\s*\(?{_NUM}\)?\s*exceeds the maximum number of tokens"
+            rf" allowed\s*\(?{_NUM}\)?",
+            re.I,
+        ),
+        2,
+        1,
+    ),
+    # Mistral: "Prompt contains 40000 tokens ... too large for model with 32768 maximum
+    # context length"
+    (re.compile(rf"prompt contains {_NUM} tokens.*?with {_NUM} maximum context", _IS), 2, 1),
+    # OpenAI / vLLM / DeepSeek: "This model's maximum context length is 128000 tokens.
+    # However, your messages resulted in 150000 tokens."
+    (re.compile(rf"maximum context length is {_NUM} tokens.*?resulted in {_NUM}", _IS), 1, 2),
+    (re.compile(rf"maximum context length is {_NUM} tokens.*?{_NUM} in the messages", _IS), 1, 2),
+    (re.compile(rf"maximum context length is {_NUM} tokens", re.I), 1, 0),
+)
+#: Windows outside this range in a rejection are misreadings, not limits.
+_WINDOW_RANGE = (256, 100_000_000)
 _GO_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -257,6 +290,27 @@ def _gemini_retry_delay(payload: Any) -> float | None:
     return None
 
 
+def parse_context_limit(text: str) -> tuple[int | None, int | None]:
+    """``(window, prompt_tokens)`` stated in a context-length rejection; None where unsaid.
+
+    Covers OpenAI and OpenAI-compatible servers ("maximum context length is N tokens"),
+    Anthropic ("prompt is too long: P tokens > N maximum", "exceed context limit: P + O >
+    N"), Gemini ("input token count (P) exceeds the maximum number of tokens allowed (N)")
+    and Mistral ("Prompt contains P tokens ... with N maximum context length"). Total:
+    never raises; a number outside a plausible window range is ignored.
+    """
+    for pattern, window_group, prompt_group in _CONTEXT_LIMIT_RES:
+        m = pattern.search(text)
+        if m is None:
+            continue
+        window = int(m.group(window_group).replace(",", ""))
+        prompt = int(m.group(prompt_group).replace(",", "")) if prompt_group else None
+        if not _WINDOW_RANGE[0] <= window <= _WINDOW_RANGE[1]:
+            return None, prompt
+        return window, prompt
+    return None, None
+
+
 # -- bodies ------------------------------------------------------------------------------
 
 
@@ -386,7 +440,7 @@ def _from_aws_type(
         return None
     if kind == "validationexception":
         if any(w in lowered for w in _CONTEXT_WORDS):
-            return ContextLengthError(f"request exceeds the context window: {message}", **kw)
+            return _context_length(lowered, message, kw)
         if any(w in lowered for w in _CONTENT_POLICY_WORDS):
             return ContentFilterError(f"blocked by content policy: {message}", **kw)
     if cls is QuotaExhaustedError:
@@ -418,6 +472,17 @@ def _too_many_requests(
     return RateLimitedError(f"rate limited: {message}", retry_after=hinted, **kw)
 
 
+def _context_length(text: str, message: str, kw: dict[str, Any]) -> ContextLengthError:
+    """A context-length rejection, with the window and prompt size it states (if any)."""
+    window, prompt = parse_context_limit(text)
+    return ContextLengthError(
+        f"request exceeds the context window: {message}",
+        context_window=window,
+        prompt_tokens=prompt,
+        **kw,
+    )
+
+
 def _client_error(status: int, lowered: str, message: str, kw: dict[str, Any]) -> ProviderError:
     if status == 403 and "billing_disabled" in lowered:
         return QuotaExhaustedError(
@@ -426,7 +491,7 @@ def _client_error(status: int, lowered: str, message: str, kw: dict[str, Any]) -
     if status in (401, 403):
         return AuthError(f"rejected credentials: {message}", **kw)
     if status in (400, 413, 422) and any(w in lowered for w in _CONTEXT_WORDS):
-        return ContextLengthError(f"request exceeds the context window: {message}", **kw)
+        return _context_length(lowered, message, kw)
     if status in (400, 422) and any(w in lowered for w in _CONTENT_POLICY_WORDS):
         return ContentFilterError(f"blocked by content policy: {message}", **kw)
     if status == 400 and any(w in lowered for w in _GEMINI_BAD_KEY_WORDS):

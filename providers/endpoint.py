@@ -158,7 +158,9 @@ class EndpointConfig(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     headers_from_env: dict[str, str] = Field(default_factory=dict)
     query: dict[str, str] = Field(default_factory=dict)
-    context_window: int = Field(default=128_000, ge=256)
+    #: Tokens of input + output; None = not configured (the route is tried, and learns its
+    #: real window from the provider's first context-length rejection).
+    context_window: int | None = Field(default=None, ge=256)
     max_output_tokens: int = Field(default=8192, ge=1)
     prices: Prices = Field(default_factory=Prices)
     capabilities: Capabilities = Field(default_factory=Capabilities)

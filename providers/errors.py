@@ -15,7 +15,9 @@ The tree (``ErrorClass`` value in brackets, then decision)::
     │   ├── NoResponseError     [no_response]         FAILOVER  timed out before headers
     │   └── SlowFirstTokenError [slow_first_token]    FAILOVER  headers, but no token in budget
     ├── HTTPStatusError                      the provider answered with an error status
-    │   ├── RateLimitedError    [rate_limited]        COOLDOWN  429 with Retry-After / reset headers
+    │   ├── RateLimitedError    [rate_limited]        COOLDOWN  429 with Retry-After / reset
+    │   │                                                       headers; a short one is waited
+    │   │                                                       out on the same route
     │   ├── QuotaExhaustedError [quota_exhausted]     COOLDOWN  429 insufficient_quota/spend limit,
     │   │                                                       non-retryable, long cool-down
     │   ├── OverloadedError     [overloaded]          COOLDOWN  Anthropic 529, OpenAI/Gemini 503
@@ -23,7 +25,8 @@ The tree (``ErrorClass`` value in brackets, then decision)::
     │   ├── AuthError           [auth]                COOLDOWN  401/403: bad key for *this* route,
     │   │                                                       non-retryable
     │   ├── InvalidRequestError [invalid_request]     STOP      400/404/422 the caller must fix
-    │   ├── ContextLengthError  [context_length]      FAILOVER  to a larger window only
+    │   ├── ContextLengthError  [context_length]      FAILOVER  to a larger window only; carries
+    │   │                                                       the window the provider stated
     │   └── ContentFilterError  [content_filter]      FAILOVER  to another model, reason kept
     ├── StreamError                          a 200 stream that did not end properly
     │   ├── StreamStalledError  [stream_stalled]      FAILOVER  no chunk within the idle budget
@@ -92,7 +95,9 @@ CLASSIFICATION: dict[ErrorClass, Classification] = {
     ErrorClass.CONNECT_ERROR: Classification(Decision.FAILOVER, True, True),
     ErrorClass.NO_RESPONSE: Classification(Decision.FAILOVER, True, True),
     ErrorClass.SLOW_FIRST_TOKEN: Classification(Decision.FAILOVER, True, True),
-    ErrorClass.RATE_LIMITED: Classification(Decision.COOLDOWN, True, True),
+    # A 429 says we are over *our* quota window, not that the route is unhealthy: it cools
+    # the route down for Retry-After and never feeds the breaker (probes included).
+    ErrorClass.RATE_LIMITED: Classification(Decision.COOLDOWN, True, False),
     ErrorClass.QUOTA_EXHAUSTED: Classification(Decision.COOLDOWN, False, True),
     ErrorClass.OVERLOADED: Classification(Decision.COOLDOWN, True, True),
     ErrorClass.SERVER_ERROR: Classification(Decision.RETRY, True, True),
@@ -205,7 +210,23 @@ class InvalidRequestError(HTTPStatusError):
 
 
 class ContextLengthError(HTTPStatusError):
+    """The prompt did not fit; ``context_window`` is the limit the provider stated, if any."""
+
     error_class = ErrorClass.CONTEXT_LENGTH
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        context_window: int | None = None,
+        prompt_tokens: int | None = None,
+        **kw: object,
+    ) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        #: The endpoint's real window in tokens, as its rejection stated it.
+        self.context_window = context_window
+        #: The prompt size the provider counted, when it said.
+        self.prompt_tokens = prompt_tokens
 
 
 class ContentFilterError(HTTPStatusError):

@@ -10,13 +10,18 @@ with compare-and-set and many workers can record at once.
 
 States and moves::
 
-    CLOSED ──trip (error rate, slow calls, semantic, auth, quota, 429/529+Retry-After)──▶ OPEN
+    CLOSED ──trip (error rate, slow calls, semantic, auth, quota, 529+Retry-After)──▶ OPEN
     OPEN ──now >= open_until (admit/tick)──▶ HALF_OPEN
     HALF_OPEN ──N consecutive good trials──▶ CLOSED
     HALF_OPEN ──bad trial──▶ OPEN (longer: open_duration x multiplier^(trips-1), capped)
     any ──force──▶ FORCED_OPEN / FORCED_CLOSED ──release──▶ CLOSED
 
 A breaker never closes because a cool-down lapsed: only good trials close it.
+
+A 429 is not a state: it sets ``cooldown_until`` (Retry-After, or the policy's default)
+in any state, which the planner and the health monitor read to keep real calls and
+probes away until the provider's window resets. One rate limit must not take a healthy
+route out for the breaker's open duration, so a 429 never trips or re-opens a breaker.
 """
 
 from __future__ import annotations
@@ -61,6 +66,9 @@ class Breaker(BaseModel):
     trials_in_flight: int = 0
     consecutive_good: int = 0
     reason: BreakerReason | None = None
+    #: A 429's cool-down: no planned call or probe before this (admission ignores it, so
+    #: the same-route retry scheduled for exactly Retry-After is never refused).
+    cooldown_until: float | None = None
     version: int = 0
 
 
@@ -145,8 +153,10 @@ TRANSITIONS: dict[tuple[BreakerState, BreakerState], frozenset[BreakerReason]] =
 # Error classes that open the breaker on the first occurrence: waiting for an error
 # rate would keep sending traffic to a route that cannot succeed (bad key, no quota).
 _IMMEDIATE = {ErrorClass.AUTH: _R.AUTH_FAILURE, ErrorClass.QUOTA_EXHAUSTED: _R.QUOTA_EXHAUSTED}
-# Error classes that open the breaker when the provider says how long to stay away.
-_BACKPRESSURE = {ErrorClass.RATE_LIMITED: _R.RATE_LIMITED, ErrorClass.OVERLOADED: _R.OVERLOADED}
+# Error classes that open the breaker when the provider says how long to stay away. A
+# 529/503 is the provider's capacity with no known end; a 429 (our quota window) only
+# cools the route down (see ``cool_down``).
+_BACKPRESSURE = {ErrorClass.OVERLOADED: _R.OVERLOADED}
 
 
 def transition(
@@ -251,10 +261,26 @@ def admit(
 
 
 def is_good_trial(outcome: CallOutcome, s: BreakerSettings) -> bool:
-    """A trial is good only if it succeeded, was semantically valid and fast enough."""
+    """A trial is good only if it succeeded, was semantically valid and fast enough.
+
+    Fast enough: time to first token (the latency, when no token time was measured) at
+    most ``trial_latency_ms``. Callers resolve the line (``PolicyConfig.trial_settings``:
+    the role's TTFT budget by default); None here means no line at all.
+    """
     if not outcome.ok or outcome.semantic_failure:
         return False
-    return s.trial_latency_ms is None or outcome.latency_ms <= s.trial_latency_ms
+    first = outcome.ttft_ms if outcome.ttft_ms is not None else outcome.latency_ms
+    return s.trial_latency_ms is None or first <= s.trial_latency_ms
+
+
+def cool_down(b: Breaker, outcome: CallOutcome, now: float) -> Breaker:
+    """Extend ``cooldown_until`` to ``now + retry_after_s`` for a 429; never shorten it."""
+    if outcome.error_class is not ErrorClass.RATE_LIMITED or not outcome.retry_after_s:
+        return b
+    until = now + outcome.retry_after_s
+    if b.cooldown_until is not None and b.cooldown_until >= until:
+        return b
+    return b.model_copy(update={"cooldown_until": until, "version": b.version + 1})
 
 
 def on_outcome(
@@ -263,11 +289,13 @@ def on_outcome(
     """Feed one outcome (already included in ``stats``) to the breaker.
 
     CLOSED trips on the error, slow-call or semantic rate once ``stats.enough_samples``,
-    at once on auth or quota errors, and on 429/overload carrying Retry-After (then
+    at once on auth or quota errors, and on an overload carrying Retry-After (then
     ``open_until >= now + retry_after``). HALF_OPEN counts trials and probes: N good in
     a row close it, one bad reopens it for longer. OPEN only lets a Retry-After extend
-    ``open_until``; forced states ignore outcomes.
+    ``open_until``; forced states ignore outcomes. A 429 in any state only sets the
+    cool-down (:func:`cool_down`).
     """
+    b = cool_down(b, outcome, now)
     if b.state is _S.CLOSED:
         return _on_closed(b, outcome, stats, s, now)
     if b.state is _S.HALF_OPEN:

@@ -39,7 +39,15 @@ DEFAULT_OPEN_DURATION_MULTIPLIER = 2.0
 DEFAULT_MAX_OPEN_DURATION_S = 300.0
 DEFAULT_HALF_OPEN_MAX_TRIALS = 3
 DEFAULT_CLOSE_AFTER_CONSECUTIVE_SUCCESSES = 3
-DEFAULT_TRIAL_LATENCY_MS: float | None = None
+DEFAULT_TRIAL_LATENCY_MS: float | None = None  # None: the TTFT budget of the roles using the route
+#: Share of real calls that may be half-open trials; 0 = only probes trial a half-open route.
+DEFAULT_HALF_OPEN_CALL_FRACTION = 0.0
+
+# --- rate limits (429) -----------------------------------------------------------------
+#: Longest Retry-After worth waiting for on the same route instead of failing over.
+DEFAULT_RATE_LIMIT_MAX_WAIT_MS = 2_000.0
+#: Cool-down of a route that answered 429 without saying how long to wait.
+DEFAULT_RATE_LIMIT_COOLDOWN_S = 10.0
 
 # --- probes, hysteresis, scoring -------------------------------------------------------
 DEFAULT_PROBE_INTERVAL_S = 12.0
@@ -58,6 +66,10 @@ DEFAULT_SLA_P95_MS = 10_000.0
 DEFAULT_SLA_P99_MS = 20_000.0
 DEFAULT_SLA_WINDOW_S = 60.0
 DEFAULT_SLA_MIN_SAMPLES = 10
+#: Consecutive good observations (probes or calls) that restore a latency-demoted route.
+DEFAULT_SLA_RESTORE_AFTER = 3
+#: Most observations the restore / re-demote streaks may need (bounded: they travel in history).
+MAX_SLA_STREAK = 16
 DEFAULT_TTFT_BUDGET_MS = 5_000.0
 DEFAULT_TOTAL_BUDGET_MS = 60_000.0
 DEFAULT_HEDGE_MAX_HEDGES = 1
@@ -123,6 +135,7 @@ class BreakerSettings(BaseModel):
         default=DEFAULT_CLOSE_AFTER_CONSECUTIVE_SUCCESSES, ge=1, le=100
     )
     trial_latency_ms: float | None = Field(default=DEFAULT_TRIAL_LATENCY_MS, gt=0.0)
+    half_open_call_fraction: float = Field(default=DEFAULT_HALF_OPEN_CALL_FRACTION, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _check_durations(self) -> BreakerSettings:
@@ -169,6 +182,7 @@ class BreakerOverride(BaseModel):
     half_open_max_trials: int | None = Field(default=None, ge=1, le=100)
     close_after_consecutive_successes: int | None = Field(default=None, ge=1, le=100)
     trial_latency_ms: float | None = Field(default=None, gt=0.0)
+    half_open_call_fraction: float | None = Field(default=None, ge=0.0, le=1.0)
 
     def apply(self, base: BreakerSettings) -> BreakerSettings:
         """Return ``base`` with the fields set in this override replaced (and re-validated)."""
@@ -188,6 +202,7 @@ class LatencySLA(BaseModel):
     p99_ms: float = Field(default=DEFAULT_SLA_P99_MS, gt=0.0)
     window_s: float = Field(default=DEFAULT_SLA_WINDOW_S, gt=0.0, le=3600.0)
     min_samples: int = Field(default=DEFAULT_SLA_MIN_SAMPLES, ge=1, le=10_000)
+    restore_after: int = Field(default=DEFAULT_SLA_RESTORE_AFTER, ge=1, le=MAX_SLA_STREAK)
 
     @model_validator(mode="after")
     def _check_order(self) -> LatencySLA:
@@ -381,6 +396,15 @@ class ProbeSettings(BaseModel):
     max_tokens: int = Field(default=DEFAULT_PROBE_MAX_TOKENS, ge=1, le=256)
 
 
+class RateLimitSettings(BaseModel):
+    """What a 429 does: wait briefly on the same route, or cool it down and fail over."""
+
+    model_config = _STRICT
+
+    max_wait_ms: float = Field(default=DEFAULT_RATE_LIMIT_MAX_WAIT_MS, ge=0.0, le=60_000.0)
+    default_cooldown_s: float = Field(default=DEFAULT_RATE_LIMIT_COOLDOWN_S, gt=0.0, le=3600.0)
+
+
 class PolicyConfig(BaseModel):
     """The whole failover policy. Cross-references are checked on construction.
 
@@ -396,6 +420,7 @@ class PolicyConfig(BaseModel):
     breaker: BreakerSettings = Field(default_factory=BreakerSettings)
     breaker_overrides: dict[str, BreakerOverride] = Field(default_factory=dict)
     probes: ProbeSettings = Field(default_factory=ProbeSettings)
+    rate_limit: RateLimitSettings = Field(default_factory=RateLimitSettings)
     hysteresis_margin: float = Field(default=DEFAULT_HYSTERESIS_MARGIN, gt=0.0, lt=1.0)
     scoring: ScoringWeights = Field(default_factory=ScoringWeights)
     roles: dict[str, RolePolicy] = Field(min_length=1)
@@ -415,6 +440,24 @@ class PolicyConfig(BaseModel):
         """The breaker settings for ``route``: the defaults with its override applied."""
         override = self.breaker_overrides.get(route)
         return override.apply(self.breaker) if override else self.breaker
+
+    def trial_settings(self, route: str, role: str | None = None) -> BreakerSettings:
+        """:meth:`breaker_for` with the trial latency line resolved, never None.
+
+        A configured ``trial_latency_ms`` wins; otherwise the line is the TTFT budget of
+        ``role`` (a real-call trial) or, for a probe, the smallest TTFT budget among the
+        roles whose roster holds the route, so a route closed by probes is fast enough
+        for every role that uses it.
+        """
+        settings = self.breaker_for(route)
+        if settings.trial_latency_ms is not None:
+            return settings
+        if role is not None and role in self.roles:
+            line = self.roles[role].ttft_budget_ms
+        else:
+            budgets = [r.ttft_budget_ms for r in self.roles.values() if route in r.roster.routes()]
+            line = min(budgets, default=DEFAULT_TTFT_BUDGET_MS)
+        return settings.model_copy(update={"trial_latency_ms": line})
 
     def role(self, name: str) -> RolePolicy:
         """The policy of role ``name``; an :class:`UnknownNameError` names the known roles."""
@@ -647,7 +690,7 @@ def describe_policy(cfg: PolicyConfig) -> list[str]:
         auth = f", auth {ep.auth.value}" if ep.auth else ""
         lines.append(
             f"  endpoint {name}: {wire} {ep.model} ({ep.organisation}/{ep.region}, "
-            f"window {ep.context_window}{auth}) at {ep.base()}"
+            f"window {ep.context_window or 'not configured'}{auth}) at {ep.base()}"
         )
     for name, role in cfg.roles.items():
         r = role.roster

@@ -60,6 +60,14 @@ class WindowStats(BaseModel):
     latency_samples: int = 0  # how many latencies the percentiles were computed from
 
 
+class RecentSample(BaseModel):
+    """One recent observation of a route (call or probe), for streak-based SLA decisions."""
+
+    at: float
+    latency_ms: float
+    ok: bool
+
+
 class RouteHealth(BaseModel):
     """What the planner knows about one route at one instant."""
 
@@ -71,6 +79,22 @@ class RouteHealth(BaseModel):
     sla_demoted: bool = False
     last_probe_at: float | None = None
     last_probe_ok: bool | None = None
+    cooldown_until: float | None = Field(
+        default=None, description="a 429's Retry-After: not planned or probed before this"
+    )
+    last_call_at: float | None = Field(
+        default=None, description="when the last real (non-probe) call on the route finished"
+    )
+    context_window: int | None = Field(
+        default=None, description="the window the provider stated when it rejected a prompt"
+    )
+    sla_since: float | None = Field(
+        default=None, description="when the role's SLA verdict on this route last changed"
+    )
+    recent: list[RecentSample] = Field(
+        default_factory=list,
+        description="the newest observations that count against the route, oldest first",
+    )
 
 
 class HealthSnapshot(BaseModel):

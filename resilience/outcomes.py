@@ -43,15 +43,20 @@ def apply_failure(
     *,
     route: str,
     model: str,
-    context_window: int,
+    context_window: int | None,
     error_type: str,
     retry_after_s: float | None,
     partial_text: str,
     used_prefill: bool,
     now: float,
     routes_by_model: dict[str, list[str]],
+    stated_context_window: int | None = None,
 ) -> CallState:
-    """Fold one failed attempt into the call state and return the new state."""
+    """Fold one failed attempt into the call state and return the new state.
+
+    ``context_window`` is what the plan believed of the route (learned or configured,
+    None if unknown); ``stated_context_window`` what its rejection said, which wins.
+    """
     s = state.model_copy(deep=True)
     if route not in s.excluded:
         s.excluded.append(route)
@@ -65,8 +70,11 @@ def apply_failure(
         return s
     decision = CLASSIFICATION[ec].decision
     if ec is ErrorClass.CONTEXT_LENGTH:
-        # Only a larger window can help; smaller ones would fail the same way.
-        s.min_context_window = max(s.min_context_window, context_window + 1)
+        # Only a larger window can help; smaller ones would fail the same way. With no
+        # known window the route is just excluded: other unknown windows are still tried.
+        known = stated_context_window or context_window
+        if known is not None:
+            s.min_context_window = max(s.min_context_window, known + 1)
     elif ec is ErrorClass.CONTENT_FILTER:
         # The same model behind another region would refuse the same content.
         for r in routes_by_model.get(model, []):

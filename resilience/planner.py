@@ -6,10 +6,17 @@ larger context window needed). The rules, in order:
 
 1. Tiers run in order 0, 1, 2; inside a tier closed routes go first, ranked by the
    weighted score (:mod:`resilience.scoring`), then half-open routes as trials.
+   Half-open routes take real calls only for the sampled share of calls
+   (``breaker.half_open_call_fraction``, default 0: probes alone decide), or when no
+   closed route is left to plan (a trial beats the cache and the static fallback);
+   otherwise they are skipped, so users do not carry a recovering route's risk.
 2. Routes are skipped when excluded by the caller, forced open, open (before
-   ``open_until``), cooling down after a Retry-After, or when their context window
-   cannot hold the request even after triage; a route that can hold it only after
-   triage is planned with ``needs_triage`` and a ``target_input_tokens``.
+   ``open_until``), cooling down after a Retry-After (this call's, or the route's
+   shared ``cooldown_until``), or when their context window cannot hold the request
+   even after triage; a route that can hold it only after triage is planned with
+   ``needs_triage`` and a ``target_input_tokens``. The window is the one the provider
+   stated in an earlier rejection (learned, in the snapshot) or else the configured
+   one; a route with neither is tried as-is, never assumed small.
 3. Routes whose rolling p95/p99 breach the role's SLA (evaluated with hysteresis from
    the route's stored ``sla_demoted`` flag) move to the end of the live attempts, not
    out of the plan: proactive substitution before any timeout happens.
@@ -66,6 +73,15 @@ class RequestFacts(BaseModel):
             "minimal_input_tokens); None = unknown, assume triage can reach any target"
         ),
     )
+    trial_ticket: float = Field(
+        default=0.0,
+        ge=0.0,
+        lt=1.0,
+        description=(
+            "uniform draw for this call: half-open routes take it as a real-call trial "
+            "when ticket < breaker.half_open_call_fraction"
+        ),
+    )
 
 
 class SkipReason(StrEnum):
@@ -75,6 +91,7 @@ class SkipReason(StrEnum):
     FORCED_OPEN = "forced_open"
     BREAKER_OPEN = "breaker_open"
     COOLING_DOWN = "cooling_down"
+    HALF_OPEN = "half_open"
     SLA_DEMOTED = "sla_demoted"
     CONTEXT_TOO_SMALL = "context_too_small"
     NO_BUDGET = "no_budget"
@@ -201,8 +218,8 @@ def _blocked(
             code=SkipReason.BREAKER_OPEN,
             reason=f"open breaker{why}{until}",
         )
-    until = facts.cooldowns.get(route)
-    if until is not None and now < until:
+    until = max(facts.cooldowns.get(route) or 0.0, health.cooldown_until or 0.0)
+    if now < until:
         return SkippedRoute(
             route=route,
             tier=tier,
@@ -213,18 +230,23 @@ def _blocked(
 
 
 def _fit(
-    route: str, tier: int, policy: PolicyConfig, facts: RequestFacts
+    route: str, tier: int, policy: PolicyConfig, facts: RequestFacts, health: RouteHealth
 ) -> tuple[SkippedRoute | None, bool, int | None]:
     """Does the request fit the route's window, and if only after triage, to what size?"""
     ep = policy.endpoint(route)
-    if ep.context_window < facts.min_context_window:
+    # The provider's own statement beats the configuration; with neither, try the route.
+    window = health.context_window or ep.context_window
+    source = "learned" if health.context_window else "configured"
+    if window is None:
+        return None, False, None
+    if window < facts.min_context_window:
         return (
             SkippedRoute(
                 route=route,
                 tier=tier,
                 code=SkipReason.CONTEXT_TOO_SMALL,
                 reason=(
-                    f"context window too small: {ep.context_window} tokens < "
+                    f"context window too small: {window} tokens ({source}) < "
                     f"{facts.min_context_window} required after a context-length failure"
                 ),
             ),
@@ -232,7 +254,7 @@ def _fit(
             None,
         )
     reserve = min(facts.max_output_tokens, ep.max_output_tokens)
-    target = ep.context_window - reserve
+    target = window - reserve
     if facts.input_tokens <= target:
         return None, False, None
     floor = facts.min_input_tokens or 0
@@ -243,7 +265,7 @@ def _fit(
                 tier=tier,
                 code=SkipReason.CONTEXT_TOO_SMALL,
                 reason=(
-                    f"context window too small: {ep.context_window} tokens cannot hold "
+                    f"context window too small: {window} tokens ({source}) cannot hold "
                     f"{floor} input (after triage) + {reserve} output"
                 ),
             ),
@@ -280,57 +302,113 @@ def plan(
         r: request_cost(policy.endpoint(r), facts.input_tokens, facts.max_output_tokens)
         for r in role.roster.routes()
     }
-    cheapest = min(costs.values(), default=0.0)
-    dearest = max(costs.values(), default=0.0)
-    ordered: list[_Candidate] = []
-    demoted: list[_Candidate] = []
+    tiers: list[tuple[list[_Candidate], list[_Candidate]]] = []
     for tier, routes in role.roster.tiers():
         closed: list[_Candidate] = []
         trials: list[_Candidate] = []
         for route in routes:
-            health = snapshot.get(route)
-            needs_triage, target = False, None
-            block = _blocked(route, tier, health, facts, now)
-            if block is None:
-                block, needs_triage, target = _fit(route, tier, policy, facts)
-            if block is not None:
-                skipped.append(block)
-                continue
-            verdict = evaluate_sla(
-                health.sla_demoted, health.stats, role.sla, policy.hysteresis_margin
-            )
-            cand = _Candidate(
-                route=route,
-                tier=tier,
-                score=score_route(
-                    route, health.stats, role.sla, policy.scoring, costs[route], cheapest, dearest
-                ),
-                # OPEN past open_until is half-open in all but name: admit() moves it.
-                trial=health.breaker in (BreakerState.HALF_OPEN, BreakerState.OPEN),
-                demoted=verdict.demoted,
-                demotion_reason=verdict.reason,
-                needs_triage=needs_triage,
-                target_input_tokens=target,
-            )
-            (trials if cand.trial else closed).append(cand)
+            cand = _candidate(route, tier, role, policy, snapshot, facts, now, costs, skipped)
+            if cand is not None:
+                (trials if cand.trial else closed).append(cand)
+        tiers.append((closed, trials))
+    any_closed = any(closed for closed, _ in tiers)
+    ordered: list[_Candidate] = []
+    demoted: list[_Candidate] = []
+    for closed, trials in tiers:
+        trials = [c for c in trials if _trial_allowed(c, policy, facts, any_closed, skipped)]
         for group in (closed, trials):
             # sorted() is stable: equal scores keep the roster's order.
             for cand in sorted(group, key=lambda c: -c.score.total):
                 if cand.demoted:
-                    why = cand.demotion_reason
                     demoted.append(cand)
                     skipped.append(
                         SkippedRoute(
                             route=cand.route,
                             tier=cand.tier,
                             code=SkipReason.SLA_DEMOTED,
-                            reason=f"sla demoted: moved behind healthy routes ({why})",
+                            reason=f"sla demoted: moved behind healthy routes "
+                            f"({cand.demotion_reason})",
                         )
                     )
                 else:
                     ordered.append(cand)
     ordered += demoted
     return _schedule(role, snapshot, facts, ordered, skipped)
+
+
+def _candidate(
+    route: str,
+    tier: int,
+    role: RolePolicy,
+    policy: PolicyConfig,
+    snapshot: HealthSnapshot,
+    facts: RequestFacts,
+    now: float,
+    costs: dict[str, float],
+    skipped: list[SkippedRoute],
+) -> _Candidate | None:
+    """The route as a scored candidate, or None (and a skip recorded) if it cannot be called."""
+    health = snapshot.get(route)
+    needs_triage, target = False, None
+    block = _blocked(route, tier, health, facts, now)
+    if block is None:
+        block, needs_triage, target = _fit(route, tier, policy, facts, health)
+    if block is not None:
+        skipped.append(block)
+        return None
+    verdict = evaluate_sla(
+        health.sla_demoted,
+        health.stats,
+        role.sla,
+        policy.hysteresis_margin,
+        recent=health.recent,
+        since=health.sla_since,
+        now=now,
+    )
+    return _Candidate(
+        route=route,
+        tier=tier,
+        score=score_route(
+            route,
+            health.stats,
+            role.sla,
+            policy.scoring,
+            costs[route],
+            min(costs.values(), default=0.0),
+            max(costs.values(), default=0.0),
+        ),
+        # OPEN past open_until is half-open in all but name: admit() moves it.
+        trial=health.breaker in (BreakerState.HALF_OPEN, BreakerState.OPEN),
+        demoted=verdict.demoted,
+        demotion_reason=verdict.reason,
+        needs_triage=needs_triage,
+        target_input_tokens=target,
+    )
+
+
+def _trial_allowed(
+    cand: _Candidate,
+    policy: PolicyConfig,
+    facts: RequestFacts,
+    any_closed: bool,
+    skipped: list[SkippedRoute],
+) -> bool:
+    """May this call be a half-open route's real-call trial? Records the skip if not."""
+    fraction = policy.breaker_for(cand.route).half_open_call_fraction
+    if not any_closed or facts.trial_ticket < fraction:
+        return True
+    skipped.append(
+        SkippedRoute(
+            route=cand.route,
+            tier=cand.tier,
+            code=SkipReason.HALF_OPEN,
+            reason=(
+                f"half-open: real-call trials limited to {fraction:.0%} of calls "
+                "and this call was not drawn; probes decide while a closed route is left"
+            ),
+        )
+    )
+    return False
 
 
 def _schedule(

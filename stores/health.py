@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from agent_failover.resilience.baseline import LatencyBaseline
 from agent_failover.resilience.breaker import Admission, Breaker, Transition
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome, HealthSnapshot
@@ -31,8 +32,11 @@ class HealthStore(Protocol):
     async def record(self, outcome: CallOutcome, settings: BreakerSettings) -> Transition | None:
         """Append ``outcome`` to its route's window and apply the breaker; return any transition.
 
-        Statistics are computed over the breaker's windows ending at ``outcome.at``. The
-        append and the breaker update are atomic per route across all workers.
+        Statistics are computed over the breaker's windows ending at ``outcome.at``; slow
+        calls are judged against :meth:`latency_baseline`. The append and the breaker
+        update are atomic per route across all workers. A real (non-probe) outcome also
+        stamps the route's ``last_call_at``; a successful real call feeds the route's
+        hourly latency histogram (the long-horizon baseline).
         """
         ...
 
@@ -61,11 +65,29 @@ class HealthStore(Protocol):
         min_calls: int,
         role: str | None = None,
     ) -> HealthSnapshot:
-        """Read breaker state, window stats, SLA demotion (for ``role``) and last probe."""
+        """Read each route's :class:`~resilience.contracts.RouteHealth`.
+
+        Breaker state and a 429's ``cooldown_until``, window stats over ``window_s``, the
+        role's SLA verdict and when it changed (``sla_since``), the last probe, the last
+        real call, the learned context window, and the newest observations (``recent``).
+        """
         ...
 
-    async def set_sla_demoted(self, role: str, route: str, demoted: bool) -> None:
-        """Mark (or clear) ``route`` as latency-demoted for ``role``."""
+    async def set_sla_demoted(
+        self, role: str, route: str, demoted: bool, *, at: float | None = None
+    ) -> None:
+        """Mark (or clear) ``route`` as latency-demoted for ``role``; ``at`` is when the
+        verdict changed (reported as ``sla_since``)."""
+        ...
+
+    async def learn_context_window(self, route: str, tokens: int, now: float) -> None:
+        """Remember the context window ``route``'s provider stated in a rejection."""
+        ...
+
+    async def latency_baseline(
+        self, route: str, *, now: float, min_samples: int
+    ) -> LatencyBaseline:
+        """The route's short (recent window) and long (7-day hourly) p95 baselines."""
         ...
 
     async def status(self) -> StoreStatus:

@@ -7,10 +7,17 @@ seen in Redis). Memory is bounded: each route keeps at most ``max_samples`` outc
 older than ``horizon_s`` behind the newest (see :class:`resilience.windows.RollingWindow`).
 
 The slow-call threshold is relative by default (``slow_call_baseline_factor`` x the
-route's baseline p95). The baseline is the nearest-rank p95 of the successful calls held
-over the whole horizon (10 minutes by default), recomputed at most every
-``baseline_refresh_s`` seconds, and None below ``min_calls`` successes, which disables
-relative slow-call detection until the route has a history.
+route's baseline p95). Two baselines are kept (:mod:`resilience.baseline`): the short one
+is the nearest-rank p95 of the successful calls held over the whole horizon (10 minutes by
+default); the long one the p95 of hourly latency histograms of the last 7 completed days.
+The long one is used when it holds ``min_calls`` samples (a gradual slowdown cannot drag
+it along), else the short one, else none (relative slow-call detection is off until the
+route has a history). Both are recomputed at most every ``baseline_refresh_s`` seconds.
+
+Besides the breaker (which also carries a 429's ``cooldown_until``) each route keeps
+when its last real call finished (the monitor probes only routes without traffic), the
+context window its provider stated when it rejected a prompt, and per role the SLA
+verdict with the time it last changed.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from agent_failover.resilience.baseline import HourlyLatency, LatencyBaseline, choose_baseline
 from agent_failover.resilience.breaker import (
     Admission,
     Breaker,
@@ -28,11 +36,12 @@ from agent_failover.resilience.breaker import (
     on_outcome,
     release_trial,
 )
-from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.config import MAX_SLA_STREAK, BreakerSettings
 from agent_failover.resilience.contracts import (
     BreakerState,
     CallOutcome,
     HealthSnapshot,
+    RecentSample,
     RouteHealth,
 )
 from agent_failover.resilience.windows import (
@@ -65,6 +74,27 @@ def breaker_window_s(settings: BreakerSettings) -> float:
     return max(settings.error_window_s, settings.semantic_window_s)
 
 
+def recent_samples(outcomes: Iterable[CallOutcome], *, now: float) -> list[RecentSample]:
+    """The newest :data:`MAX_SLA_STREAK` observations up to ``now`` that count against the
+    route, oldest first (what the SLA streaks read)."""
+    counted = sorted(
+        (o for o in outcomes if o.counts_against_route and o.at <= now), key=lambda o: o.at
+    )
+    return [
+        RecentSample(at=o.at, latency_ms=o.latency_ms, ok=o.ok) for o in counted[-MAX_SLA_STREAK:]
+    ]
+
+
+@dataclass(frozen=True)
+class RouteFacts:
+    """The per-route facts a snapshot reports besides the breaker and the window."""
+
+    last_probe_at: float | None = None
+    last_probe_ok: bool | None = None
+    last_call_at: float | None = None
+    context_window: int | None = None
+
+
 def route_health(
     route: str,
     breaker: Breaker,
@@ -73,20 +103,29 @@ def route_health(
     now: float,
     window_s: float,
     min_calls: int,
-    sla_demoted: bool,
-    last_probe_at: float | None,
-    last_probe_ok: bool | None,
+    sla: tuple[bool, float | None],
+    facts: RouteFacts,
+    recent: list[RecentSample],
 ) -> RouteHealth:
-    """Assemble one route's :class:`RouteHealth` from its persisted parts."""
+    """Assemble one route's :class:`RouteHealth` from its persisted parts.
+
+    ``sla`` is the role's (demoted, since) for the route; ``recent`` the newest
+    observations (see :func:`recent_samples`).
+    """
     return RouteHealth(
         route=route,
         breaker=breaker.state,
         open_until=breaker.open_until,
         breaker_reason=breaker.reason.value if breaker.reason is not None else None,
         stats=compute_stats(outcomes, now=now, window_s=window_s, min_calls=min_calls),
-        sla_demoted=sla_demoted,
-        last_probe_at=last_probe_at,
-        last_probe_ok=last_probe_ok,
+        sla_demoted=sla[0],
+        sla_since=sla[1],
+        last_probe_at=facts.last_probe_at,
+        last_probe_ok=facts.last_probe_ok,
+        cooldown_until=breaker.cooldown_until,
+        last_call_at=facts.last_call_at,
+        context_window=facts.context_window,
+        recent=recent,
     )
 
 
@@ -99,8 +138,16 @@ class _Route:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_probe_at: float | None = None
     last_probe_ok: bool | None = None
-    baseline_ms: float | None = None
+    last_call_at: float | None = None
+    context_window: int | None = None
+    hourly: HourlyLatency = field(default_factory=HourlyLatency)
+    baseline: LatencyBaseline | None = None
     baseline_at: float | None = None
+
+    def facts(self) -> RouteFacts:
+        return RouteFacts(
+            self.last_probe_at, self.last_probe_ok, self.last_call_at, self.context_window
+        )
 
 
 class MemoryHealthStore:
@@ -121,6 +168,7 @@ class MemoryHealthStore:
         self.baseline_refresh_s = baseline_refresh_s
         self._routes: dict[str, _Route] = {}
         self._sla: dict[str, set[str]] = {}
+        self._sla_since: dict[str, dict[str, float]] = {}
 
     def _route(self, route: str) -> _Route:
         r = self._routes.get(route)
@@ -132,25 +180,32 @@ class MemoryHealthStore:
             self._routes[route] = r
         return r
 
-    def _baseline(self, r: _Route, settings: BreakerSettings, now: float) -> float | None:
-        if r.baseline_at is None or now - r.baseline_at >= self.baseline_refresh_s:
+    def _baseline(self, r: _Route, min_samples: int, now: float) -> LatencyBaseline:
+        if (
+            r.baseline is None
+            or r.baseline_at is None
+            or now - r.baseline_at >= self.baseline_refresh_s
+        ):
             held = r.window.outcomes(now=now, window_s=self.horizon_s)
-            r.baseline_ms = baseline_p95(held, min_samples=settings.min_calls)
-            r.baseline_at = now
-        return r.baseline_ms
+            short = baseline_p95(held, min_samples=min_samples)
+            long, n = r.hourly.p95(now=now, min_samples=min_samples)
+            r.baseline, r.baseline_at = choose_baseline(short, long, n), now
+        return r.baseline
 
     async def record(self, outcome: CallOutcome, settings: BreakerSettings) -> Transition | None:
         """Append ``outcome`` and apply the breaker under the route's lock."""
         r = self._route(outcome.route)
         async with r.lock:
             r.window.add(outcome)
+            r.hourly.add(outcome)
             if outcome.probe:
                 r.last_probe_at, r.last_probe_ok = outcome.at, outcome.ok
+            elif r.last_call_at is None or outcome.at > r.last_call_at:
+                r.last_call_at = outcome.at
             now = outcome.at
             recent = r.window.outcomes(now=now, window_s=breaker_window_s(settings))
-            stats = breaker_stats(
-                recent, settings, now=now, baseline_p95_ms=self._baseline(r, settings, now)
-            )
+            baseline = self._baseline(r, settings.min_calls, now).used_ms
+            stats = breaker_stats(recent, settings, now=now, baseline_p95_ms=baseline)
             r.breaker, transition = on_outcome(r.breaker, outcome, stats, settings, now)
             return transition
 
@@ -190,28 +245,48 @@ class MemoryHealthStore:
     ) -> HealthSnapshot:
         """Read every route in ``routes``; unseen routes appear CLOSED with empty stats."""
         demoted = self._sla.get(role, set()) if role is not None else set()
+        since = self._sla_since.get(role, {}) if role is not None else {}
         out: dict[str, RouteHealth] = {}
         for name in routes:
             r = self._routes.get(name)
+            held = r.window.outcomes(now=now, window_s=self.horizon_s) if r else []
             out[name] = route_health(
                 name,
                 r.breaker if r else Breaker(route=name),
-                r.window.outcomes(now=now, window_s=window_s) if r else (),
+                [o for o in held if o.at >= now - window_s],
                 now=now,
                 window_s=window_s,
                 min_calls=min_calls,
-                sla_demoted=name in demoted,
-                last_probe_at=r.last_probe_at if r else None,
-                last_probe_ok=r.last_probe_ok if r else None,
+                sla=(name in demoted, since.get(name)),
+                facts=r.facts() if r else RouteFacts(),
+                recent=recent_samples(held, now=now),
             )
         return HealthSnapshot(taken_at=now, routes=out)
 
-    async def set_sla_demoted(self, role: str, route: str, demoted: bool) -> None:
-        """Mark or clear the role's latency demotion of ``route``."""
+    async def set_sla_demoted(
+        self, role: str, route: str, demoted: bool, *, at: float | None = None
+    ) -> None:
+        """Mark or clear the role's latency demotion of ``route`` (changed at ``at``)."""
         if demoted:
             self._sla.setdefault(role, set()).add(route)
         else:
             self._sla.get(role, set()).discard(route)
+        if at is not None:
+            self._sla_since.setdefault(role, {})[route] = at
+
+    async def learn_context_window(self, route: str, tokens: int, now: float) -> None:
+        """Remember the window ``route``'s provider stated (the latest statement wins)."""
+        del now  # kept for the protocol: the Redis store stamps it
+        self._route(route).context_window = tokens
+
+    async def latency_baseline(
+        self, route: str, *, now: float, min_samples: int
+    ) -> LatencyBaseline:
+        """The route's short and long-horizon baselines and the one slow calls compare to."""
+        r = self._route(route)
+        async with r.lock:
+            r.baseline_at = None  # a read is always fresh
+            return self._baseline(r, min_samples, now)
 
     async def status(self) -> StoreStatus:
         """An in-memory store is always healthy."""
@@ -221,6 +296,7 @@ class MemoryHealthStore:
         """Drop all state."""
         self._routes.clear()
         self._sla.clear()
+        self._sla_since.clear()
 
     # --- seeding and inspection, used by the Redis store's fallback view -----------------
 
@@ -230,8 +306,7 @@ class MemoryHealthStore:
         *,
         breaker: Breaker | None = None,
         outcomes: Iterable[CallOutcome] = (),
-        last_probe_at: float | None = None,
-        last_probe_ok: bool | None = None,
+        facts: RouteFacts | None = None,
     ) -> None:
         """Seed one route's state (e.g. the last state read from Redis), replacing any held."""
         r = self._route(route)
@@ -239,12 +314,18 @@ class MemoryHealthStore:
             r.breaker = breaker
         for o in sorted(outcomes, key=lambda o: o.at):
             r.window.add(o)
-        if last_probe_at is not None:
-            r.last_probe_at, r.last_probe_ok = last_probe_at, last_probe_ok
+        if facts is not None:
+            if facts.last_probe_at is not None:
+                r.last_probe_at, r.last_probe_ok = facts.last_probe_at, facts.last_probe_ok
+            r.last_call_at = facts.last_call_at or r.last_call_at
+            r.context_window = facts.context_window or r.context_window
 
-    def load_sla(self, role: str, demoted_routes: Iterable[str]) -> None:
-        """Seed the set of routes demoted for ``role``."""
+    def load_sla(
+        self, role: str, demoted_routes: Iterable[str], since: dict[str, float] | None = None
+    ) -> None:
+        """Seed the set of routes demoted for ``role`` and when each verdict changed."""
         self._sla[role] = set(demoted_routes)
+        self._sla_since[role] = dict(since or {})
 
     def breakers(self) -> dict[str, Breaker]:
         """Every breaker held, by route."""

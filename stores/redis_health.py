@@ -10,9 +10,15 @@ Cluster hash tag, so one route's keys share a slot and the Lua scripts may touch
   at most ``max_samples`` x ~200 bytes per route, and idle routes vanish.
 * ``NS:h:{route}:b``  hash ``{v: version, b: breaker JSON}``, no TTL: an open or
   forced breaker must not silently close because its key expired.
-* ``NS:h:{route}:p``  hash ``{at, ok}`` of the last probe (TTL ``ttl_s``).
-* ``NS:h:{route}:base`` the route's baseline p95 and when it was computed (TTL ``ttl_s``).
-* ``NS:sla:<role>``   set of routes latency-demoted for the role.
+* ``NS:h:{route}:p``  hash ``{at, ok}`` of the last probe and ``c``, when the last real
+  call finished (TTL ``ttl_s``).
+* ``NS:h:{route}:base`` the route's baselines (JSON) and when they were computed (TTL ``ttl_s``).
+* ``NS:h:{route}:lh:<hour>`` hash latency bin -> count of the successful real calls that
+  finished in that hour (:mod:`resilience.baseline`), TTL 7 days + 2 hours: the rolling
+  7-day baseline costs at most 170 small hashes per route.
+* ``NS:h:{route}:cw`` the context window the provider stated in a rejection (TTL 30 days).
+* ``NS:sla:<role>``   set of routes latency-demoted for the role; ``NS:slat:<role>`` hash
+  route -> when the verdict last changed.
 
 Concurrency: ``record`` appends the outcome and reads the breaker and the breaker window
 in one Lua script (one round trip), lets :mod:`resilience.breaker` decide, and persists a
@@ -38,11 +44,22 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import redis.asyncio as aioredis
 from pydantic import TypeAdapter
 
+from agent_failover.resilience.baseline import (
+    BUCKET_S,
+    HORIZON_HOURS,
+    LatencyBaseline,
+    choose_baseline,
+    completed_hours,
+    feeds_baseline,
+    hour_of,
+    latency_bin,
+    long_horizon_p95,
+)
 from agent_failover.resilience.breaker import (
     Admission,
     Breaker,
@@ -53,7 +70,7 @@ from agent_failover.resilience.breaker import (
     on_outcome,
     release_trial,
 )
-from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.config import MAX_SLA_STREAK, BreakerSettings
 from agent_failover.resilience.contracts import (
     BreakerState,
     CallOutcome,
@@ -64,8 +81,10 @@ from agent_failover.resilience.windows import DEFAULT_HORIZON_S, DEFAULT_MAX_SAM
 from agent_failover.stores.memory_health import (
     DEFAULT_BASELINE_REFRESH_S,
     MemoryHealthStore,
+    RouteFacts,
     baseline_p95,
     breaker_window_s,
+    recent_samples,
     route_health,
 )
 from agent_failover.stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, REDIS_DOWN, RedisLink
@@ -74,6 +93,13 @@ from agent_failover.stores.status import StoreStatus
 DEFAULT_NAMESPACE = "failover"
 DEFAULT_TTL_S = 3600.0
 DEFAULT_MAX_PENDING = 2048
+#: How long a learned context window is kept without being stated again.
+CONTEXT_WINDOW_TTL_S = 30 * 86400.0
+#: Hourly latency buckets live for the horizon plus a margin for the hour in progress.
+_HOURLY_TTL_MS = int((HORIZON_HOURS + 2) * BUCKET_S * 1000)
+#: Newest members read for the SLA streaks: twice what they need, since probes and
+#: outcomes that do not count against the route are filtered out client-side.
+_RECENT_READ = 2 * MAX_SLA_STREAK
 #: Compare-and-set attempts before giving up; each failure means another worker changed
 #: the breaker in between, so this only runs out under pathological contention.
 MAX_CAS_ATTEMPTS = 64
@@ -99,20 +125,34 @@ local function window_json(key, lo, hi)
 end
 """.replace("SKIP", str(_NONCE_LEN + 2))
 
-# Read one route. KEYS: outcomes, breaker, probe. ARGV: window start, window end.
-# Returns {breaker JSON or nil, outcomes JSON array, probe at or nil, probe ok or nil}.
+# Read one route. KEYS: outcomes, breaker, probe, context window.
+# ARGV: window start, window end, how many of the newest members to return as "recent".
+# Returns {breaker JSON or nil, outcomes JSON array, probe at or nil, probe ok or nil,
+#          last call at or nil, context window or nil, newest outcomes JSON array}.
 _READ_LUA = (
     _WINDOW_LUA
     + """
-local probe = redis.call('HMGET', KEYS[3], 'at', 'ok')
+local probe = redis.call('HMGET', KEYS[3], 'at', 'ok', 'c')
+local newest = redis.call('ZRANGE', KEYS[1], -tonumber(ARGV[3]), -1)
+for i, m in ipairs(newest) do newest[i] = string.sub(m, SKIP) end
 return {redis.call('HGET', KEYS[2], 'b'), window_json(KEYS[1], ARGV[1], ARGV[2]),
-        probe[1], probe[2]}
-"""
+        probe[1], probe[2], probe[3], redis.call('GET', KEYS[4]),
+        '[' .. table.concat(newest, ',') .. ']'}
+""".replace("SKIP", str(_NONCE_LEN + 2))
 )
 
+# Every hourly bucket of the long horizon in one round trip. KEYS: the bucket hashes.
+# Returns one flat {bin, count, ...} array per key.
+_HOURLY_LUA = """
+local out = {}
+for i, k in ipairs(KEYS) do out[i] = redis.call('HGETALL', k) end
+return out
+"""
+
 # Append one outcome and read what the breaker needs, atomically, in one round trip.
-# KEYS: outcomes, breaker, baseline, probe.
-# ARGV: member, at, max_samples, horizon cutoff, ttl ms, window start, is probe, probe ok.
+# KEYS: outcomes, breaker, baseline, probe, hourly latency bucket of the outcome's hour.
+# ARGV: member, at, max_samples, horizon cutoff, ttl ms, window start, is probe, probe ok,
+#       latency bin ('' when the outcome does not feed the baseline), bucket ttl ms.
 # Returns {breaker JSON or nil, outcomes JSON array, baseline or nil}.
 _RECORD_LUA = (
     _WINDOW_LUA
@@ -123,7 +163,14 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 if ARGV[7] == '1' then
   redis.call('HSET', KEYS[4], 'at', ARGV[2], 'ok', ARGV[8])
-  redis.call('PEXPIRE', KEYS[4], ARGV[5])
+else
+  local last = tonumber(redis.call('HGET', KEYS[4], 'c') or '-1')
+  if tonumber(ARGV[2]) > last then redis.call('HSET', KEYS[4], 'c', ARGV[2]) end
+end
+redis.call('PEXPIRE', KEYS[4], ARGV[5])
+if ARGV[9] ~= '' then
+  redis.call('HINCRBY', KEYS[5], ARGV[9], 1)
+  redis.call('PEXPIRE', KEYS[5], ARGV[10])
 end
 return {redis.call('HGET', KEYS[2], 'b'), window_json(KEYS[1], ARGV[6], ARGV[2]),
         redis.call('GET', KEYS[3])}
@@ -156,9 +203,16 @@ class _PendingSla:
     role: str
     route: str
     demoted: bool
+    at: float | None
 
 
-_Pending = _PendingRecord | _PendingForce | _PendingSla
+@dataclass(frozen=True)
+class _PendingWindow:
+    route: str
+    tokens: int
+
+
+_Pending = _PendingRecord | _PendingForce | _PendingSla | _PendingWindow
 
 
 def _member(outcome: CallOutcome) -> bytes:
@@ -175,6 +229,33 @@ def _parse_outcomes(blob: bytes) -> list[CallOutcome]:
 
 def _parse_breaker(route: str, raw: bytes | None) -> Breaker:
     return Breaker.model_validate_json(raw) if raw else Breaker(route=route)
+
+
+def _float(raw: bytes | None) -> float | None:
+    return float(raw) if raw is not None else None
+
+
+@dataclass(frozen=True)
+class _RouteRead:
+    """One route as ``_READ_LUA`` returns it, parsed."""
+
+    breaker: Breaker
+    outcomes: list[CallOutcome]
+    facts: RouteFacts
+    newest: list[CallOutcome]
+
+    @classmethod
+    def parse(cls, route: str, raw: list[bytes | None]) -> _RouteRead:
+        raw_b, blob, p_at, p_ok, c_at, cw, newest = raw
+        facts = RouteFacts(
+            last_probe_at=_float(p_at),
+            last_probe_ok=bool(int(p_ok)) if p_ok is not None else None,
+            last_call_at=_float(c_at),
+            context_window=int(cw) if cw is not None else None,
+        )
+        return cls(
+            _parse_breaker(route, raw_b), _parse_outcomes(blob), facts, _parse_outcomes(newest)
+        )
 
 
 class RedisHealthStore:
@@ -212,6 +293,7 @@ class RedisHealthStore:
         self._cas = client.register_script(_CAS_LUA)
         self._read = client.register_script(_READ_LUA)
         self._append = client.register_script(_RECORD_LUA)
+        self._hourly = client.register_script(_HOURLY_LUA)
         self._link = RedisLink(
             client,
             name=f"health store [{namespace}]",
@@ -224,8 +306,8 @@ class RedisHealthStore:
         # The last state read from Redis, to seed the local view if Redis goes away.
         self._seen_breakers: dict[str, Breaker] = {}
         self._seen_outcomes: dict[str, list[CallOutcome]] = {}
-        self._seen_probes: dict[str, tuple[float, bool]] = {}
-        self._seen_sla: dict[str, set[str]] = {}
+        self._seen_facts: dict[str, RouteFacts] = {}
+        self._seen_sla: dict[str, tuple[set[str], dict[str, float]]] = {}
 
     # --- keys ---------------------------------------------------------------------------
 
@@ -244,6 +326,12 @@ class RedisHealthStore:
 
     def _sla_key(self, role: str) -> str:
         return f"{self.namespace}:sla:{role}"
+
+    def _sla_since_key(self, role: str) -> str:
+        return f"{self.namespace}:slat:{role}"
+
+    def _hour_key(self, route: str, hour: int) -> str:
+        return self._k(route, f"lh:{hour}")
 
     # --- degradation plumbing -----------------------------------------------------------
 
@@ -264,10 +352,10 @@ class RedisHealthStore:
                 local.load_route(route, breaker=b)
             for route, outs in self._seen_outcomes.items():
                 local.load_route(route, outcomes=outs)
-            for route, (at, ok) in self._seen_probes.items():
-                local.load_route(route, last_probe_at=at, last_probe_ok=ok)
-            for role, demoted in self._seen_sla.items():
-                local.load_sla(role, demoted)
+            for route, facts in self._seen_facts.items():
+                local.load_route(route, facts=facts)
+            for role, (demoted, since) in self._seen_sla.items():
+                local.load_sla(role, demoted, since)
             self._local = local
         return self._local
 
@@ -298,8 +386,10 @@ class RedisHealthStore:
                     await self._force_redis(op.route, op.target, op.now)
                 except IllegalTransition:
                     pass  # Redis already holds that state (another worker, or step one)
+            elif isinstance(op, _PendingWindow):
+                await self._learn_window_redis(op.route, op.tokens)
             else:
-                await self._set_sla_redis(op.role, op.route, op.demoted)
+                await self._set_sla_redis(op.role, op.route, op.demoted, op.at)
             self._pending.popleft()
         self._local = None
 
@@ -327,10 +417,10 @@ class RedisHealthStore:
     ) -> Transition | None:
         route, now = outcome.route, outcome.at
         okey, bkey, basekey = self._k(route, "o"), self._k(route, "b"), self._k(route, "base")
-        pkey = self._k(route, "p")
+        pkey, hkey = self._k(route, "p"), self._hour_key(route, hour_of(now))
         window_start = now - breaker_window_s(settings)
         raw_b, blob, raw_base = await self._append(
-            keys=[okey, bkey, basekey, pkey],
+            keys=[okey, bkey, basekey, pkey, hkey],
             args=[
                 member,
                 repr(now),
@@ -340,11 +430,12 @@ class RedisHealthStore:
                 repr(window_start),
                 int(outcome.probe),
                 int(outcome.ok),
+                latency_bin(outcome.latency_ms) if feeds_baseline(outcome) else "",
+                _HOURLY_TTL_MS,
             ],
         )
-        if outcome.probe:
-            self._seen_probes[route] = (now, outcome.ok)
-        baseline = await self._baseline(route, raw_base, settings, now)
+        self._remember_record(outcome)
+        baseline = (await self._baseline(route, raw_base, settings.min_calls, now)).used_ms
         for _ in range(MAX_CAS_ATTEMPTS):
             current = _parse_breaker(route, raw_b)
             recent = _parse_outcomes(blob)
@@ -354,29 +445,59 @@ class RedisHealthStore:
             if new == current or await self._cas_write(bkey, current, new):
                 self._seen_breakers[route] = new
                 return transition
-            raw_b, blob, _, _ = await self._read_route(route, window_start, now)
+            read = await self._read_route(route, window_start, now)
+            raw_b, blob = read[0], read[1]
         raise StoreContentionError(f"breaker {route!r}: {MAX_CAS_ATTEMPTS} lost compare-and-sets")
 
-    async def _read_route(
-        self, route: str, start: float, end: float
-    ) -> tuple[bytes | None, bytes, bytes | None, bytes | None]:
-        keys = [self._k(route, "o"), self._k(route, "b"), self._k(route, "p")]
-        raw_b, blob, p_at, p_ok = await self._read(keys=keys, args=[repr(start), repr(end)])
-        return raw_b, blob, p_at, p_ok
+    def _remember_record(self, outcome: CallOutcome) -> None:
+        """Keep the probe / last-call facts this process wrote, for the local view."""
+        f = self._seen_facts.get(outcome.route, RouteFacts())
+        if outcome.probe:
+            f = replace(f, last_probe_at=outcome.at, last_probe_ok=outcome.ok)
+        elif f.last_call_at is None or outcome.at > f.last_call_at:
+            f = replace(f, last_call_at=outcome.at)
+        self._seen_facts[outcome.route] = f
+
+    async def _read_route(self, route: str, start: float, end: float) -> list[bytes | None]:
+        keys = [self._k(route, "o"), self._k(route, "b"), self._k(route, "p"), self._k(route, "cw")]
+        return list(await self._read(keys=keys, args=[repr(start), repr(end), _RECENT_READ]))
 
     async def _baseline(
-        self, route: str, raw: bytes | None, settings: BreakerSettings, now: float
-    ) -> float | None:
-        """The route's baseline p95, recomputed from the whole horizon when stale."""
+        self, route: str, raw: bytes | None, min_samples: int, now: float
+    ) -> LatencyBaseline:
+        """The route's baselines, recomputed from the horizon and the hourly buckets when stale."""
         if raw:
-            value, _, at = raw.decode().partition("|")
-            if now - float(at) < self.baseline_refresh_s:
-                return float(value) if value else None
-        _, blob, _, _ = await self._read_route(route, now - self.horizon_s, now)
-        p95 = baseline_p95(_parse_outcomes(blob), min_samples=settings.min_calls)
-        encoded = f"{'' if p95 is None else repr(p95)}|{now!r}"
+            value, _, at = raw.decode().rpartition("|")
+            if value.startswith("{") and now - float(at) < self.baseline_refresh_s:
+                # Anything else is the older bare-number encoding: recompute it.
+                return LatencyBaseline.model_validate_json(value)
+        read = await self._read_route(route, now - self.horizon_s, now)
+        short = baseline_p95(_parse_outcomes(read[1]), min_samples=min_samples)
+        hours = list(completed_hours(now))
+        flat = await self._hourly(keys=[self._hour_key(route, h) for h in hours])
+        buckets = {
+            h: {int(f[i]): int(f[i + 1]) for i in range(0, len(f), 2)}
+            for h, f in zip(hours, flat, strict=True)
+            if f
+        }
+        long, n = long_horizon_p95(buckets, now=now, min_samples=min_samples)
+        baseline = choose_baseline(short, long, n)
+        encoded = f"{baseline.model_dump_json()}|{now!r}"
         await self._r.set(self._k(route, "base"), encoded, px=self._ttl_ms)
-        return p95
+        return baseline
+
+    async def latency_baseline(
+        self, route: str, *, now: float, min_samples: int
+    ) -> LatencyBaseline:
+        """The route's short and long-horizon baselines and the one slow calls compare to."""
+        if await self._use_redis():
+            try:
+                return await self._baseline(route, None, min_samples, now)
+            except REDIS_DOWN as exc:
+                local = self._go_local(exc)
+        else:
+            local = self._local_view()
+        return await local.latency_baseline(route, now=now, min_samples=min_samples)
 
     async def _cas_write(self, bkey: str, current: Breaker, new: Breaker) -> bool:
         return bool(
@@ -498,59 +619,88 @@ class RedisHealthStore:
     ) -> HealthSnapshot:
         async with self._r.pipeline(transaction=False) as pipe:
             for route in routes:
-                keys = [self._k(route, "o"), self._k(route, "b"), self._k(route, "p")]
+                keys = [self._k(route, p) for p in ("o", "b", "p", "cw")]
                 # Awaiting with client=pipe only queues the EVALSHA (scripts load on execute).
-                await self._read(keys=keys, args=[repr(now - window_s), repr(now)], client=pipe)
+                args = [repr(now - window_s), repr(now), _RECENT_READ]
+                await self._read(keys=keys, args=args, client=pipe)
             if role is not None:
                 pipe.smembers(self._sla_key(role))
+                pipe.hgetall(self._sla_since_key(role))
             res = await pipe.execute()
         demoted: set[str] = set()
+        since: dict[str, float] = {}
         if role is not None:
-            demoted = {m.decode() for m in res[-1]}
-            self._seen_sla[role] = demoted
+            demoted = {m.decode() for m in res[-2]}
+            since = {k.decode(): float(v) for k, v in res[-1].items()}
+            self._seen_sla[role] = (demoted, since)
         out: dict[str, RouteHealth] = {}
-        for route, (raw_b, blob, p_at, p_ok) in zip(routes, res, strict=False):
-            b = _parse_breaker(route, raw_b)
-            outcomes = _parse_outcomes(blob)
-            self._seen_breakers[route] = b
-            self._seen_outcomes[route] = outcomes
-            probe_at = float(p_at) if p_at is not None else None
-            probe_ok = bool(int(p_ok)) if p_ok is not None else None
-            if probe_at is not None and probe_ok is not None:
-                self._seen_probes[route] = (probe_at, probe_ok)
+        for route, raw in zip(routes, res, strict=False):
+            read = _RouteRead.parse(route, raw)
+            self._seen_breakers[route] = read.breaker
+            self._seen_outcomes[route] = read.outcomes
+            self._seen_facts[route] = read.facts
             out[route] = route_health(
                 route,
-                b,
-                outcomes,
+                read.breaker,
+                read.outcomes,
                 now=now,
                 window_s=window_s,
                 min_calls=min_calls,
-                sla_demoted=route in demoted,
-                last_probe_at=probe_at,
-                last_probe_ok=probe_ok,
+                sla=(route in demoted, since.get(route)),
+                facts=read.facts,
+                recent=recent_samples(read.newest, now=now),
             )
         return HealthSnapshot(taken_at=now, routes=out)
 
-    async def set_sla_demoted(self, role: str, route: str, demoted: bool) -> None:
+    async def set_sla_demoted(
+        self, role: str, route: str, demoted: bool, *, at: float | None = None
+    ) -> None:
         """Mark or clear the role's latency demotion of ``route`` for every worker."""
         if await self._use_redis():
             try:
-                await self._set_sla_redis(role, route, demoted)
+                await self._set_sla_redis(role, route, demoted, at)
                 return
             except REDIS_DOWN as exc:
                 local = self._go_local(exc)
         else:
             local = self._local_view()
-        await local.set_sla_demoted(role, route, demoted)
-        self._queue(_PendingSla(role, route, demoted))
+        await local.set_sla_demoted(role, route, demoted, at=at)
+        self._queue(_PendingSla(role, route, demoted, at))
 
-    async def _set_sla_redis(self, role: str, route: str, demoted: bool) -> None:
+    async def _set_sla_redis(self, role: str, route: str, demoted: bool, at: float | None) -> None:
+        seen, since = self._seen_sla.setdefault(role, (set(), {}))
+        async with self._r.pipeline(transaction=True) as pipe:
+            if demoted:
+                pipe.sadd(self._sla_key(role), route)
+            else:
+                pipe.srem(self._sla_key(role), route)
+            if at is not None:
+                pipe.hset(self._sla_since_key(role), route, repr(at))
+            await pipe.execute()
         if demoted:
-            await self._r.sadd(self._sla_key(role), route)
-            self._seen_sla.setdefault(role, set()).add(route)
+            seen.add(route)
         else:
-            await self._r.srem(self._sla_key(role), route)
-            self._seen_sla.get(role, set()).discard(route)
+            seen.discard(route)
+        if at is not None:
+            since[route] = at
+
+    async def learn_context_window(self, route: str, tokens: int, now: float) -> None:
+        """Remember the window ``route``'s provider stated, for every worker."""
+        if await self._use_redis():
+            try:
+                await self._learn_window_redis(route, tokens)
+                return
+            except REDIS_DOWN as exc:
+                local = self._go_local(exc)
+        else:
+            local = self._local_view()
+        await local.learn_context_window(route, tokens, now)
+        self._queue(_PendingWindow(route, tokens))
+
+    async def _learn_window_redis(self, route: str, tokens: int) -> None:
+        await self._r.set(self._k(route, "cw"), str(tokens), px=int(CONTEXT_WINDOW_TTL_S * 1000))
+        f = self._seen_facts.get(route, RouteFacts())
+        self._seen_facts[route] = replace(f, context_window=tokens)
 
     # --- lifecycle ----------------------------------------------------------------------
 

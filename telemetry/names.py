@@ -13,6 +13,9 @@ TTFT = "failover.attempt.ttft"
 BREAKER_TRANSITIONS = "failover.breaker.transitions"
 #: Counter: health probes, attributes route, ok.
 PROBES = "failover.probes"
+#: Counter: probe rounds that sent nothing (recent real traffic, open, cooling down),
+#: attributes route, reason.
+PROBES_SKIPPED = "failover.probes.skipped"
 #: Counter: cache lookups, attributes role, hit.
 CACHE_LOOKUPS = "failover.cache.lookups"
 #: Counter: store degradations (shared store unreachable), attributes store.

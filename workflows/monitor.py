@@ -1,9 +1,12 @@
 """``HealthMonitorWorkflow``: active health probing, one per deployment.
 
-Every ``interval_s`` it probes each route with a tiny completion (the ``probe_endpoint``
+Every ``interval_s`` it asks each route's ``probe_endpoint`` activity for a probe: a tiny
+completion, sent only where passive evidence is missing (no real call for a whole
+interval, or a breaker that needs half-open trials; never into a 429 cool-down). The
 activity records the result, which is how open breakers get their half-open trials and
-close after N good probes). It continues-as-new every ``iterations_per_run`` rounds or
-when the server suggests it, so its history stays bounded. Signals force a route open or
+close after N good probes, and how a latency-demoted route earns its way back. It
+continues-as-new every ``iterations_per_run`` rounds or when the server suggests it, so
+its history stays bounded. Signals force a route open or
 closed, release it, and pause or resume probing; the ``health`` query returns the table.
 """
 
@@ -56,7 +59,7 @@ class HealthMonitorWorkflow:
             self._wake = False
             await self._apply_forces()
             if not self._paused:
-                await self._probe_all(inp.routes)
+                await self._probe_all(inp.routes, inp.interval_s)
                 self._rounds += 1
             await self._refresh_table(inp.routes)
             try:
@@ -80,12 +83,15 @@ class HealthMonitorWorkflow:
             )
         )
 
-    async def _probe_all(self, routes: list[str]) -> None:
+    async def _probe_all(self, routes: list[str], interval_s: float) -> None:
+        # Every route gets its probe_endpoint activity each round; the activity decides
+        # (resilience.probing) whether a probe is worth sending: only where real traffic
+        # gave no evidence for a whole interval, or the breaker needs trials.
         now = workflow.now().timestamp()
         handles = [
             workflow.start_activity(
                 "probe_endpoint",
-                ProbeInput(route=r, now=now),
+                ProbeInput(route=r, now=now, interval_s=interval_s),
                 result_type=ProbeResult,
                 start_to_close_timeout=PROBE_TIMEOUT,
                 summary=f"probe {r}",

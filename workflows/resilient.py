@@ -57,12 +57,14 @@ with workflow.unsafe.imports_passed_through():
         SkipReason,
         plan,
     )
-    from agent_failover.resilience.triage import triage
+    from agent_failover.resilience.triage import minimal_input_tokens, triage
     from agent_failover.workflows.errors import FailoverExhausted
 
 #: Extra time Temporal allows beyond the activity's own budget before it times it out.
 ACTIVITY_GRACE = timedelta(seconds=2)
-#: Same-route retries Temporal may make for RETRY-class errors (server errors).
+#: Attempts Temporal may make on one route: the first, plus one same-route retry for a
+#: RETRY-class error (a 500, after backoff) or a 429 whose Retry-After is short enough to
+#: wait out (after exactly Retry-After: ``next_retry_delay``, a durable server timer).
 SAME_ROUTE_ATTEMPTS = 2
 #: Heartbeat timeout for model calls: hedge cancellation is delivered on heartbeats.
 CALL_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
@@ -149,15 +151,24 @@ class _ResilientCall:
         for name, ep in ctx.policy.endpoints.items():
             routes_by_model.setdefault(ep.family, []).append(name)
         first_plan: FailoverPlan | None = None
+        input_tokens = estimate_request_tokens(request)
+        # What triage could at best shrink the request to: a route whose window cannot hold
+        # even that is skipped (CONTEXT_TOO_SMALL), not sent a request it must reject.
+        floor = minimal_input_tokens(request)
+        # One draw per call decides whether it may be a half-open route's real-call trial
+        # (breaker.half_open_call_fraction); workflow.random() replays deterministically.
+        ticket = workflow.random().random()
         while not self.state.stop_live:
             elapsed_ms = (workflow.now() - started).total_seconds() * 1000
             facts = RequestFacts(
-                input_tokens=estimate_request_tokens(request),
+                input_tokens=input_tokens,
                 max_output_tokens=request.max_tokens,
                 elapsed_ms=elapsed_ms,
                 exclude_routes=list(self.state.excluded),
                 min_context_window=self.state.min_context_window,
                 cooldowns=dict(self.state.cooldowns),
+                min_input_tokens=floor,
+                trial_ticket=ticket,
             )
             p = plan(role, ctx.policy, ctx.snapshot, facts, workflow.now().timestamp())
             if first_plan is None:
@@ -227,6 +238,7 @@ class _ResilientCall:
                 idle_budget_ms=attempt.idle_budget_ms,
                 timeout_ms=attempt.timeout_ms,
                 now=now,
+                deadline_at=self.started_at + self.ctx.role.total_budget_ms / 1000,
             ),
             task_queue=self.ctx.task_queue,
             start_to_close_timeout=timeout + ACTIVITY_GRACE,
@@ -321,11 +333,13 @@ class _ResilientCall:
 
     def _fold_failure(self, r: _AttemptResult, routes_by_model: dict[str, list[str]]) -> None:
         ep = self.ctx.policy.endpoints[r.attempt.route]
+        learned = self.ctx.snapshot.get(r.attempt.route).context_window
         self.state = apply_failure(
             self.state,
             route=r.attempt.route,
             model=ep.family,
-            context_window=ep.context_window,
+            context_window=learned or ep.context_window,
+            stated_context_window=r.details.get("context_window"),
             error_type=r.error_type or "",
             retry_after_s=r.details.get("retry_after_s"),
             partial_text=r.details.get("partial_text") or "",
@@ -338,7 +352,12 @@ class _ResilientCall:
         """Put health-driven skips in the history; budget skips only clutter it."""
         now = workflow.now().timestamp()
         for s in p.skipped:
-            if s.code in (SkipReason.BREAKER_OPEN, SkipReason.FORCED_OPEN, SkipReason.COOLING_DOWN):
+            if s.code in (
+                SkipReason.BREAKER_OPEN,
+                SkipReason.FORCED_OPEN,
+                SkipReason.COOLING_DOWN,
+                SkipReason.HALF_OPEN,
+            ):
                 self.state.add_reason(ReasonCode.BREAKER_OPEN)
                 self.state.add_reason(ReasonCode.MODEL_UNAVAILABLE)
             elif s.code is SkipReason.SLA_DEMOTED:

@@ -31,6 +31,18 @@ def fail(
     )
 
 
+def rate_limited(route: str, at: float, retry_after_s: float | None, **kw: object) -> CallOutcome:
+    """A 429 as the classifier reports it: a cool-down signal, not counted against the route."""
+    return fail(
+        route,
+        at,
+        ErrorClass.RATE_LIMITED,
+        retry_after_s=retry_after_s,
+        counts_against_route=False,
+        **kw,
+    )
+
+
 def stats(**kw: object) -> WindowStats:
     """WindowStats with enough samples unless told otherwise."""
     kw.setdefault("enough_samples", True)

@@ -23,7 +23,7 @@ from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome
 from agent_failover.resilience.windows import RollingWindow, breaker_stats
 from tests.resilience.conftest import FakeClock
-from tests.resilience.helpers import fail, ok, stats
+from tests.resilience.helpers import fail, ok, rate_limited, stats
 
 S = BreakerSettings()
 ROUTE = "anthropic-us-east"
@@ -146,23 +146,53 @@ def test_bad_trial_reopens_for_longer(clock: FakeClock) -> None:
     assert durations == pytest.approx([30, 60, 120, 240, 300, 300])
 
 
-def test_retry_after_sets_the_minimum_cooldown(clock: FakeClock) -> None:
-    """A 429 with Retry-After opens at once, for at least Retry-After seconds."""
+def test_rate_limit_cools_down_for_retry_after_without_tripping(clock: FakeClock) -> None:
+    """A 429 + Retry-After cools the route down for exactly Retry-After; the breaker stays
+    closed (before: it opened for max(open_duration, Retry-After) = 30 s for a 1 s 429)."""
     d = Driver(clock)
-    d.record(fail(ROUTE, clock.now, ErrorClass.RATE_LIMITED, retry_after_s=120.0))
-    assert d.breaker.state is BreakerState.OPEN
-    assert d.breaker.reason is BreakerReason.RATE_LIMITED
+    d.record(rate_limited(ROUTE, clock.now, retry_after_s=1.0))
+    assert d.breaker.state is BreakerState.CLOSED and d.breaker.open_until is None
+    assert d.breaker.cooldown_until == pytest.approx(clock.now + 1.0)
+    assert d.admit().permitted, "admission ignores the cool-down (the same-route retry)"
+
+
+def test_overload_retry_after_sets_the_minimum_open_time(clock: FakeClock) -> None:
+    """A 529 with Retry-After opens at once, for at least Retry-After seconds."""
+    d = Driver(clock)
+    d.record(fail(ROUTE, clock.now, ErrorClass.OVERLOADED, retry_after_s=120.0))
+    assert (d.breaker.state, d.breaker.reason) == (BreakerState.OPEN, BreakerReason.OVERLOADED)
     assert d.breaker.open_until == pytest.approx(clock.now + 120.0)
     d2 = Driver(FakeClock())
     d2.record(fail(ROUTE, d2.clock.now, ErrorClass.OVERLOADED, retry_after_s=2.0))
     assert d2.breaker.open_until == pytest.approx(d2.clock.now + 30.0)
 
 
-def test_rate_limit_without_retry_after_only_counts(clock: FakeClock) -> None:
-    """A 429 without Retry-After feeds the error rate instead of tripping at once."""
+def test_rate_limits_never_trip_however_many(clock: FakeClock) -> None:
+    """Even a stream of 429s (with or without Retry-After) leaves the breaker closed."""
     d = Driver(clock)
-    d.record(fail(ROUTE, clock.now, ErrorClass.RATE_LIMITED))
-    assert d.breaker.state is BreakerState.CLOSED
+    for i in range(40):
+        clock.advance(0.5)
+        d.record(rate_limited(ROUTE, clock.now, retry_after_s=None if i % 2 else 2.0))
+    assert d.breaker.state is BreakerState.CLOSED and d.transitions == []
+
+
+def test_cool_down_only_extends(clock: FakeClock) -> None:
+    """A shorter Retry-After never shortens a cool-down already in place."""
+    d = Driver(clock)
+    d.record(rate_limited(ROUTE, clock.now, retry_after_s=10.0))
+    d.record(rate_limited(ROUTE, clock.now + 1, retry_after_s=2.0))
+    assert d.breaker.cooldown_until == pytest.approx(clock.now + 10.0)
+
+
+def test_rate_limited_half_open_trial_is_not_a_verdict(clock: FakeClock) -> None:
+    """A probe or trial that meets a 429 neither re-opens nor closes a half-open breaker."""
+    d = Driver(clock)
+    trip(d)
+    clock.now = d.breaker.open_until
+    assert d.admit().trial
+    d.record(rate_limited(ROUTE, clock.now, retry_after_s=3.0, trial=True, probe=True))
+    assert d.breaker.state is BreakerState.HALF_OPEN and d.breaker.trials_in_flight == 0
+    assert d.breaker.cooldown_until == pytest.approx(clock.now + 3.0)
 
 
 @pytest.mark.parametrize(
@@ -247,13 +277,13 @@ def test_open_rejection_names_route_state_and_time(clock: FakeClock) -> None:
 
 
 def test_retry_after_extends_an_open_breaker(clock: FakeClock) -> None:
-    """A later Retry-After while open pushes open_until out, never in."""
+    """A later overload Retry-After while open pushes open_until out, never in."""
     d = Driver(clock)
     trip(d)
     first = d.breaker.open_until
-    d.record(fail(ROUTE, clock.now, ErrorClass.RATE_LIMITED, retry_after_s=5.0))
+    d.record(fail(ROUTE, clock.now, ErrorClass.OVERLOADED, retry_after_s=5.0))
     assert d.breaker.open_until == first
-    d.record(fail(ROUTE, clock.now, ErrorClass.RATE_LIMITED, retry_after_s=100.0))
+    d.record(fail(ROUTE, clock.now, ErrorClass.OVERLOADED, retry_after_s=100.0))
     assert d.breaker.open_until == pytest.approx(clock.now + 100.0)
     assert d.breaker.state is BreakerState.OPEN
 

@@ -210,11 +210,20 @@ def test_open_breaker_is_skipped_with_reason() -> None:
     assert s.code is SkipReason.BREAKER_OPEN and "open breaker (error_rate) until" in s.reason
 
 
+def _with_trial_fraction(fraction: float) -> PolicyConfig:
+    """The demo policy with ``breaker.half_open_call_fraction`` set."""
+    b = POLICY.breaker.model_copy(update={"half_open_call_fraction": fraction})
+    return POLICY.model_copy(update={"breaker": b})
+
+
+ALL_TRIALS = _with_trial_fraction(1.0)
+
+
 def test_open_past_open_until_is_a_trial_after_closed_routes() -> None:
     """An open breaker past open_until is a half-open trial, after its tier's closed routes."""
     a = health("anthropic-eu-west", breaker=BreakerState.OPEN, open_until=NOW - 1)
     b = health("openai-us", breaker=BreakerState.CLOSED)
-    p = plan(role(attempt_timeout_ms=3000), POLICY, snap(a, b), facts(), NOW)
+    p = plan(role(attempt_timeout_ms=3000), ALL_TRIALS, snap(a, b), facts(), NOW)
     tier1 = [x for x in p.attempts if x.tier == 1]
     assert [x.route for x in tier1] == ["openai-us", "anthropic-eu-west"]
     assert tier1[1].trial and "half-open trial" in tier1[1].why
@@ -225,8 +234,45 @@ def test_half_open_even_with_better_score_goes_after_closed() -> None:
     a = health("anthropic-eu-west", breaker=BreakerState.HALF_OPEN)
     worse = WindowStats(calls=20, error_rate=0.1, p95_ms=2900, latency_samples=20)
     b = health("openai-us", stats=worse)
-    p = plan(role(attempt_timeout_ms=3000), POLICY, snap(a, b), facts(), NOW)
+    p = plan(role(attempt_timeout_ms=3000), ALL_TRIALS, snap(a, b), facts(), NOW)
     assert routes_of(p)[1:3] == ["openai-us", "anthropic-eu-west"]
+
+
+def test_half_open_primary_takes_no_real_calls_by_default() -> None:
+    """Default (probes only): a half-open tier-0 route is skipped while healthy standbys
+    exist, instead of being tried with a user's call before them (the code before did)."""
+    primary = health("anthropic-us-east", breaker=BreakerState.HALF_OPEN)
+    p = plan(role(attempt_timeout_ms=3000), POLICY, snap(primary), facts(), NOW)
+    assert "anthropic-us-east" not in routes_of(p)
+    assert p.attempts[0].tier == 1 and not p.attempts[0].trial
+    [s] = [s for s in p.skipped if s.route == "anthropic-us-east"]
+    assert s.code is SkipReason.HALF_OPEN and "0%" in s.reason
+
+
+def test_half_open_real_call_trials_follow_the_fraction() -> None:
+    """With fraction f, a call whose ticket is below f is a trial in the route's tier slot."""
+    primary = health("anthropic-us-east", breaker=BreakerState.HALF_OPEN)
+    policy = _with_trial_fraction(0.25)
+    r = role(attempt_timeout_ms=3000)
+    drawn = plan(r, policy, snap(primary), facts(trial_ticket=0.2), NOW)
+    assert drawn.attempts[0].route == "anthropic-us-east" and drawn.attempts[0].trial
+    missed = plan(r, policy, snap(primary), facts(trial_ticket=0.3), NOW)
+    assert "anthropic-us-east" not in routes_of(missed)
+    tickets = [i / 100 for i in range(100)]
+    trials = sum(
+        plan(role(), policy, snap(primary), facts(trial_ticket=t), NOW).attempts[0].trial
+        for t in tickets
+    )
+    assert trials == 25
+
+
+def test_half_open_is_the_last_resort_before_cache_and_static() -> None:
+    """With no closed route left, half-open routes are tried (a trial beats a static answer)."""
+    routes = POLICY.role("critic").roster.routes()
+    healths = [health(r, breaker=BreakerState.FORCED_OPEN) for r in routes[1:]]
+    primary = health("anthropic-us-east", breaker=BreakerState.HALF_OPEN)
+    p = plan(role(), POLICY, snap(primary, *healths), facts(), NOW)
+    assert routes_of(p) == ["anthropic-us-east"] and p.attempts[0].trial
 
 
 def test_forced_open_and_cooldown_and_exclusion() -> None:
