@@ -327,6 +327,10 @@ class MemoryHealthStore:
         self._sla[role] = set(demoted_routes)
         self._sla_since[role] = dict(since or {})
 
+    def context_windows(self) -> dict[str, int]:
+        """Every learned context window held, by route."""
+        return {n: r.context_window for n, r in self._routes.items() if r.context_window}
+
     def breakers(self) -> dict[str, Breaker]:
         """Every breaker held, by route."""
         return {name: r.breaker for name, r in self._routes.items()}

@@ -374,6 +374,10 @@ class RedisHealthStore:
                     # otherwise other workers kept Redis current and it wins.
                     args = [0, b.version, b.model_dump_json()]
                     await self._cas(keys=[self.breaker_key(route)], args=args)
+            for route, tokens in local.context_windows().items():
+                # NX: a window another worker learned meanwhile is as good as ours.
+                ttl = int(CONTEXT_WINDOW_TTL_S * 1000)
+                await self._r.set(self._k(route, "cw"), str(tokens), px=ttl, nx=True)
         while self._pending:
             op = self._pending[0]
             if isinstance(op, _PendingRecord):

@@ -457,3 +457,86 @@ def test_vertex_per_minute_is_a_rate_limit_but_per_day_is_a_quota():
 def test_bedrock_stream_exception_decisions(error, decision):
     """Throttling and unavailability inside a stream cool the route down; others fail over."""
     assert error_event_decision(error) is decision
+
+
+# --- context windows stated by the provider ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "window", "prompt"),
+    [
+        (  # OpenAI (and vLLM / DeepSeek, which copy its wording)
+            b'{"error":{"message":"This model\'s maximum context length is 128000 tokens. '
+            b"However, your messages resulted in 150312 tokens. Please reduce the length of "
+            b'the messages.","type":"invalid_request_error","code":"context_length_exceeded"}}',
+            128_000,
+            150_312,
+        ),
+        (  # Anthropic, prompt alone too long
+            b'{"type":"error","error":{"type":"invalid_request_error",'
+            b'"message":"prompt is too long: 210034 tokens > 200000 maximum"}}',
+            200_000,
+            210_034,
+        ),
+        (  # Anthropic, prompt + max_tokens over the window
+            b'{"type":"error","error":{"type":"invalid_request_error","message":"input length '
+            b"and `max_tokens` exceed context limit: 197779 + 8192 > 200000, decrease input "
+            b'length or `max_tokens` and try again"}}',
+            200_000,
+            197_779,
+        ),
+        (  # Gemini
+            b'{"error":{"code":400,"message":"The input token count (1200000) exceeds the '
+            b'maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}',
+            1_048_576,
+            1_200_000,
+        ),
+        (  # Mistral
+            b'{"object":"error","message":"Prompt contains 40000 tokens and 0 draft tokens, '
+            b'too large for model with 32768 maximum context length","type":"invalid_request"}',
+            32_768,
+            40_000,
+        ),
+        (  # vLLM with a completion share
+            b'{"error":{"message":"This model\'s maximum context length is 4096 tokens. However, '
+            b'you requested 5000 tokens (4000 in the messages, 1000 in the completion)."}}',
+            4_096,
+            4_000,
+        ),
+    ],
+)
+def test_context_length_carries_the_stated_window(body: bytes, window: int, prompt: int) -> None:
+    """Each provider's wording yields a ContextLengthError with the window it states."""
+    err = status(400, body)
+    assert type(err) is E.ContextLengthError
+    assert (err.context_window, err.prompt_tokens) == (window, prompt)
+    assert err.decision is E.Decision.FAILOVER and not err.classification.counts_against_route
+
+
+def test_context_length_without_a_number_has_no_window() -> None:
+    """A rejection that names no limit is still a context-length error, window unknown."""
+    err = status(413, b"request too large")
+    assert type(err) is E.ContextLengthError and err.context_window is None
+
+
+def test_implausible_stated_window_is_ignored() -> None:
+    """A number no model window could be (here 12) is a misreading, not a limit."""
+    err = status(400, b'{"error":{"message":"maximum context length is 12 tokens"}}')
+    assert type(err) is E.ContextLengthError and err.context_window is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=300))
+def test_parse_context_limit_is_total(text: str) -> None:
+    """Never raises; a window it reports is in the plausible range."""
+    from agent_failover.providers.classify import parse_context_limit
+
+    window, _ = parse_context_limit(text)
+    assert window is None or 256 <= window <= 100_000_000
+
+
+def test_rate_limit_is_a_cooldown_that_never_feeds_the_breaker() -> None:
+    """A 429 cools the route down; it is not evidence against the route's health."""
+    err = status(429, b"slow down", {"retry-after": "1"})
+    assert err.decision is E.Decision.COOLDOWN and err.retry_after == 1.0
+    assert not err.classification.counts_against_route

@@ -266,6 +266,24 @@ def test_slow_trial_is_bad(clock: FakeClock) -> None:
     assert d.breaker.reason is BreakerReason.TRIAL_FAILED
 
 
+def test_trial_judged_on_time_to_first_token(clock: FakeClock) -> None:
+    """The line is a TTFT line: a long answer that started fast is a good trial, a slow
+    first token is not, even when the whole call was quick."""
+    settings = BreakerSettings(trial_latency_ms=2000, close_after_consecutive_successes=1)
+    d = Driver(clock, settings)
+    trip(d)
+    clock.now = d.breaker.open_until
+    assert d.admit().trial
+    d.record(ok(ROUTE, clock.now, 9000.0, ttft_ms=400.0, trial=True))
+    assert d.breaker.state is BreakerState.CLOSED
+    d2 = Driver(FakeClock(), settings)
+    trip(d2)
+    d2.clock.now = d2.breaker.open_until
+    assert d2.admit().trial
+    d2.record(ok(ROUTE, d2.clock.now, 2500.0, ttft_ms=2400.0, trial=True))
+    assert d2.breaker.reason is BreakerReason.TRIAL_FAILED
+
+
 def test_open_rejection_names_route_state_and_time(clock: FakeClock) -> None:
     """A rejection says which breaker, in which state, and until when."""
     d = Driver(clock)

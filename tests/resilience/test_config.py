@@ -28,6 +28,7 @@ from agent_failover.resilience.config import (
     PolicyConfig,
     PolicyError,
     ProbeSettings,
+    RateLimitSettings,
     RolePolicy,
     Roster,
     ScoringWeights,
@@ -226,7 +227,7 @@ def test_policy_reference_documents_every_field() -> None:
     models = [
         BreakerSettings, LatencySLA, HedgeSettings, CacheTier, StaticFallback, Roster,
         RolePolicy, ScoringWeights, ProbeSettings, PolicyConfig, EndpointConfig, Prices,
-        Capabilities,
+        Capabilities, RateLimitSettings,
     ]  # fmt: skip
     missing = [f"{m.__name__}.{f}" for m in models for f in m.model_fields if f"`{f}" not in doc
                and f".{f}`" not in doc]  # fmt: skip
@@ -317,3 +318,39 @@ def test_cloud_defaults_are_derived() -> None:
     assert azure.auth is AuthMethod.ENTRA_ID and azure.organisation == "microsoft"
     keyed = azure.model_copy(update={"api_key_env": "AZURE_OPENAI_API_KEY", "auth": None})
     assert EndpointConfig.model_validate(keyed.model_dump()).auth is AuthMethod.API_KEY
+
+
+def test_trial_line_defaults_to_the_ttft_budget(demo_policy: PolicyConfig) -> None:
+    """trial_latency_ms null resolves to the role's TTFT budget (real-call trial) or the
+    smallest budget of the roles using the route (probe); a configured line wins."""
+    cfg = demo_policy.model_copy(
+        update={"breaker": demo_policy.breaker.model_copy(update={"trial_latency_ms": None})}
+    )
+    assert cfg.breaker_for("openai-us").trial_latency_ms is None
+    assert cfg.trial_settings("openai-us", "researcher").trial_latency_ms == 2000
+    assert cfg.trial_settings("openai-us").trial_latency_ms == min(
+        r.ttft_budget_ms for r in cfg.roles.values()
+    )
+    assert demo_policy.trial_settings("openai-us", "planner").trial_latency_ms == 2000
+
+
+def test_context_window_is_optional_but_validated(raw: dict[str, Any]) -> None:
+    """An endpoint may leave context_window out (unknown, not 128k); a set one is checked."""
+    del raw["endpoints"]["openai-us"]["context_window"]
+    assert parse_policy(raw, env={}).endpoint("openai-us").context_window is None
+    raw["endpoints"]["openai-us"]["context_window"] = 100
+    paths = {p for p, _ in errors_of(raw)}
+    assert "endpoints.openai-us.context_window" in paths
+
+
+def test_new_fields_validate_with_paths(raw: dict[str, Any]) -> None:
+    """rate_limit, half_open_call_fraction and sla.restore_after are range-checked."""
+    raw["rate_limit"] = {"max_wait_ms": -1}
+    raw["breaker"]["half_open_call_fraction"] = 1.5
+    raw["roles"]["critic"]["sla"]["restore_after"] = 0
+    paths = {p for p, _ in errors_of(raw)}
+    assert {
+        "rate_limit.max_wait_ms",
+        "breaker.half_open_call_fraction",
+        "roles.critic.sla.restore_after",
+    } <= paths

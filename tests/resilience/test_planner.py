@@ -79,7 +79,7 @@ def slow_stats(p95: float) -> WindowStats:
 # --- invariants ---------------------------------------------------------------------------
 
 route_health = st.builds(
-    lambda route, state, until_delta, p95, err, demoted: RouteHealth(
+    lambda route, state, until_delta, p95, err, demoted, learned, cool: RouteHealth(
         route=route,
         breaker=state,
         open_until=NOW + until_delta if state is BreakerState.OPEN else None,
@@ -88,6 +88,8 @@ route_health = st.builds(
             p95_ms=p95, p99_ms=p95, ttft_p95_ms=p95 / 4 if p95 else None,
         ),
         sla_demoted=demoted,
+        context_window=learned,
+        cooldown_until=NOW + cool if cool is not None else None,
     ),
     st.sampled_from(ROUTES),
     st.sampled_from(list(BreakerState)),
@@ -95,6 +97,8 @@ route_health = st.builds(
     st.one_of(st.none(), st.floats(min_value=10, max_value=20_000)),
     st.floats(min_value=0, max_value=1),
     st.booleans(),
+    st.one_of(st.none(), st.sampled_from([32_000, 150_000, 2_000_000])),
+    st.one_of(st.none(), st.floats(min_value=-30, max_value=30)),
 )  # fmt: skip
 
 
@@ -145,7 +149,8 @@ def test_plan_invariants(
         assert h.breaker is not BreakerState.FORCED_OPEN
         assert not (h.breaker is BreakerState.OPEN and NOW < h.open_until)
         assert not f.cooldowns.get(a.route, 0) > NOW
-        assert POLICY.endpoint(a.route).context_window >= min_window
+        assert not (h.cooldown_until or 0) > NOW
+        assert (h.context_window or POLICY.endpoint(a.route).context_window) >= min_window
         assert 0 <= a.worst_case_start_ms < remaining
         assert a.worst_case_start_ms + a.timeout_ms <= remaining + 1e-6
         assert a.timeout_ms <= r.attempt_timeout
@@ -162,6 +167,10 @@ def test_plan_invariants(
     for tier in (0, 1, 2):
         kinds = [a.trial for a in live if a.tier == tier]
         assert kinds == sorted(kinds), "half-open trials must follow closed routes"
+    # Default half_open_call_fraction 0: a half-open route takes a real call only when no
+    # closed route was plannable at all (last resort before cache/static).
+    if any(a.trial for a in p.attempts):
+        assert all(a.trial for a in p.attempts)
     hedges = [a for a in p.attempts if a.hedge]
     if hedges:
         assert stateless and hedging.enabled
@@ -411,3 +420,49 @@ def test_demo_region_down_lands_on_the_same_model_in_another_cloud() -> None:
     first = p.attempts[0]
     assert first.route == "bedrock-us-west-2" and first.tier == 1
     assert DEMO.endpoint(first.route).family == DEMO.endpoint("anthropic-us-east").family
+
+
+# --- learned context windows and shared cool-downs ------------------------------------------
+
+
+def test_learned_window_beats_the_configured_one() -> None:
+    """openai-us is configured with 128k; its provider said 32k: a request of 40k
+    (untriageable) skips it with the learned window in the reason."""
+    h = health("openai-us", context_window=32_000)
+    f = facts(input_tokens=40_000, max_output_tokens=1000, min_input_tokens=40_000)
+    p = plan(role(attempt_timeout_ms=3000), POLICY, snap(h), f, NOW)
+    assert "openai-us" not in routes_of(p)
+    [s] = [s for s in p.skipped if s.route == "openai-us"]
+    assert s.code is SkipReason.CONTEXT_TOO_SMALL and "32000 tokens (learned)" in s.reason
+
+
+def test_learned_window_sets_the_floor_after_a_failure() -> None:
+    """min_context_window compares with the learned window: a route that told us 150k is
+    skipped when 200k is required, though its configuration says 1M."""
+    h = health("gemini-flash", context_window=150_000)
+    p = plan(role(attempt_timeout_ms=3000), POLICY, snap(h), facts(min_context_window=200_001), NOW)
+    assert "gemini-flash" not in routes_of(p)
+
+
+def test_unconfigured_window_is_tried_not_assumed_small() -> None:
+    """An endpoint without context_window is tried as-is with a 300k request (before: it
+    was assumed to hold 128k and triaged or skipped), even after a context failure."""
+    eps = {**POLICY.endpoints}
+    eps["openai-us"] = eps["openai-us"].model_copy(update={"context_window": None})
+    policy = POLICY.model_copy(update={"endpoints": eps})
+    f = facts(input_tokens=300_000, max_output_tokens=1000, min_input_tokens=300_000)
+    p = plan(role(attempt_timeout_ms=3000), policy, snap(), f, NOW)
+    [a] = [a for a in p.attempts if a.route == "openai-us"]
+    assert not a.needs_triage
+    p = plan(role(attempt_timeout_ms=3000), policy, snap(), facts(min_context_window=250_000), NOW)
+    assert "openai-us" in routes_of(p)
+
+
+def test_shared_cooldown_in_the_snapshot_skips_the_route() -> None:
+    """A 429 seen by any worker (RouteHealth.cooldown_until) keeps the route out until then."""
+    h = health("anthropic-us-east", cooldown_until=NOW + 1.5)
+    p = plan(role(attempt_timeout_ms=3000), POLICY, snap(h), facts(), NOW)
+    [s] = [s for s in p.skipped if s.route == "anthropic-us-east"]
+    assert s.code is SkipReason.COOLING_DOWN
+    later = plan(role(attempt_timeout_ms=3000), POLICY, snap(h), facts(), NOW + 1.5)
+    assert routes_of(later)[0] == "anthropic-us-east"

@@ -11,7 +11,7 @@ import pytest
 
 from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.breaker import BreakerReason, IllegalTransition
-from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.config import MAX_SLA_STREAK, BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome
 from agent_failover.stores.health import HealthStore
 
@@ -238,3 +238,119 @@ async def test_status_healthy(health_store: HealthStore) -> None:
     """A store with a reachable backend reports healthy with nothing pending."""
     status = await health_store.status()
     assert status.healthy and status.pending_sync == 0 and status.degraded_since is None
+
+
+# --- 429 cool-downs, traffic stamps, learned windows, SLA since, recent samples ---------------
+
+
+def rate_limited(at: float, retry_after_s: float, **kw: object) -> CallOutcome:
+    """A 429 as call_model / probe_endpoint record it (a cool-down, not a route failure)."""
+    return err(
+        at,
+        ErrorClass.RATE_LIMITED,
+        retry_after_s=retry_after_s,
+        counts_against_route=False,
+        **kw,
+    )
+
+
+async def test_rate_limit_cools_down_without_opening(health_store: HealthStore) -> None:
+    """A 429 (here from a probe) sets cooldown_until = at + Retry-After; the breaker stays
+    closed (before: it opened for the breaker's 30 s open duration)."""
+    assert await health_store.record(rate_limited(T0, 1.5, probe=True), SETTINGS) is None
+    b = await health_store.breaker(ROUTE)
+    assert b.state is BreakerState.CLOSED and b.cooldown_until == pytest.approx(T0 + 1.5)
+    snap = await health_store.snapshot([ROUTE], now=T0 + 1, window_s=30, min_calls=1)
+    rh = snap.get(ROUTE)
+    assert rh.cooldown_until == pytest.approx(T0 + 1.5) and rh.stats.calls == 0
+    assert (await health_store.admit(ROUTE, SETTINGS, T0 + 1)).permitted
+
+
+async def test_last_call_at_ignores_probes(health_store: HealthStore) -> None:
+    """Real calls stamp last_call_at (what the monitor's probe decision reads); probes do not."""
+    await health_store.record(ok(T0), SETTINGS)
+    await health_store.record(ok(T0 + 5, probe=True), SETTINGS)
+    await health_store.record(ok(T0 - 10), SETTINGS)  # late report of an older call
+    rh = (await health_store.snapshot([ROUTE], now=T0 + 6, window_s=30, min_calls=1)).get(ROUTE)
+    assert rh.last_call_at == T0 and rh.last_probe_at == T0 + 5
+
+
+async def test_learned_context_window(health_store: HealthStore) -> None:
+    """A window stated by the provider is kept per route and reported by snapshots."""
+    await health_store.learn_context_window(ROUTE, 128_000, T0)
+    await health_store.learn_context_window(ROUTE, 131_072, T0 + 1)  # the latest statement wins
+    snap = await health_store.snapshot([ROUTE, "other"], now=T0 + 2, window_s=30, min_calls=1)
+    assert snap.get(ROUTE).context_window == 131_072
+    assert snap.get("other").context_window is None
+
+
+async def test_sla_verdict_remembers_when_it_changed(health_store: HealthStore) -> None:
+    """set_sla_demoted(at=) is reported as sla_since, per role."""
+    await health_store.set_sla_demoted("critic", ROUTE, True, at=T0)
+    await health_store.set_sla_demoted("critic", ROUTE, False, at=T0 + 40)
+    rh = (
+        await health_store.snapshot([ROUTE], now=T0 + 41, window_s=30, min_calls=1, role="critic")
+    ).get(ROUTE)
+    assert not rh.sla_demoted and rh.sla_since == T0 + 40
+    other = await health_store.snapshot([ROUTE], now=T0 + 41, window_s=30, min_calls=1, role="x")
+    assert other.get(ROUTE).sla_since is None
+
+
+async def test_recent_samples_are_the_newest_counted_ones(health_store: HealthStore) -> None:
+    """recent: the newest observations counted against the route (probes included, 429s
+    and caller faults not), oldest first, capped, even beyond the snapshot's window."""
+    for i in range(MAX_SLA_STREAK + 4):
+        await health_store.record(ok(T0 + i, 100.0 + i, probe=i % 2 == 0), SETTINGS)
+    await health_store.record(rate_limited(T0 + 100, 1.0), SETTINGS)
+    snap = await health_store.snapshot([ROUTE], now=T0 + 200, window_s=10, min_calls=1)
+    recent = snap.get(ROUTE).recent
+    assert len(recent) == MAX_SLA_STREAK
+    assert [s.at for s in recent] == [T0 + i for i in range(4, MAX_SLA_STREAK + 4)]
+    assert snap.get(ROUTE).stats.calls == 0  # the window itself is empty at T0 + 200
+
+
+# --- the long-horizon latency baseline -----------------------------------------------------
+
+HOUR = 472_222 * 3600.0  # an hour boundary
+
+
+async def feed(store: HealthStore, latency_at, start: int, seconds: int, every: int = 4):
+    """A call every ``every`` s from HOUR + start; returns the first slow-call trip time."""
+    for i in range(start, start + seconds, every):
+        t = await store.record(ok(HOUR + i, latency_at(i)), SETTINGS)
+        if t is not None:
+            assert t.reason is BreakerReason.SLOW_CALLS
+            return i
+    return None
+
+
+async def test_long_horizon_baseline_is_kept_in_hourly_buckets(health_store: HealthStore) -> None:
+    """Two completed hours at ~200 ms give a long baseline of ~200 ms, whatever the current
+    hour does; with no completed hour it is None and the short one is used."""
+    assert await feed(health_store, lambda i: 200.0, 0, 7200, every=20) is None
+    b = await health_store.latency_baseline(ROUTE, now=HOUR + 7200 + 60, min_samples=10)
+    assert b.source.value == "long" and 200.0 <= (b.long_p95_ms or 0) <= 220.0
+    assert b.long_samples == 360 and b.used_ms == b.long_p95_ms
+    fresh = await health_store.latency_baseline("new", now=HOUR, min_samples=10)
+    assert fresh.source.value == "none" and fresh.used_ms is None
+
+
+def ramp(i: int) -> float:
+    """200 ms for two hours, then a linear climb to 30x over 20 minutes."""
+    return 200.0 if i < 7200 else 200.0 * (1 + 29 * min(1.0, (i - 7200) / 1200))
+
+
+async def test_gradual_slowdown_trips_through_the_store(health_store: HealthStore) -> None:
+    """The 30x ramp trips the slow-call breaker within minutes (before: the 10-minute
+    baseline followed the ramp and it never tripped)."""
+    assert await feed(health_store, ramp, 0, 7200, every=20) is None
+    tripped = await feed(health_store, ramp, 7200, 1800, every=2)
+    assert tripped is not None and tripped - 7200 < 600, tripped
+
+
+async def test_always_slow_route_does_not_trip_through_the_store(
+    health_store: HealthStore,
+) -> None:
+    """A route that always took 6 s is not slow at 6 s."""
+    assert await feed(health_store, lambda i: 6000.0, 0, 7200, every=20) is None
+    assert await feed(health_store, lambda i: 6000.0, 7200, 1800, every=2) is None

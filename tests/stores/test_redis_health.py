@@ -205,3 +205,45 @@ async def test_replay_is_bounded(embedded_redis: EmbeddedRedis, fake_clock) -> N
         assert (status.pending_sync, status.dropped_sync) == (5, 3)
     finally:
         await store.close()
+
+
+async def test_new_facts_survive_redis_loss(embedded_redis: EmbeddedRedis, fake_clock) -> None:
+    """Learned windows, SLA since and 429 cool-downs are served locally while Redis is down
+    and written back when it returns."""
+    clock = fake_clock
+    store = RedisHealthStore(
+        fail_fast_client(embedded_redis.url),
+        namespace="facts",
+        reconnect_interval_s=5.0,
+        clock=clock,
+    )
+    try:
+        await store.learn_context_window(ROUTE, 128_000, T0)
+        await store.snapshot([ROUTE], now=T0, window_s=30, min_calls=1, role="critic")
+        await asyncio.to_thread(embedded_redis.kill)
+        await store.learn_context_window("cheap-mini", 32_000, T0 + 1)
+        await store.set_sla_demoted("critic", ROUTE, True, at=T0 + 2)
+        cool = err(T0 + 3, ErrorClass.RATE_LIMITED, retry_after_s=4.0, counts_against_route=False)
+        await store.record(cool, SETTINGS)
+        snap = await store.snapshot(
+            [ROUTE, "cheap-mini"], now=T0 + 4, window_s=30, min_calls=1, role="critic"
+        )
+        assert snap.store_degraded
+        rh = snap.get(ROUTE)
+        assert (rh.context_window, rh.sla_demoted, rh.sla_since) == (128_000, True, T0 + 2)
+        assert rh.cooldown_until == T0 + 7.0 and rh.last_call_at == T0 + 3
+        assert snap.get("cheap-mini").context_window == 32_000
+
+        await asyncio.to_thread(embedded_redis.start)
+        clock.advance(6.0)
+        assert (await store.status()).healthy
+        snap = await store.snapshot(
+            [ROUTE, "cheap-mini"], now=T0 + 5, window_s=30, min_calls=1, role="critic"
+        )
+        assert not snap.store_degraded
+        assert snap.get("cheap-mini").context_window == 32_000
+        assert snap.get(ROUTE).context_window == 128_000  # restored into the empty server
+        assert (snap.get(ROUTE).sla_demoted, snap.get(ROUTE).sla_since) == (True, T0 + 2)
+        assert snap.get(ROUTE).cooldown_until == T0 + 7.0
+    finally:
+        await store.close()

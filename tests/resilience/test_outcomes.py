@@ -1,0 +1,50 @@
+"""How a failed attempt reshapes the rest of the call (resilience.outcomes.apply_failure)."""
+
+from __future__ import annotations
+
+from agent_failover.resilience.contracts import ReasonCode
+from agent_failover.resilience.outcomes import CallState, apply_failure
+
+NOW = 1_000_000.0
+
+
+def fail(state: CallState, error_type: str, **kw: object) -> CallState:
+    args: dict[str, object] = {
+        "route": "r1",
+        "model": "m1",
+        "context_window": 128_000,
+        "error_type": error_type,
+        "retry_after_s": None,
+        "partial_text": "",
+        "used_prefill": False,
+        "now": NOW,
+        "routes_by_model": {"m1": ["r1", "r2"]},
+    }
+    args.update(kw)
+    return apply_failure(state, **args)  # type: ignore[arg-type]
+
+
+def test_stated_window_wins_over_the_believed_one() -> None:
+    """The provider said 32k though we believed 128k: smaller windows than 32k+1 are out,
+    a 64k route stays eligible (before: everything up to 128k was dropped)."""
+    s = fail(CallState(), "context_length", stated_context_window=32_000)
+    assert s.min_context_window == 32_001 and "r1" in s.excluded
+    assert ReasonCode.CONTEXT_TOO_LONG in s.reasons
+
+
+def test_unknown_window_only_excludes_the_route() -> None:
+    """No configured window and no statement: exclude the route, require nothing of others."""
+    s = fail(CallState(), "context_length", context_window=None)
+    assert s.min_context_window == 0 and s.excluded == ["r1"]
+
+
+def test_rate_limit_cools_the_route_for_retry_after() -> None:
+    """A 429 that failed over cools the route for this call for its Retry-After."""
+    s = fail(CallState(), "rate_limited", retry_after_s=4.0)
+    assert s.cooldowns == {"r1": NOW + 4.0}
+
+
+def test_content_filter_excludes_the_same_model_elsewhere() -> None:
+    """The same model in another region would refuse the same content."""
+    s = fail(CallState(), "content_filter")
+    assert s.excluded == ["r1", "r2"]

@@ -1,0 +1,68 @@
+"""When the monitor probes: only where real traffic gave no evidence, never into a 429."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_failover.resilience.contracts import BreakerState, RouteHealth
+from agent_failover.resilience.probing import ProbeReason, probe_decision
+
+NOW = 1_000_000.0
+INTERVAL = 12.0
+
+
+def decide(**kw: object):
+    return probe_decision(RouteHealth(route="r", **kw), now=NOW, interval_s=INTERVAL)
+
+
+def test_idle_closed_route_is_probed() -> None:
+    """No real call ever, or none for a whole interval: probe."""
+    assert decide().reason is ProbeReason.NO_RECENT_TRAFFIC and decide().probe
+    assert decide(last_call_at=NOW - INTERVAL).probe
+
+
+def test_recent_real_traffic_replaces_the_probe() -> None:
+    """A real call inside the interval is evidence enough: no probe (passive health)."""
+    d = decide(last_call_at=NOW - 3.0)
+    assert not d.probe and d.reason is ProbeReason.RECENT_TRAFFIC and "3.0 s" in d.detail
+
+
+@pytest.mark.parametrize("state", [BreakerState.HALF_OPEN])
+def test_half_open_is_probed_even_with_traffic(state: BreakerState) -> None:
+    """Probes are a half-open breaker's trials, whatever the traffic."""
+    d = decide(breaker=state, last_call_at=NOW - 1)
+    assert d.probe and d.reason is ProbeReason.HALF_OPEN_TRIAL
+
+
+def test_open_breaker_only_after_open_until() -> None:
+    """Open before open_until: no probe; after it: the first half-open trial."""
+    assert not decide(breaker=BreakerState.OPEN, open_until=NOW + 1).probe
+    assert decide(breaker=BreakerState.OPEN, open_until=NOW).probe
+
+
+def test_cooling_down_route_is_never_probed() -> None:
+    """A probe into a 429 cool-down would spend the exhausted limit: skipped, any state."""
+    for state in (BreakerState.CLOSED, BreakerState.HALF_OPEN):
+        d = decide(breaker=state, cooldown_until=NOW + 5)
+        assert not d.probe and d.reason is ProbeReason.COOLING_DOWN
+    assert decide(cooldown_until=NOW).probe
+
+
+def test_forced_open_is_not_probed_forced_closed_is() -> None:
+    """An operator's forced-open route is left alone; forced-closed is probed when idle."""
+    assert decide(breaker=BreakerState.FORCED_OPEN).reason is ProbeReason.FORCED_OPEN
+    assert decide(breaker=BreakerState.FORCED_CLOSED).probe
+
+
+def test_probes_per_minute_drop_with_traffic() -> None:
+    """One route with a call every 5 s and one idle, probed every 12 s for 10 minutes:
+    only the idle one is probed (50 rounds), the busy one never."""
+    probes = {"busy": 0, "idle": 0}
+    t = NOW
+    for _ in range(50):
+        t += INTERVAL
+        busy = RouteHealth(route="busy", last_call_at=t - (t % 5.0))
+        idle = RouteHealth(route="idle")
+        for h in (busy, idle):
+            probes[h.route] += probe_decision(h, now=t, interval_s=INTERVAL).probe
+    assert probes == {"busy": 0, "idle": 50}
