@@ -245,7 +245,9 @@ class LLMActivities:
         self._latency.record(reply.latency_ms, {"route": inp.route, "role": inp.role})
         if reply.ttft_ms is not None:
             self._ttft.record(reply.ttft_ms, {"route": inp.route})
-        return CallModelResult(reply=reply, data=data, trial=admission.trial)
+        return CallModelResult(
+            reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
+        )
 
     def _rate_limit_wait(
         self, inp: CallModelInput, err: ProviderError, at: float
@@ -512,6 +514,14 @@ def _attempt_base(scheduled_now: float) -> float:
     return (
         scheduled_now + (info.current_attempt_scheduled_time - info.scheduled_time).total_seconds()
     )
+
+
+def _attempt_number() -> int:
+    """Temporal's attempt number of this activity (1 outside an activity)."""
+    try:
+        return activity.info().attempt
+    except RuntimeError:
+        return 1
 
 
 def _retry_left() -> bool:

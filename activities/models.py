@@ -52,6 +52,9 @@ class CallModelResult(BaseModel):
     reply: ChatReply
     data: Any = None
     trial: bool = False
+    #: Temporal's attempt number that answered: 2 after a same-route retry (a 500 after
+    #: backoff, or a 429 whose short Retry-After was waited out).
+    attempt: int = 1
 
 
 class AttemptFailure(BaseModel):

@@ -281,6 +281,10 @@ class _ResilientCall:
         rec.ttft_ms = result.reply.ttft_ms
         if used_prefill:
             rec.note = "continued from partial output (prefill)"
+        if result.attempt > 1:
+            # A same-route retry inside the activity: a 500 after backoff, or a 429 whose
+            # short Retry-After was waited out (the Temporal UI shows the failed attempt).
+            rec.note = f"{rec.note} answered on same-route attempt {result.attempt}".strip()
         return _AttemptResult(attempt, rec, result, None, {}, used_prefill)
 
     async def _single(self, attempt: PlannedAttempt) -> list[_AttemptResult]:
