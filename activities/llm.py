@@ -146,11 +146,13 @@ class LLMActivities:
                 since=rh.sla_since,
                 now=inp.now,
             )
+            # The planner re-evaluates the verdict from the same inputs; the streaks only
+            # ever read the newest restore_after observations, so only those enter history.
+            update: dict[str, Any] = {"recent": rh.recent[-role.sla.restore_after :]}
             if verdict.demoted != rh.sla_demoted:
                 await self._health.set_sla_demoted(inp.role, route, verdict.demoted, at=inp.now)
-                snap.routes[route] = rh.model_copy(
-                    update={"sla_demoted": verdict.demoted, "sla_since": inp.now}
-                )
+                update |= {"sla_demoted": verdict.demoted, "sla_since": inp.now}
+            snap.routes[route] = rh.model_copy(update=update)
         try:
             subset = self._policy.subset_for(inp.role, inp.routes)
             return RoleContext(
@@ -418,7 +420,9 @@ class LLMActivities:
         status = await self._health.status()
         return HealthTable(
             taken_at=inp.now,
-            rows=[snap.get(r) for r in routes],
+            # Recent samples are for SLA streaks, not for the status table (and this table
+            # enters the monitor's history every round).
+            rows=[snap.get(r).model_copy(update={"recent": []}) for r in routes],
             breakers=breakers,
             store=status.backend,
             store_degraded=not status.healthy,

@@ -214,13 +214,22 @@ def _summary_table(runs: list[Run]) -> Table:
 async def _wait_recovered(
     stack: DevStack, console: Console, routes: list[str] | None = None
 ) -> tuple[bool, float]:
-    """Wait until the routes' breakers are closed: probes drive half-open trials and closing."""
+    """Wait until the routes' breakers are closed (probes drive half-open trials and
+    closing) and no route is still cooling down after a 429."""
     t0 = time.monotonic()
     routes = sorted(routes if routes is not None else stack.policy.endpoints)
     with console.status("waiting for the health monitor's probes to close breakers…") as st:
         while time.monotonic() - t0 < RECOVERY_TIMEOUT_S:
-            states = {r: (await stack.deps.stores.health.breaker(r)).state for r in routes}
-            bad = {r: s.value for r, s in states.items() if s is not BreakerState.CLOSED}
+            breakers = {r: await stack.deps.stores.health.breaker(r) for r in routes}
+            now = time.time()
+            bad = {
+                r: b.state.value for r, b in breakers.items() if b.state is not BreakerState.CLOSED
+            }
+            bad |= {
+                r: "cooling down (429)"
+                for r, b in breakers.items()
+                if b.cooldown_until is not None and b.cooldown_until > now
+            }
             if not bad:
                 return True, time.monotonic() - t0
             st.update(

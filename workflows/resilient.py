@@ -35,7 +35,12 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.providers.models import ChatRequest, FinishReason
     from agent_failover.providers.tokens import estimate_request_tokens
     from agent_failover.resilience.cachekey import cache_key
-    from agent_failover.resilience.config import ContentFilterMode, PolicyError, RolePolicy
+    from agent_failover.resilience.config import (
+        ContentFilterMode,
+        PolicyConfig,
+        PolicyError,
+        RolePolicy,
+    )
     from agent_failover.resilience.contracts import (
         AgentOutput,
         AttemptRecord,
@@ -69,6 +74,10 @@ SAME_ROUTE_ATTEMPTS = 2
 #: Heartbeat timeout for model calls: hedge cancellation is delivered on heartbeats.
 CALL_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 ROLE_CONTEXT_TIMEOUT = timedelta(seconds=10)
+#: workflow.patched id of the issue-8 planning rules (half-open routes take real calls only
+#: when drawn; routes that cannot hold the request even after triage are skipped). Runs
+#: recorded before them replay with the old rules, so an in-flight call keeps its routes.
+DECISIONS_PATCH = "decisions-issue-8"
 
 
 @dataclass
@@ -152,12 +161,18 @@ class _ResilientCall:
             routes_by_model.setdefault(ep.family, []).append(name)
         first_plan: FailoverPlan | None = None
         input_tokens = estimate_request_tokens(request)
-        # What triage could at best shrink the request to: a route whose window cannot hold
-        # even that is skipped (CONTEXT_TOO_SMALL), not sent a request it must reject.
-        floor = minimal_input_tokens(request)
-        # One draw per call decides whether it may be a half-open route's real-call trial
-        # (breaker.half_open_call_fraction); workflow.random() replays deterministically.
-        ticket = workflow.random().random()
+        policy, floor, ticket = ctx.policy, None, 0.0
+        if workflow.patched(DECISIONS_PATCH):
+            # What triage could at best shrink the request to: a route whose window cannot
+            # hold even that is skipped (CONTEXT_TOO_SMALL), not sent a request it rejects.
+            floor = minimal_input_tokens(request)
+            # One draw per call decides whether it may be a half-open route's real-call
+            # trial (breaker.half_open_call_fraction); workflow.random() replays exactly.
+            ticket = workflow.random().random()
+        else:
+            # A run recorded before these rules replays with them off: half-open routes
+            # were always trials in their tier slot, and no triage floor was known.
+            policy = _every_call_a_trial(policy)
         while not self.state.stop_live:
             elapsed_ms = (workflow.now() - started).total_seconds() * 1000
             facts = RequestFacts(
@@ -170,7 +185,7 @@ class _ResilientCall:
                 min_input_tokens=floor,
                 trial_ticket=ticket,
             )
-            p = plan(role, ctx.policy, ctx.snapshot, facts, workflow.now().timestamp())
+            p = plan(role, policy, ctx.snapshot, facts, workflow.now().timestamp())
             if first_plan is None:
                 first_plan = p
                 self._record_skipped(p)
@@ -514,6 +529,16 @@ class _ResilientCall:
                 "latency_ms": (workflow.now() - started).total_seconds() * 1000,
             }
         )
+
+
+def _every_call_a_trial(policy: PolicyConfig) -> PolicyConfig:
+    """The policy with ``half_open_call_fraction`` 1 everywhere: the rule before issue 8."""
+    breaker = policy.breaker.model_copy(update={"half_open_call_fraction": 1.0})
+    overrides = {
+        r: o.model_copy(update={"half_open_call_fraction": None})
+        for r, o in policy.breaker_overrides.items()
+    }
+    return policy.model_copy(update={"breaker": breaker, "breaker_overrides": overrides})
 
 
 def _failure_of(err: ActivityError) -> tuple[str, dict[str, Any]]:
