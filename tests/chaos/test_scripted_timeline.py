@@ -60,7 +60,13 @@ async def test_pipelines_ride_out_a_ramp_a_spike_and_recovery(
     dev_env, policy, sim_admin: SimAdmin
 ) -> None:
     """Every pipeline ends with an answer; none fails; the spike trips the primary's
-    breaker instead of being hammered, and the primary serves again once it half-opens."""
+    breaker instead of being hammered, and the primary serves again once it half-opens.
+
+    No health monitor runs here, so real calls must be the half-open trials: the policy
+    opts in with ``half_open_call_fraction: 1`` (the default 0 leaves trials to probes).
+    """
+    breaker = policy.breaker.model_copy(update={"half_open_call_fraction": 1.0})
+    policy = policy.model_copy(update={"breaker": breaker})
     h, workers = build_worker(dev_env.client, policy)
     async with running(workers):
         await sim_admin.load_scenario(TIMELINE)
