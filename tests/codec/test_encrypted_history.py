@@ -49,6 +49,9 @@ SENTINEL = "zebra-canary-4711"
 CLEAR_BY_DESIGN = (
     "search_attributes.indexed_fields",
     "marker_recorded_event_attributes.details[data]",
+    # workflow.patched() markers: the SDK writes the patch id ({"id": ..., "deprecated": ...})
+    # in clear, like its local-activity bookkeeping.
+    "marker_recorded_event_attributes.details[patch-data]",
 )
 
 
