@@ -33,14 +33,11 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 import time
 import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import agent_failover
 from agent_failover.config import DEFAULT_POLICY_PATH
