@@ -24,7 +24,8 @@ compare the two JSON documents side by side. Sections (``--only`` picks some):
 Usage::
 
     .venv/bin/python bench/decisions.py --out bench/out/decisions-after.json
-    /path/to/old/.venv/bin/python bench/decisions.py --out bench/out/decisions-before.json
+    # "before": an older checkout's interpreter running this file
+    /path/to/old/.venv/bin/python "$PWD/bench/decisions.py" --out bench/out/decisions-before.json
 """
 
 from __future__ import annotations
