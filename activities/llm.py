@@ -49,12 +49,14 @@ from agent_failover.providers.registry import complete
 from agent_failover.providers.validate import validate_reply
 from agent_failover.resilience.breaker import Transition
 from agent_failover.resilience.config import (
+    DEFAULT_MAX_REPLY_BYTES,
     BreakerSettings,
     PolicyConfig,
     PolicyError,
     RateLimitSettings,
 )
 from agent_failover.resilience.contracts import CallOutcome
+from agent_failover.resilience.limits import clip, tail
 from agent_failover.resilience.outcomes import BREAKER_REJECTED
 from agent_failover.resilience.probing import ProbeDecision, probe_decision
 from agent_failover.resilience.ratelimit import RateLimitWait, cooldown_s, same_route_wait_s
@@ -70,6 +72,8 @@ log = logging.getLogger(__name__)
 POLICY_ERROR = "policy_error"
 #: Heartbeat cadence while waiting for the first token (cancellation rides on heartbeats).
 HEARTBEAT_EVERY_S = 1.0
+#: Characters of partial text a heartbeat carries (the tail).
+HEARTBEAT_TAIL_CHARS = 400
 #: Prompt of the health probe: tiny, deterministic, cheap.
 PROBE_PROMPT = "Reply with the single word: pong"
 #: Smallest same-route retry delay for a 429 waited out (a Retry-After of 0 still yields).
@@ -154,7 +158,7 @@ class LLMActivities:
                 update |= {"sla_demoted": verdict.demoted, "sla_since": inp.now}
             snap.routes[route] = rh.model_copy(update=update)
         try:
-            subset = self._policy.subset_for(inp.role, inp.routes)
+            subset = self._policy.checked_subset_for(inp.role, inp.routes)
             return RoleContext(
                 role=role, policy=subset, snapshot=snap, task_queue=self._task_queue_for(inp.role)
             )
@@ -196,7 +200,16 @@ class LLMActivities:
     @activity.defn(name="call_model")
     async def call_model(self, inp: CallModelInput) -> CallModelResult:
         """One attempt on one route: admit, stream, validate, record, classify."""
-        endpoint = self._policy.endpoint(inp.route)
+        try:
+            endpoint = self._policy.endpoint(inp.route)
+        except PolicyError as exc:
+            # The workflow planned with a policy this worker does not share: a deployment
+            # configuration error that no retry and no other route can fix.
+            raise ApplicationError(
+                f"this worker's policy cannot serve the call: {exc}",
+                type=POLICY_ERROR,
+                non_retryable=True,
+            ) from exc
         settings = self._policy.trial_settings(inp.route, inp.role)
         base = _attempt_base(inp.now)
         started = time.monotonic()
@@ -213,6 +226,7 @@ class LLMActivities:
             ttft_s=inp.ttft_budget_ms / 1000,
             idle_s=inp.idle_budget_ms / 1000,
             total_s=inp.timeout_ms / 1000,
+            max_reply_bytes=inp.max_reply_bytes,
         )
         progress = _Progress()
         beat = asyncio.create_task(_heartbeat_loop(progress))
@@ -220,7 +234,9 @@ class LLMActivities:
             reply = await complete(
                 self._http, endpoint, inp.request, budgets, on_progress=progress.update
             )
-            data = validate_reply(reply, inp.output_schema, endpoint=inp.route)
+            data = validate_reply(
+                reply, inp.output_schema, endpoint=inp.route, max_reply_bytes=inp.max_reply_bytes
+            )
         except ProviderError as err:
             elapsed_ms = (time.monotonic() - started) * 1000
             at = self._now(base, started)
@@ -395,10 +411,11 @@ class LLMActivities:
             ttft_s=probes.timeout_s,
             idle_s=probes.timeout_s,
             total_s=probes.timeout_s,
+            max_reply_bytes=DEFAULT_MAX_REPLY_BYTES,
         )
         try:
             reply = await complete(self._http, endpoint, request, budgets)
-            validate_reply(reply, None, endpoint=route)
+            validate_reply(reply, None, endpoint=route, max_reply_bytes=DEFAULT_MAX_REPLY_BYTES)
         except ProviderError as exc:
             return None, exc
         return reply, None
@@ -487,9 +504,12 @@ class _Progress:
 
 
 def _safe_heartbeat(progress: _Progress) -> None:
-    # Heartbeats carry the partial text so an operator can see how far a stream got.
+    # Heartbeats carry the tail of the partial text so an operator can see how far a
+    # stream got; never the whole text, which an endless stream would grow without bound.
     try:
-        activity.heartbeat({"tokens": progress.tokens, "partial": progress.text[-400:]})
+        activity.heartbeat(
+            {"tokens": progress.tokens, "partial": progress.text[-HEARTBEAT_TAIL_CHARS:]}
+        )
     except RuntimeError:
         pass  # not inside an activity (direct calls in tests)
 
@@ -583,15 +603,20 @@ def _to_application_error(
     wait out (``wait``), after exactly that delay. Everything else is the workflow's to
     fail over, so it must not be blindly repeated.
     """
+    # Failure details enter history: the partial text keeps only its tail, so a runaway
+    # stream fails its attempt cleanly instead of exceeding the gRPC message limit.
+    partial, cut = tail(err.partial_text)
     failure = AttemptFailure(
         route=route,
         error_class=err.error_class.value,
         decision=err.decision.value,
-        message=err.message,
+        message=clip(err.message),
         status=err.status,
         provider_code=err.provider_code,
         retry_after_s=err.retry_after,
-        partial_text=err.partial_text,
+        partial_text=partial,
+        partial_chars=len(err.partial_text),
+        partial_truncated=cut,
         latency_ms=elapsed_ms,
         context_window=getattr(err, "context_window", None),
         prompt_tokens=getattr(err, "prompt_tokens", None),
@@ -599,7 +624,7 @@ def _to_application_error(
     )
     if wait is not None and wait.wait and wait.delay_s is not None:
         return ApplicationError(
-            str(err),
+            clip(str(err)),
             failure.model_dump(mode="json"),
             type=err.error_class.value,
             non_retryable=False,
@@ -607,7 +632,7 @@ def _to_application_error(
         )
     retry_same_route = err.decision is Decision.RETRY and err.retryable
     return ApplicationError(
-        str(err),
+        clip(str(err)),
         failure.model_dump(mode="json"),
         type=err.error_class.value,
         non_retryable=not retry_same_route,

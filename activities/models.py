@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from agent_failover.providers.models import ChatReply, ChatRequest
 from agent_failover.resilience.breaker import Breaker, Transition
-from agent_failover.resilience.config import PolicyConfig, RolePolicy
+from agent_failover.resilience.config import DEFAULT_MAX_REPLY_BYTES, PolicyConfig, RolePolicy
 from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
 
 
@@ -46,6 +46,9 @@ class CallModelInput(BaseModel):
         default=None,
         description="workflow time the whole call must end by: bounds a same-route 429 wait",
     )
+    max_reply_bytes: int = Field(
+        default=DEFAULT_MAX_REPLY_BYTES, gt=0, description="larger replies: oversized_output"
+    )
 
 
 class CallModelResult(BaseModel):
@@ -67,7 +70,11 @@ class AttemptFailure(BaseModel):
     status: int | None = None
     provider_code: str | None = None
     retry_after_s: float | None = None
+    #: The tail of the text streamed before the failure (at most PARTIAL_TEXT_TAIL_CHARS).
     partial_text: str = ""
+    #: Characters streamed in all; more than ``partial_text`` holds when it was cut.
+    partial_chars: int = 0
+    partial_truncated: bool = False
     latency_ms: float = 0.0
     #: A context-length rejection's stated window and prompt size, when the provider said.
     context_window: int | None = None

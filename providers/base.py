@@ -43,6 +43,7 @@ from agent_failover.providers.errors import (
     ConnectError,
     MalformedStreamError,
     NoResponseError,
+    OversizedOutputError,
     ProviderError,
 )
 from agent_failover.providers.models import ChatReply, ChatRequest, FinishReason, ToolCall, Usage
@@ -61,6 +62,8 @@ MIN_EVENTS_FOR_RATIO = 10
 PROGRESS_INTERVAL_S = 0.1
 #: Most bytes of an error body read for classification.
 MAX_ERROR_BODY_BYTES = 64 * 1024
+#: Room for a JSON reply's envelope (ids, usage, finish reason) beyond its text.
+JSON_ENVELOPE_BYTES = 64 * 1024
 
 # Exceptions an httpx call can raise besides its own tree (InvalidURL and the stream
 # misuse errors do not derive from httpx.HTTPError; OSError can escape custom transports).
@@ -156,6 +159,8 @@ class StreamState(ABC):
     def __init__(self, endpoint: str, prefix: str = "") -> None:
         self.endpoint = endpoint
         self.text = prefix
+        #: UTF-8 bytes of ``text``, kept incrementally for the reply size limit.
+        self.text_bytes = len(prefix.encode("utf-8", errors="replace"))
         self.model: str | None = None
         self.finish: FinishReason | None = None
         self.input_tokens: int | None = None
@@ -204,6 +209,7 @@ class StreamState(ABC):
         """Append generated text; counts as a token for time-to-first-token."""
         if delta:
             self.text += delta
+            self.text_bytes += len(delta.encode("utf-8", errors="replace"))
             self.content_events += 1
 
     def too_malformed(self) -> bool:
@@ -401,6 +407,35 @@ async def _send(call: Call, request: httpx.Request, deadline: float) -> httpx.Re
         raise classify_exception(exc, endpoint=call.name, phase=Phase.BEFORE_HEADERS) from exc
 
 
+def json_body_limit(max_reply_bytes: int | None) -> int | None:
+    """Most bytes of a JSON reply body read for a reply limit: the text may be escaped
+    (up to twice as long) and sits in an envelope."""
+    return None if max_reply_bytes is None else 2 * max_reply_bytes + JSON_ENVELOPE_BYTES
+
+
+def oversized_error(
+    endpoint: str, size: int, limit: int, partial: str = "", *, streaming: bool = False
+) -> OversizedOutputError:
+    """The one error for a reply above the size limit (``size`` is a lower bound when cut)."""
+    how = "stream abandoned after" if streaming else "reply of at least"
+    return OversizedOutputError(
+        f"{how} {size} bytes, above max_reply_bytes {limit}",
+        endpoint=endpoint,
+        status=200,
+        partial_text=partial,
+    )
+
+
+async def _read_json_reply(call: Call, response: httpx.Response, deadline: float) -> bytes:
+    """A JSON reply body, bounded by the reply size limit (``oversized_output`` above it)."""
+    limit = json_body_limit(call.budgets.max_reply_bytes)
+    raw = await _read_body(call, response, deadline, limit)
+    if limit is not None and len(raw) >= limit:
+        assert call.budgets.max_reply_bytes is not None
+        raise oversized_error(call.name, len(raw), call.budgets.max_reply_bytes)
+    return raw
+
+
 async def _read_body(
     call: Call, response: httpx.Response, deadline: float, limit: int | None = None
 ) -> bytes:
@@ -475,7 +510,7 @@ async def run_json(
             response = await _send(call, request, deadline)
             try:
                 await _raise_for_status(call, response)
-                raw = await _read_body(call, response, deadline)
+                raw = await _read_json_reply(call, response, deadline)
             finally:
                 await response.aclose()
         parts = _parse_json_reply(call, raw, parse, response.status_code)
@@ -508,7 +543,7 @@ async def run_stream(
                 await _raise_for_status(call, response)
                 ctype = response.headers.get("content-type", "").lower()
                 if "json" in ctype and "event-stream" not in ctype:
-                    raw = await _read_body(call, response, call.started + b.total_s)
+                    raw = await _read_json_reply(call, response, call.started + b.total_s)
                     parts = _parse_json_reply(call, raw, parse, response.status_code)
                     reply = call.build_reply(parts, ttft_ms=call.elapsed_ms(), malformed=0)
                     await call.progress(reply.text, final=True)
@@ -617,6 +652,10 @@ async def _apply(call: Call, state: StreamState, event: Any) -> None:
         raise _stream_error(
             call, state, StreamEnd.MALFORMED, f"{state.malformed} of {state.events} events"
         )
+    limit = call.budgets.max_reply_bytes
+    if limit is not None and state.text_bytes > limit:
+        # Stop reading now: an endless or runaway stream must not be buffered to the end.
+        raise oversized_error(call.name, state.text_bytes, limit, state.text, streaming=True)
     if state.content_events > before:
         await call.progress(state.text)
 

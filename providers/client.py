@@ -44,7 +44,7 @@ DEFAULT_KEEPALIVE_EXPIRY_S = 30.0
 
 
 class Budgets(BaseModel):
-    """Time limits of one call, in seconds.
+    """Time limits of one call, in seconds, and the reply size limit.
 
     ``connect_s`` bounds opening a connection (and waiting for a connection slot);
     ``ttft_s`` the time from sending the request to the first content token of a stream;
@@ -60,6 +60,9 @@ class Budgets(BaseModel):
     idle_s: float = Field(default=DEFAULT_IDLE_S, gt=0)
     total_s: float = Field(default=DEFAULT_TOTAL_S, gt=0)
     trailer_grace_s: float = Field(default=DEFAULT_TRAILER_GRACE_S, ge=0)
+    #: Largest reply text accepted (UTF-8 bytes); a stream past it is abandoned at once
+    #: as ``oversized_output``. None: unbounded (only for callers that bound it themselves).
+    max_reply_bytes: int | None = Field(default=None, gt=0)
 
     def httpx_timeout(self) -> httpx.Timeout:
         """The per-request httpx timeout: a backstop; the adapters enforce the real budgets."""

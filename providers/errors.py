@@ -39,7 +39,10 @@ The tree (``ErrorClass`` value in brackets, then decision)::
         ├── TruncatedOutputError[truncated_output]    FAILOVER  finish_reason=length where the
         │                                                       output had to be complete JSON
         ├── InvalidOutputError  [invalid_output]      FAILOVER  not JSON / violates the schema
-        └── MalformedToolCallError [malformed_tool_call] FAILOVER
+        ├── MalformedToolCallError [malformed_tool_call] FAILOVER
+        └── OversizedOutputError [oversized_output]   FAILOVER  reply above the role's
+                                                                max_reply_bytes (never retried
+                                                                on the same route)
 
 Errors carry the endpoint name, the HTTP status when there was one, the partial text a
 stream delivered before failing, and never a key, header value or request body.
@@ -79,6 +82,7 @@ class ErrorClass(StrEnum):
     TRUNCATED_OUTPUT = "truncated_output"
     INVALID_OUTPUT = "invalid_output"
     MALFORMED_TOOL_CALL = "malformed_tool_call"
+    OVERSIZED_OUTPUT = "oversized_output"
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,8 @@ CLASSIFICATION: dict[ErrorClass, Classification] = {
     ErrorClass.TRUNCATED_OUTPUT: Classification(Decision.FAILOVER, True, True, semantic=True),
     ErrorClass.INVALID_OUTPUT: Classification(Decision.FAILOVER, True, True, semantic=True),
     ErrorClass.MALFORMED_TOOL_CALL: Classification(Decision.FAILOVER, True, True, semantic=True),
+    # A runaway generation repeats on the same route; the reply could never enter history.
+    ErrorClass.OVERSIZED_OUTPUT: Classification(Decision.FAILOVER, False, True, semantic=True),
 }
 
 
@@ -273,6 +279,10 @@ class MalformedToolCallError(SemanticError):
     error_class = ErrorClass.MALFORMED_TOOL_CALL
 
 
+class OversizedOutputError(SemanticError):
+    error_class = ErrorClass.OVERSIZED_OUTPUT
+
+
 ERROR_TYPES: dict[ErrorClass, type[ProviderError]] = {
     cls.error_class: cls
     for cls in (
@@ -280,6 +290,6 @@ ERROR_TYPES: dict[ErrorClass, type[ProviderError]] = {
         QuotaExhaustedError, OverloadedError, ServerError, AuthError, InvalidRequestError,
         ContextLengthError, ContentFilterError, StreamStalledError, StreamCutError,
         MalformedStreamError, StreamErrorEvent, EmptyOutputError, TruncatedOutputError,
-        InvalidOutputError, MalformedToolCallError,
+        InvalidOutputError, MalformedToolCallError, OversizedOutputError,
     )
 }  # fmt: skip

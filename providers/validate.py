@@ -2,7 +2,8 @@
 
 Runs after every successful call. A reply can be a perfectly valid HTTP exchange and
 still be useless: empty, cut at ``max_tokens`` where complete JSON was required, not
-JSON, not matching the schema, or carrying a tool call whose arguments do not parse.
+JSON, not matching the schema, carrying a tool call whose arguments do not parse, or too
+big to enter workflow history (``max_reply_bytes``).
 Each of those raises its :class:`~providers.errors.SemanticError` so the route's
 semantic-failure rate sees it and the caller fails over. No IO, no clock.
 """
@@ -22,6 +23,7 @@ from agent_failover.providers.errors import (
     InvalidOutputError,
     InvalidRequestError,
     MalformedToolCallError,
+    OversizedOutputError,
     TruncatedOutputError,
 )
 from agent_failover.providers.models import ChatReply, FinishReason
@@ -52,15 +54,39 @@ def parse_json_output(text: str) -> Any:
     return json.loads(match.group(1) if match else text)
 
 
-def validate_reply(reply: ChatReply, json_schema: dict[str, Any] | None, *, endpoint: str) -> Any:
+def reply_bytes(reply: ChatReply) -> int:
+    """UTF-8 bytes of what a reply carries into history: its text and tool-call arguments."""
+    size = len(reply.text.encode("utf-8", errors="replace"))
+    for call in reply.tool_calls:
+        args = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
+        size += len(args.encode("utf-8", errors="replace")) + len(call.name) + len(call.id)
+    return size
+
+
+def validate_reply(
+    reply: ChatReply,
+    json_schema: dict[str, Any] | None,
+    *,
+    endpoint: str,
+    max_reply_bytes: int | None = None,
+) -> Any:
     """Check ``reply`` and return its parsed JSON when a schema was asked for, else ``None``.
 
-    Order: a malformed tool call, then emptiness, then (with a schema) truncation, JSON
-    syntax and the schema itself. A reply that stops to call tools has no final answer
-    yet, so the schema is not applied to it. An invalid *schema* is the caller's bug and
-    raises :class:`InvalidRequestError`.
+    Order: size (above ``max_reply_bytes`` it could not enter workflow history), a
+    malformed tool call, then emptiness, then (with a schema) truncation, JSON syntax and
+    the schema itself. A reply that stops to call tools has no final answer yet, so the
+    schema is not applied to it. An invalid *schema* is the caller's bug and raises
+    :class:`InvalidRequestError`.
     """
     kw: dict[str, Any] = {"endpoint": endpoint, "partial_text": reply.text}
+    if max_reply_bytes is not None:
+        size = reply_bytes(reply)
+        if size > max_reply_bytes:
+            raise OversizedOutputError(
+                f"reply of {size} bytes is above max_reply_bytes {max_reply_bytes}",
+                status=200,
+                **kw,
+            )
     for call in reply.tool_calls:
         if call.raw_arguments is not None or not call.name:
             what = f"arguments {_quote(call.raw_arguments or '')!r}" if call.name else "no name"

@@ -13,6 +13,7 @@ each field with its default and range. :func:`describe_policy` summarises a poli
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -24,6 +25,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agent_failover.providers.endpoint import EndpointConfig
+from agent_failover.resilience.limits import MAX_REPLY_BYTES_LIMIT
 
 # --- breaker defaults (resilience4j-style seeds) -------------------------------------
 DEFAULT_ERROR_RATE_THRESHOLD = 0.15
@@ -76,6 +78,13 @@ DEFAULT_HEDGE_MAX_HEDGES = 1
 DEFAULT_HEDGE_MIN_DELAY_MS = 50.0
 DEFAULT_CACHE_TTL_S = 3_600.0
 DEFAULT_CACHE_MAX_STALENESS_S = 86_400.0
+#: Largest reply a role accepts; bigger ones fail as ``oversized_output`` and fail over.
+DEFAULT_MAX_REPLY_BYTES = 256 * 1024
+MIN_REPLY_BYTES = 1024
+#: Confidence below which a critical role's answer escalates (0: only the static fallback).
+DEFAULT_MIN_CONFIDENCE = 0.0
+#: Verdicts a static fallback may never carry: it answers when nothing could review.
+APPROVING_VERDICTS = frozenset({"approve", "approved", "accept", "accepted", "pass", "lgtm"})
 DEFAULT_POLICY_VERSION = 1
 #: Bulkhead (own task queue and activity slots) of roles that do not name one.
 DEFAULT_BULKHEAD = "core"
@@ -323,6 +332,18 @@ class RolePolicy(BaseModel):
     stateless: bool = True
     output_schema: dict[str, Any] | None = None
     min_quality: float = Field(default=0.0, ge=0.0, le=1.0)
+    min_confidence: float = Field(
+        default=DEFAULT_MIN_CONFIDENCE,
+        ge=0.0,
+        le=1.0,
+        description="a critical role answering below this confidence escalates",
+    )
+    max_reply_bytes: int = Field(
+        default=DEFAULT_MAX_REPLY_BYTES,
+        ge=MIN_REPLY_BYTES,
+        le=MAX_REPLY_BYTES_LIMIT,
+        description="a longer reply fails as oversized_output and fails over",
+    )
     roster: Roster
     system_prompt: str | None = None
     content_filter: ContentFilterMode = Field(
@@ -501,6 +522,41 @@ class PolicyConfig(BaseModel):
             }
         )
 
+    def checked_subset_for(self, role: str, extra_routes: list[str] | None = None) -> PolicyConfig:
+        """:meth:`subset_for`, validated the way a workflow will decode it.
+
+        The subset travels to the workflow as JSON and is validated again there, where a
+        failure cannot be reported (the workflow task would retry forever). Validating
+        the round trip here turns any such problem into a :class:`PolicyError` whose
+        paths name the role, for the role-context activity and ``config check`` alike.
+        """
+        subset = self.subset_for(role, extra_routes)
+        try:
+            return PolicyConfig.model_validate_json(subset.model_dump_json())
+        except PolicyError as exc:
+            raise PolicyError(_subset_paths(role, exc.errors)) from None
+        except ValidationError as exc:
+            raise PolicyError(_subset_paths(role, _validation_errors(exc))) from None
+
+
+def _subset_paths(role: str, errors: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(f"roles.{role} (policy sent to workflows): {path}", msg) for path, msg in errors]
+
+
+def runtime_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
+    """Problems a valid-looking policy would only show at run time, per role.
+
+    Builds every role's subset exactly as the role-context activity does, so ``config
+    check``, worker start-up and the running workflow accept the same policies.
+    """
+    errors: list[tuple[str, str]] = []
+    for name in cfg.roles:
+        try:
+            cfg.checked_subset_for(name)
+        except PolicyError as exc:
+            errors.extend(exc.errors)
+    return errors
+
 
 def _cross_reference_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
     errors: list[tuple[str, str]] = []
@@ -530,16 +586,39 @@ def _cross_reference_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
 
 def _static_fallback_errors(role: RolePolicy, path: str) -> list[tuple[str, str]]:
     """The static fallback must be something downstream agents can consume as-is."""
-    if role.output_schema is None:
-        return []
     static = role.roster.static
+    problems = _approving_static(static, path)
+    if role.output_schema is None:
+        return problems
     if static.data is None:
         return [(f"{path}.data", "required because the role has an output_schema")]
     validator = jsonschema.Draft202012Validator(role.output_schema)
-    problems = []
     for err in sorted(validator.iter_errors(static.data), key=lambda e: list(e.absolute_path)):
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
         problems.append((f"{path}.data{where}", f"violates output_schema: {err.message}"))
+    return problems
+
+
+def _approving_static(static: StaticFallback, path: str) -> list[tuple[str, str]]:
+    """A static fallback that approves: served when no model could review, it would pass
+    unreviewed work as reviewed (a confident wrong answer)."""
+    candidates: list[tuple[str, Any]] = [(f"{path}.data", static.data)]
+    try:
+        candidates.append((f"{path}.content", json.loads(static.content)))
+    except ValueError:
+        pass
+    problems = []
+    for where, value in candidates:
+        verdict = value.get("verdict") if isinstance(value, dict) else None
+        if isinstance(verdict, str) and verdict.strip().lower() in APPROVING_VERDICTS:
+            problems.append(
+                (
+                    f"{where}.verdict" if where.endswith(".data") else where,
+                    f"a static fallback must never approve (verdict {verdict!r}): it is "
+                    "served when no model could review; use a non-approving verdict such "
+                    "as 'revise' (the pipeline reports the review as unreviewed)",
+                )
+            )
     return problems
 
 
@@ -641,12 +720,16 @@ def parse_policy(data: Any, *, env: Mapping[str, str] | None = None) -> PolicyCo
     if errors:
         raise PolicyError(errors)
     try:
-        return PolicyConfig.model_validate(data)
+        cfg = PolicyConfig.model_validate(data)
     except ValidationError as exc:
         # Field errors stop pydantic before the cross-reference check runs; repeat the
         # name checks on the raw data so one run reports every problem.
         errors = _validation_errors(exc) + _raw_reference_errors(data)
         raise PolicyError(list(dict.fromkeys(errors))) from None
+    errors = runtime_errors(cfg)
+    if errors:
+        raise PolicyError(errors)
+    return cfg
 
 
 def _raw_reference_errors(data: dict[str, Any]) -> list[tuple[str, str]]:

@@ -51,11 +51,14 @@ def apply_failure(
     now: float,
     routes_by_model: dict[str, list[str]],
     stated_context_window: int | None = None,
+    partial_truncated: bool = False,
 ) -> CallState:
     """Fold one failed attempt into the call state and return the new state.
 
     ``context_window`` is what the plan believed of the route (learned or configured,
     None if unknown); ``stated_context_window`` what its rejection said, which wins.
+    ``partial_truncated`` says the failure carried only the tail of what was streamed
+    (failure details are bounded): a tail cannot be continued, so it is never a prefill.
     """
     s = state.model_copy(deep=True)
     if route not in s.excluded:
@@ -91,7 +94,8 @@ def apply_failure(
         s.stop_live = True
     if decision is Decision.COOLDOWN:
         s.cooldowns[route] = now + (retry_after_s if retry_after_s else DEFAULT_COOLDOWN_S)
-    if ec in (ErrorClass.STREAM_CUT, ErrorClass.STREAM_STALLED) and partial_text:
+    resumable = partial_text and not partial_truncated
+    if ec in (ErrorClass.STREAM_CUT, ErrorClass.STREAM_STALLED) and resumable:
         if not s.prefill_blocked and len(partial_text) > len(s.prefill_text):
             s.prefill_text = partial_text
     return s

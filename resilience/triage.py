@@ -198,3 +198,18 @@ def triage(
         input_tokens_after=after,
         fits=after <= max_input_tokens,
     )
+
+
+def request_bytes(request: ChatRequest) -> int:
+    """Bytes of ``request`` as it travels in a ``call_model`` input (its JSON form)."""
+    return len(request.model_dump_json().encode("utf-8"))
+
+
+def bound_request_bytes(request: ChatRequest, max_bytes: int) -> TriageResult:
+    """Triage ``request`` (same order as :func:`triage`) until its JSON fits ``max_bytes``.
+
+    Requests assembled from earlier answers (a critic or synthesis over every section)
+    grow with those answers; bounding them before they are scheduled keeps the activity
+    input under Temporal's payload limit. ``input_tokens_*`` hold bytes here.
+    """
+    return triage(request, max_bytes, estimator=request_bytes)

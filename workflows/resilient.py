@@ -22,7 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from agent_failover.activities.llm import LLMActivities
+    from agent_failover.activities.llm import POLICY_ERROR, LLMActivities
     from agent_failover.activities.models import (
         CachedAnswer,
         CacheLookupInput,
@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
         ReasonCode,
     )
     from agent_failover.resilience.degrade import cached_output, confidence_for, static_output
+    from agent_failover.resilience.limits import MAX_REQUEST_BYTES
     from agent_failover.resilience.options import (
         CallOptions,
         OnExhausted,
@@ -62,7 +63,7 @@ with workflow.unsafe.imports_passed_through():
         SkipReason,
         plan,
     )
-    from agent_failover.resilience.triage import minimal_input_tokens, triage
+    from agent_failover.resilience.triage import bound_request_bytes, minimal_input_tokens, triage
     from agent_failover.workflows.errors import FailoverExhausted
 
 #: Extra time Temporal allows beyond the activity's own budget before it times it out.
@@ -78,6 +79,10 @@ ROLE_CONTEXT_TIMEOUT = timedelta(seconds=10)
 #: when drawn; routes that cannot hold the request even after triage are skipped). Runs
 #: recorded before them replay with the old rules, so an in-flight call keeps its routes.
 DECISIONS_PATCH = "decisions-issue-8"
+#: All attempts of the role-context local activity together.
+ROLE_CONTEXT_DEADLINE = timedelta(seconds=60)
+#: Error type of a request too big to schedule even after triage.
+REQUEST_TOO_LARGE = "request_too_large"
 
 
 @dataclass
@@ -139,12 +144,15 @@ class _ResilientCall:
                 routes=override_routes(self.options),
             ),
             start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
+            # Bounded: an error that keeps recurring ends the call with its reason
+            # instead of retrying the local activity (and the workflow task) forever.
+            schedule_to_close_timeout=ROLE_CONTEXT_DEADLINE,
             summary=f"{self.role_name}: policy and route health",
         )
         try:
             role = apply_call_options(ctx.role, ctx.policy, self.options)
         except PolicyError as exc:
-            raise ApplicationError(str(exc), type="policy_error", non_retryable=True) from exc
+            raise ApplicationError(str(exc), type=POLICY_ERROR, non_retryable=True) from exc
         ctx = ctx.model_copy(update={"role": role})
         self.ctx = ctx
         request = self.request
@@ -152,7 +160,7 @@ class _ResilientCall:
             request = request.model_copy(update={"system": role.system_prompt})
         if role.output_schema is not None and request.json_schema is None:
             request = request.model_copy(update={"json_schema": role.output_schema})
-        self.request = request
+        self.request = request = self._bounded(request)
         key = cache_key(self.role_name, request)
         # Grouped by model family: Claude on Bedrock or Vertex is the model the Anthropic
         # API serves, under another id, and refuses the same content.
@@ -202,6 +210,12 @@ class _ResilientCall:
             results = await (self._hedged(first, hedge) if hedge else self._single(first))
             winner = next((r for r in results if r.result is not None), None)
             for r in results:
+                if r.error_type == POLICY_ERROR:
+                    # A worker that cannot serve a planned route is misconfigured; other
+                    # routes would hide that, so the call ends here with the worker's words.
+                    raise ApplicationError(
+                        r.record.error or "policy error", type=POLICY_ERROR, non_retryable=True
+                    )
                 self.attempts.append(r.record)
                 if r.error_type is not None:
                     self._fold_failure(r, routes_by_model)
@@ -214,6 +228,25 @@ class _ResilientCall:
         if self.options is not None and self.options.on_exhausted is OnExhausted.RAISE:
             raise FailoverExhausted(self.role_name, self.attempts, list(self.state.reasons))
         return await self._degraded(first_plan, key, role, started)
+
+    def _bounded(self, request: ChatRequest) -> ChatRequest:
+        """The request triaged to fit one activity input (:data:`MAX_REQUEST_BYTES`).
+
+        A request built from earlier answers can outgrow Temporal's payload limit; one
+        that cannot be cut down (its protected turns alone are too big) fails the call.
+        """
+        bounded = bound_request_bytes(request, MAX_REQUEST_BYTES)
+        if not bounded.fits:
+            raise ApplicationError(
+                f"role {self.role_name!r}: request of {bounded.input_tokens_before} bytes "
+                f"cannot be cut below {MAX_REQUEST_BYTES} bytes (the system prompt, latest "
+                f"user turn and tool results alone are {bounded.input_tokens_after} bytes)",
+                type=REQUEST_TOO_LARGE,
+                non_retryable=True,
+            )
+        if bounded.truncated:
+            self.state.add_reason(ReasonCode.CONTEXT_TRUNCATED)
+        return bounded.request
 
     # -- attempts -----------------------------------------------------------------------
 
@@ -254,6 +287,7 @@ class _ResilientCall:
                 timeout_ms=attempt.timeout_ms,
                 now=now,
                 deadline_at=self.started_at + self.ctx.role.total_budget_ms / 1000,
+                max_reply_bytes=self.ctx.role.max_reply_bytes,
             ),
             task_queue=self.ctx.task_queue,
             start_to_close_timeout=timeout + ACTIVITY_GRACE,
@@ -362,6 +396,7 @@ class _ResilientCall:
             error_type=r.error_type or "",
             retry_after_s=r.details.get("retry_after_s"),
             partial_text=r.details.get("partial_text") or "",
+            partial_truncated=bool(r.details.get("partial_truncated")),
             used_prefill=r.used_prefill,
             now=workflow.now().timestamp(),
             routes_by_model=routes_by_model,

@@ -68,7 +68,7 @@ def test_static_output_is_schema_valid_and_flagged(demo_policy: PolicyConfig) ->
     ]  # fmt: skip
     out = static_output(role, attempts)
     assert out.capability is Capability.STATIC and out.tier == 3 and out.degraded
-    assert out.data == {"verdict": "approve", "reasons": [role.roster.static.data["reasons"][0]]}
+    assert out.data == {"verdict": "revise", "reasons": [role.roster.static.data["reasons"][0]]}
     assert out.reason_codes == [
         ReasonCode.MODEL_UNAVAILABLE,
         ReasonCode.LATENCY_BUDGET_EXCEEDED,
