@@ -193,6 +193,11 @@ class LLMActivities:
         return PipelineRoles(
             specialists=specialists,
             critical=[n for n, r in self._policy.roles.items() if r.critical],
+            min_confidence={
+                n: r.min_confidence
+                for n, r in self._policy.roles.items()
+                if r.critical and r.min_confidence > 0
+            },
         )
 
     # -- one model attempt --------------------------------------------------------------

@@ -162,6 +162,8 @@ class PipelineRoles(BaseModel):
     synthesis: str = "synthesis"
     specialists: list[str]
     critical: list[str] = Field(default_factory=list)
+    #: ``min_confidence`` of critical roles that set one (an answer below it escalates).
+    min_confidence: dict[str, float] = Field(default_factory=dict)
 
 
 class ToolCallInput(BaseModel):

@@ -543,14 +543,21 @@ def _subset_paths(role: str, errors: list[tuple[str, str]]) -> list[tuple[str, s
     return [(f"roles.{role} (policy sent to workflows): {path}", msg) for path, msg in errors]
 
 
-def runtime_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
-    """Problems a valid-looking policy would only show at run time, per role.
+def load_time_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
+    """Checks made when a policy is loaded (``config check``, worker start), not on every
+    construction.
 
-    Builds every role's subset exactly as the role-context activity does, so ``config
-    check``, worker start-up and the running workflow accept the same policies.
+    A policy also travels inside running workflows' history and is validated again
+    whenever a workflow decodes it; a rule added later must not make those old copies
+    undecodable (the workflow task would fail forever), so newer rules live here:
+
+    * every role's subset is built exactly as the role-context activity builds it, so
+      ``config check``, worker start-up and the running workflow accept the same policies;
+    * no static fallback approves (it answers when nothing could review).
     """
     errors: list[tuple[str, str]] = []
-    for name in cfg.roles:
+    for name, role in cfg.roles.items():
+        errors.extend(_approving_static(role.roster.static, f"roles.{name}.roster.static"))
         try:
             cfg.checked_subset_for(name)
         except PolicyError as exc:
@@ -587,12 +594,12 @@ def _cross_reference_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
 def _static_fallback_errors(role: RolePolicy, path: str) -> list[tuple[str, str]]:
     """The static fallback must be something downstream agents can consume as-is."""
     static = role.roster.static
-    problems = _approving_static(static, path)
     if role.output_schema is None:
-        return problems
+        return []
     if static.data is None:
         return [(f"{path}.data", "required because the role has an output_schema")]
     validator = jsonschema.Draft202012Validator(role.output_schema)
+    problems = []
     for err in sorted(validator.iter_errors(static.data), key=lambda e: list(e.absolute_path)):
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
         problems.append((f"{path}.data{where}", f"violates output_schema: {err.message}"))
@@ -726,7 +733,7 @@ def parse_policy(data: Any, *, env: Mapping[str, str] | None = None) -> PolicyCo
         # name checks on the raw data so one run reports every problem.
         errors = _validation_errors(exc) + _raw_reference_errors(data)
         raise PolicyError(list(dict.fromkeys(errors))) from None
-    errors = runtime_errors(cfg)
+    errors = load_time_errors(cfg)
     if errors:
         raise PolicyError(errors)
     return cfg

@@ -6,15 +6,19 @@ The pipeline workflow calls these with values from history; nothing here does IO
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from agent_failover.providers.models import ChatRequest, Message, Priority
+from agent_failover.providers.validate import parse_json_output
 from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
 
 #: Confidence cap applied to the final answer per degraded section (uncertainty widens).
 DEGRADED_SECTION_PENALTY = 0.15
+#: Critic verdicts. ``unreviewed``: nobody could review (static critic, unusable verdict).
+APPROVE, REVISE, UNREVIEWED = "approve", "revise", "unreviewed"
 
 
 class FailoverSummary(BaseModel):
@@ -118,11 +122,31 @@ def critic_request(task: str, sections: list[tuple[str, AgentOutput]]) -> ChatRe
 
 
 def parse_verdict(data: Any) -> tuple[str, list[str]]:
-    """(verdict, reasons) from the critic's JSON; anything unusable counts as approve."""
-    if isinstance(data, dict) and data.get("verdict") in ("approve", "revise"):
+    """(verdict, reasons) from the critic's JSON; anything unusable is ``unreviewed``.
+
+    Never ``approve`` by default: a verdict nobody gave must not pass work as reviewed.
+    """
+    if isinstance(data, dict) and data.get("verdict") in (APPROVE, REVISE):
         reasons = data.get("reasons") if isinstance(data.get("reasons"), list) else []
         return str(data["verdict"]), [str(r) for r in reasons][:10]
-    return "approve", []
+    return UNREVIEWED, []
+
+
+def review_verdict(out: AgentOutput) -> tuple[str, list[str]]:
+    """The critic's verdict on the sections, as far as anyone actually reviewed them.
+
+    A static fallback is served when no model could review, so it is ``unreviewed``
+    whatever its data says; a human's answer counts when it is a verdict in JSON.
+    """
+    if out.capability is Capability.STATIC or ReasonCode.STATIC_FALLBACK in out.reason_codes:
+        return UNREVIEWED, []
+    data = out.data
+    if data is None and out.content:
+        try:
+            data = parse_json_output(out.content)
+        except (ValueError, RecursionError):
+            data = None
+    return parse_verdict(data)
 
 
 def synthesis_request(
@@ -176,17 +200,25 @@ def summarize(steps: list[tuple[str, AgentOutput]]) -> FailoverSummary:
 
 
 def final_answer(
-    synthesis: AgentOutput, sections: list[tuple[str, AgentOutput]], *, suppress_degraded: bool
+    synthesis: AgentOutput,
+    sections: list[tuple[str, AgentOutput]],
+    *,
+    suppress_degraded: bool,
+    verdict: str | None = None,
 ) -> tuple[str, float]:
     """The answer text with a provenance footer, and its confidence.
 
-    Confidence is the synthesis's own, lowered for each degraded section it rests on.
+    Confidence is the synthesis's own, lowered for each degraded section it rests on,
+    and once more when the work went unreviewed.
     """
     degraded = [(s, o) for s, o in sections if is_section_degraded(o)]
-    conf = synthesis.confidence * (1 - DEGRADED_SECTION_PENALTY) ** len(degraded)
+    penalties = len(degraded) + (1 if verdict == UNREVIEWED else 0)
+    conf = synthesis.confidence * (1 - DEGRADED_SECTION_PENALTY) ** penalties
     lines = [synthesis.content.strip()]
     if is_section_degraded(synthesis):
         lines.append(f"\n[synthesis itself is degraded: {_flag(synthesis)}]")
+    if verdict == UNREVIEWED:
+        lines.append("\n[not reviewed: the critic could not review this work]")
     if degraded:
         verb = "left out" if suppress_degraded else "marked"
         lines.append(f"\nProvenance: {len(degraded)} section(s) degraded and {verb}:")
@@ -195,10 +227,41 @@ def final_answer(
     return "\n".join(lines), round(max(0.0, min(1.0, conf)), 4)
 
 
-def needs_escalation(out: AgentOutput, *, critical: bool) -> bool:
-    """A critical role that could only be answered by the static fallback needs a human."""
-    return critical and (
-        out.capability is Capability.STATIC or ReasonCode.STATIC_FALLBACK in out.reason_codes
+class EscalationTrigger(StrEnum):
+    """Why a step cannot go on without a human."""
+
+    #: A critical role could only be answered by its static fallback.
+    STATIC_FALLBACK = "static_fallback"
+    #: A critical role answered, but below its ``min_confidence``.
+    LOW_CONFIDENCE = "low_confidence"
+    #: An undo of a side effect could not complete.
+    COMPENSATION_FAILED = "compensation_failed"
+
+
+def escalation_trigger(
+    out: AgentOutput, *, critical: bool, min_confidence: float = 0.0
+) -> EscalationTrigger | None:
+    """Whether (and why) a step's answer needs a human; only critical roles escalate."""
+    if not critical:
+        return None
+    if out.capability is Capability.STATIC or ReasonCode.STATIC_FALLBACK in out.reason_codes:
+        return EscalationTrigger.STATIC_FALLBACK
+    if ReasonCode.HUMAN_PROVIDED in out.reason_codes:
+        return None
+    if out.confidence < min_confidence:
+        return EscalationTrigger.LOW_CONFIDENCE
+    return None
+
+
+def trigger_reason(
+    trigger: EscalationTrigger, role: str, out: AgentOutput, min_confidence: float
+) -> str:
+    """One line an operator reads: which role, and why it is blocked."""
+    if trigger is EscalationTrigger.STATIC_FALLBACK:
+        return f"critical role {role!r} could only be answered by its static fallback"
+    return (
+        f"critical role {role!r} answered with confidence {out.confidence:.2f}, below its "
+        f"min_confidence {min_confidence:.2f} ({out.capability.value}, tier {out.tier})"
     )
 
 

@@ -5,6 +5,8 @@ Register it on a test worker to drive ``resilient_complete`` from a test or benc
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 from temporalio import workflow
 
@@ -12,6 +14,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.providers.models import ChatRequest
     from agent_failover.resilience.contracts import AgentOutput
     from agent_failover.resilience.options import CallOptions
+    from agent_failover.workflows.inputs import workflow_input
     from agent_failover.workflows.resilient import resilient_complete
 
 
@@ -24,5 +27,7 @@ class CallInput(BaseModel):
 @workflow.defn(name="ResilientCallWorkflow")
 class ResilientCallWorkflow:
     @workflow.run
-    async def run(self, inp: CallInput) -> AgentOutput:
+    async def run(self, *args: Any) -> AgentOutput:
+        # Untyped on purpose (see workflows.inputs): bad input fails the run, not the task.
+        inp = workflow_input(CallInput, args, workflow_name="ResilientCallWorkflow")
         return await resilient_complete(inp.role, inp.request, options=inp.options)

@@ -63,12 +63,24 @@ class ActionResult(BaseModel):
     error: str | None = None
 
 
+class EscalationTimeoutAction(StrEnum):
+    """What a pipeline does when nobody answers its escalation in time."""
+
+    #: Fail the run with the reason (the blocked steps and why): never a guessed answer.
+    FAIL = "fail"
+    #: Continue with the degraded answers, for this and every later blocked step.
+    ACCEPT_DEGRADED = "accept_degraded"
+    #: Undo every side effect applied so far (the saga's compensation log), then fail.
+    ABORT = "abort"
+
+
 class PipelineOptions(BaseModel):
     max_subtasks: int = Field(default=4, ge=1, le=8)
     revision_rounds: int = Field(default=1, ge=0, le=2)
     suppress_degraded_sections: bool = False
     escalate_on_critical_degraded: bool = True
     escalation_timeout_s: float = Field(default=900.0, ge=0.0, le=7 * 86400)
+    escalation_timeout_action: EscalationTimeoutAction = EscalationTimeoutAction.FAIL
     actions: list[ActionSpec] = Field(default_factory=list, max_length=20)
 
 
@@ -131,8 +143,22 @@ class EscalationState(StrEnum):
     ABORTED = "aborted"
 
 
+class BlockedStep(BaseModel):
+    """A step that cannot go on without a human: which, why, and how sure its answer is."""
+
+    step: str
+    role: str
+    trigger: str = Field(description="static_fallback, low_confidence or compensation_failed")
+    reason: str
+    confidence: float | None = None
+
+
 class PendingEscalation(BaseModel):
-    """The serialized state of a pipeline paused for a human."""
+    """The serialized state of a pipeline paused for a human.
+
+    ``step``/``role``/``reason``/``output`` describe the step that opened the escalation;
+    ``blocked_steps`` every step waiting on it (one decision resolves them all).
+    """
 
     step: str
     role: str
@@ -142,6 +168,10 @@ class PendingEscalation(BaseModel):
     pending_steps: list[str]
     failover_history: dict[str, list[AttemptRecord]]
     compensation_log: CompensationLog | None = None
+    blocked_steps: list[BlockedStep] = Field(default_factory=list)
+    opened_at: float | None = Field(default=None, description="workflow time it opened")
+    timeout_s: float | None = None
+    timeout_action: EscalationTimeoutAction | None = None
 
 
 class PipelineResult(BaseModel):

@@ -13,6 +13,7 @@ closed, release it, and pause or resume probing; the ``health`` query returns th
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -25,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         ProbeInput,
         ProbeResult,
     )
+    from agent_failover.workflows.inputs import workflow_input
     from agent_failover.workflows.models import ForceRouteSignal, MonitorInput, MonitorTable
 
 
@@ -49,7 +51,10 @@ class HealthMonitorWorkflow:
         self._table: HealthTable | None = None
 
     @workflow.run
-    async def run(self, inp: MonitorInput) -> None:
+    async def run(self, *args: Any) -> None:
+        # Untyped on purpose (see workflows.inputs): a bad start fails the run at once
+        # instead of failing its workflow task forever. Callers pass a MonitorInput.
+        inp = workflow_input(MonitorInput, args, workflow_name="HealthMonitorWorkflow")
         self._paused = inp.paused
         self._results = dict(inp.last_results)
         self._rounds = inp.rounds

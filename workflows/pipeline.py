@@ -4,8 +4,12 @@ Every agent call goes through :func:`workflows.resilient.resilient_complete`. Th
 workflow keeps a visible record as it goes: ``status`` and ``failover_history`` queries,
 and the search attributes FailoverCount, WorstTier, Degraded and EscalationState, so
 "every pipeline that degraded" is one filter in the Temporal UI. When a critical role
-can only be answered by its static fallback, the pipeline pauses for a human with its
-state serialized, and waits for ``resolve_escalation``.
+can only be answered by its static fallback, or answers below its ``min_confidence``, the
+pipeline pauses for a human with its state serialized and waits for
+``resolve_escalation``: one escalation per run, which every blocked step joins
+(:mod:`workflows.escalation`). Nobody answering within the timeout ends the run the way
+``escalation_timeout_action`` says: fail with the reason (default), accept degraded, or
+abort with compensation. A static critic never approves: its verdict is ``unreviewed``.
 
 With ``options.actions`` the pipeline then applies side effects as a saga: each action is a
 ``run_tool`` activity keyed by :func:`resilience.saga.idempotency_key`; each success
@@ -25,8 +29,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from pydantic import ValidationError
-
+    from agent_failover.activities.llm import LLMActivities
     from agent_failover.activities.models import (
         PipelineRoles,
         PipelineRolesInput,
@@ -34,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
     )
     from agent_failover.activities.tools import NON_RETRYABLE_TOOL_ERRORS
+    from agent_failover.providers.validate import parse_json_output
     from agent_failover.resilience.contracts import (
         AgentOutput,
         AttemptRecord,
@@ -41,20 +45,23 @@ with workflow.unsafe.imports_passed_through():
         ReasonCode,
     )
     from agent_failover.resilience.pipeline import (
+        REVISE,
+        EscalationTrigger,
         FailoverSummary,
         PlanError,
         Subtask,
         critic_request,
         dumps_plan,
+        escalation_trigger,
         final_answer,
         is_section_degraded,
-        needs_escalation,
         parse_plan,
-        parse_verdict,
         planner_request,
+        review_verdict,
         specialist_request,
         summarize,
         synthesis_request,
+        trigger_reason,
     )
     from agent_failover.resilience.saga import (
         CompensationEntry,
@@ -66,15 +73,20 @@ with workflow.unsafe.imports_passed_through():
         idempotency_key,
         render_args,
     )
+    from agent_failover.workflows.escalation import EscalationDesk
+    from agent_failover.workflows.inputs import workflow_input
     from agent_failover.workflows.models import (
         ActionResult,
         ActionSpec,
         ActionStatus,
+        BlockedStep,
         EscalationAction,
         EscalationDecision,
         EscalationState,
+        EscalationTimeoutAction,
         PendingEscalation,
         PipelineInput,
+        PipelineOptions,
         PipelineResult,
         PipelineStatus,
         Section,
@@ -88,6 +100,8 @@ with workflow.unsafe.imports_passed_through():
 PLANNER, CRITIC, SYNTHESIS = "planner", "critic", "synthesis"
 INVALID_INPUT = "invalid_pipeline_input"
 ABORTED = "aborted_by_operator"
+#: The run ended because nobody answered its escalation (timeout action fail or abort).
+ESCALATION_TIMED_OUT = "escalation_timed_out"
 #: Stage and escalation role of the side-effect saga.
 ACTIONS, SAGA = "actions", "saga"
 #: Retries of one compensation before it escalates (each attempt is idempotent).
@@ -107,31 +121,26 @@ class AgentPipelineWorkflow:
         self._phase = "starting"
         self._steps: list[StepResult] = []
         self._pending: list[str] = []
-        self._escalation = EscalationState.NONE
-        self._pending_escalation: PendingEscalation | None = None
-        self._decision: EscalationDecision | None = None
         self._critical: set[str] = set()
+        self._min_confidence: dict[str, float] = {}
         self._saga: CompensationLog | None = None
+        self._desk = EscalationDesk(self._escalation_snapshot, self._upsert)
+        self._opened_by: tuple[str, str, str, AgentOutput] | None = None
+        self._opts = PipelineOptions()
 
     @workflow.run
-    async def run(self, inp: PipelineInput | dict[str, Any]) -> PipelineResult:
-        # The union lets malformed input reach us as a dict instead of failing the
-        # workflow task forever in the data converter: we fail the run, naming the field.
-        if not isinstance(inp, PipelineInput):
-            try:
-                inp = PipelineInput.model_validate(inp)
-            except ValidationError as exc:
-                fields = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}"
-                    for e in exc.errors()
-                )
-                raise ApplicationError(
-                    f"invalid pipeline input: {fields}", type=INVALID_INPUT, non_retryable=True
-                ) from None
-        opts = inp.options
+    async def run(self, *args: Any) -> PipelineResult:
+        # Untyped on purpose (see workflows.inputs): input Temporal cannot decode into a
+        # PipelineInput would fail the workflow task forever; here it fails the run at once,
+        # naming the bad fields. Callers pass a PipelineInput.
+        inp = workflow_input(
+            PipelineInput, args, workflow_name="AgentPipelineWorkflow", error_type=INVALID_INPUT
+        )
+        opts = self._opts = inp.options
         context = [(c.content, c.priority) for c in inp.context]
         roles = await self._load_roles()
         self._critical = set(roles.critical)
+        self._min_confidence = dict(roles.min_confidence)
         specialists = roles.specialists
 
         self._phase = "planning"
@@ -164,8 +173,10 @@ class AgentPipelineWorkflow:
             critic_out = await self._step(
                 f"{CRITIC}#{round_no + 1}", CRITIC, critic_request(inp.task, sections), opts
             )
-            verdict, reasons = parse_verdict(critic_out.data)
-            if verdict == "approve" or round_no == opts.revision_rounds:
+            verdict, reasons = review_verdict(critic_out)
+            # Only an actual request for changes starts a revision round: an unreviewed
+            # verdict (no critic could answer) has nothing for the specialists to act on.
+            if verdict != REVISE or round_no == opts.revision_rounds:
                 break
             self._phase = "revision"
             sections = await self._run_specialists(
@@ -183,7 +194,7 @@ class AgentPipelineWorkflow:
             opts,
         )
         answer, confidence = final_answer(
-            synth, sections, suppress_degraded=opts.suppress_degraded_sections
+            synth, sections, suppress_degraded=opts.suppress_degraded_sections, verdict=verdict
         )
         actions: list[ActionResult] = []
         compensated: list[CompensationEntry] = []
@@ -212,7 +223,7 @@ class AgentPipelineWorkflow:
             ],
             steps=list(self._steps),
             summary=summary,
-            escalation=self._escalation,
+            escalation=self._desk.state,
             critic_verdict=verdict,
             plan=dumps_plan(subtasks),
             actions=actions,
@@ -223,11 +234,13 @@ class AgentPipelineWorkflow:
     # -- stages -------------------------------------------------------------------------
 
     async def _load_roles(self) -> PipelineRoles:
-        return await workflow.execute_local_activity(
-            "pipeline_roles",
+        return await workflow.execute_local_activity_method(
+            LLMActivities.pipeline_roles,
             PipelineRolesInput(),
-            result_type=PipelineRoles,
             start_to_close_timeout=timedelta(seconds=10),
+            # Bounded like role_context: a recurring error ends the run with its reason.
+            schedule_to_close_timeout=timedelta(seconds=60),
+            summary="pipeline roles from the worker's policy",
         )
 
     async def _run_specialists(
@@ -261,65 +274,77 @@ class AgentPipelineWorkflow:
 
     async def _step(self, name: str, role: str, request, opts, upstream=None) -> AgentOutput:
         out = await resilient_complete(role, request, upstream_reasons=upstream)
-        while (
-            needs_escalation(out, critical=role in self._critical)
-            and opts.escalate_on_critical_degraded
-        ):
-            decision = await self._escalate(name, role, out, opts.escalation_timeout_s)
-            if decision is None:
-                out = out.model_copy(
-                    update={"reason_codes": [*out.reason_codes, ReasonCode.ESCALATED]}
-                )
+        while opts.escalate_on_critical_degraded:
+            floor = self._min_confidence.get(role, 0.0)
+            trigger = escalation_trigger(out, critical=role in self._critical, min_confidence=floor)
+            if trigger is None:
                 break
+            if self._desk.standing is not None:
+                # Already accepted for this run (by a human or the timeout action): the
+                # one escalation covers this step too, without another pause.
+                out = _accepted(out)
+                break
+            blocked = BlockedStep(
+                step=name,
+                role=role,
+                trigger=trigger.value,
+                reason=trigger_reason(trigger, role, out, floor),
+                confidence=out.confidence,
+            )
+            decision = await self._escalate(blocked, out, opts)
             if decision.action is EscalationAction.ABORT:
-                self._abort(decision, name)
+                await self._abort(decision, name)
             if decision.action is EscalationAction.RETRY:
                 out = await resilient_complete(role, request, upstream_reasons=upstream)
                 continue
             if decision.action is EscalationAction.PROVIDE_OUTPUT:
-                out = AgentOutput(
-                    role=role,
-                    content=decision.output or "",
-                    capability=Capability.FULL,
-                    tier=0,
-                    route="human",
-                    model=f"operator:{decision.operator}",
-                    reason_codes=[ReasonCode.HUMAN_PROVIDED, ReasonCode.ESCALATED],
-                    confidence=1.0,
-                    attempts=out.attempts,
-                )
+                out = _human_output(role, decision, out)
             else:
-                out = out.model_copy(
-                    update={
-                        "reason_codes": [
-                            *out.reason_codes,
-                            ReasonCode.ESCALATED,
-                            ReasonCode.ACCEPTED_DEGRADED,
-                        ]
-                    }
-                )
+                out = _accepted(out)
             break
         self._steps.append(StepResult(step=name, output=out))
         self._upsert()
         return out
 
-    async def _escalate(
-        self, step: str, role: str, out: AgentOutput, timeout_s: float
-    ) -> EscalationDecision | None:
-        """Pause with state serialized until a human decides, or the timeout lapses."""
-        return await self._await_decision(
-            self._pending_state(
-                step,
-                role,
-                f"critical role {role!r} could only be answered by its static fallback",
-                out,
-            ),
-            timeout_s,
+    async def _escalate(self, blocked: BlockedStep, out: AgentOutput, opts) -> EscalationDecision:
+        """Join (or open) the pipeline's escalation; apply the timeout action if nobody answers."""
+        if not self._desk.open:
+            self._opened_by = (blocked.step, blocked.role, blocked.reason, out)
+        decision = await self._desk.wait(blocked, opts.escalation_timeout_s)
+        if decision is not None:
+            return decision
+        action = opts.escalation_timeout_action
+        if action is EscalationTimeoutAction.ACCEPT_DEGRADED:
+            accept = self._desk.timeout_decision(
+                f"no decision within {opts.escalation_timeout_s:g}s; policy accepts degraded"
+            )
+            self._desk.stand(accept)
+            return accept
+        await self._end_on_timeout(action, opts.escalation_timeout_s)
+
+    async def _end_on_timeout(self, action: EscalationTimeoutAction, timeout_s: float) -> NoReturn:
+        """Fail the run with the reason; with ``abort``, undo applied side effects first."""
+        blocked = self._desk.blocked()
+        what = "; ".join(f"{b.step}: {b.reason}" for b in blocked) or "unknown step"
+        undone: list[CompensationEntry] = []
+        if action is EscalationTimeoutAction.ABORT:
+            undone = await self._unwind()
+        tail = f"; aborted, {len(undone)} side effect(s) compensated" if undone else ""
+        raise ApplicationError(
+            f"escalation timed out after {timeout_s:g}s with no decision ({action.value}); "
+            f"blocked: {what}{tail}",
+            {
+                "action": action.value,
+                "blocked_steps": [b.model_dump(mode="json") for b in blocked],
+                "compensated": [e.effect.step for e in undone],
+            },
+            type=ESCALATION_TIMED_OUT,
+            non_retryable=True,
         )
 
-    def _pending_state(
-        self, step: str, role: str, reason: str, out: AgentOutput
-    ) -> PendingEscalation:
+    def _escalation_snapshot(self, blocked: list[BlockedStep]) -> PendingEscalation:
+        step, role, reason, out = self._opened_by or (blocked[0].step, blocked[0].role, "", None)
+        assert out is not None
         return PendingEscalation(
             step=step,
             role=role,
@@ -329,36 +354,18 @@ class AgentPipelineWorkflow:
             pending_steps=list(self._pending),
             failover_history=self._history(),
             compensation_log=self._saga.model_copy(deep=True) if self._saga else None,
+            blocked_steps=blocked,
+            timeout_action=self._opts.escalation_timeout_action,
         )
 
-    async def _await_decision(
-        self, pending: PendingEscalation, timeout_s: float
-    ) -> EscalationDecision | None:
-        self._decision = None
-        self._escalation = EscalationState.PENDING
-        self._pending_escalation = pending
-        self._upsert()
-        step = pending.step
-        workflow.logger.warning("pipeline escalated at step %s; waiting for a decision", step)
-        try:
-            await workflow.wait_condition(
-                lambda: self._decision is not None, timeout=timedelta(seconds=timeout_s)
-            )
-        except TimeoutError:
-            self._escalation = EscalationState.TIMED_OUT
-            self._pending_escalation = None
-            self._upsert()
-            return None
-        self._escalation = EscalationState.RESOLVED
-        self._pending_escalation = None
-        self._upsert()
-        return self._decision
-
-    def _abort(self, decision: EscalationDecision, step: str) -> NoReturn:
-        self._escalation = EscalationState.ABORTED
-        self._upsert()
+    async def _abort(self, decision: EscalationDecision, step: str) -> NoReturn:
+        """An operator's abort: undo every applied side effect, then fail the run."""
+        undone = await self._unwind()
+        self._desk.mark(EscalationState.ABORTED)
+        tail = f"; {len(undone)} side effect(s) compensated" if undone else ""
         raise ApplicationError(
-            f"pipeline aborted by {decision.operator} at step {step}: {decision.note}",
+            f"pipeline aborted by {decision.operator} at step {step}: {decision.note}{tail}",
+            {"compensated": [e.effect.step for e in undone]},
             type=ABORTED,
             non_retryable=True,
         )
@@ -429,7 +436,7 @@ class AgentPipelineWorkflow:
             )
         compensated: list[CompensationEntry] = []
         if failed:
-            compensated = await self._compensate(log, synth, opts.escalation_timeout_s)
+            compensated = await self._compensate(log, synth, opts)
             undone = {
                 e.effect.idempotency_key: _UNDO_STATUS[e.status]
                 for e in log.entries
@@ -445,44 +452,85 @@ class AgentPipelineWorkflow:
         return results, compensated
 
     async def _compensate(
-        self, log: CompensationLog, synth: AgentOutput, timeout_s: float
+        self, log: CompensationLog, synth: AgentOutput, opts
     ) -> list[CompensationEntry]:
-        """Undo the log newest first; an undo that cannot complete escalates."""
+        """Undo the log newest first; an undo that cannot complete escalates.
+
+        An acceptance given here (by a human or the timeout action) leaves this and every
+        later failing undo in place; an acceptance of degraded *answers* earlier in the run
+        does not: leaving a side effect is a separate decision.
+        """
+        done: list[CompensationEntry] = []
+        leave_rest = False
+        for entry in log.to_compensate():
+            eff = entry.effect
+            while True:
+                error = await self._undo(eff)
+                if error is None:
+                    done.append(log.mark_compensated(eff.idempotency_key).model_copy(deep=True))
+                    break
+                log.mark_failed(eff.idempotency_key, error)
+                if leave_rest:
+                    log.mark_left(eff.idempotency_key)
+                    break
+                decision = await self._escalate_undo(eff, error, synth, opts)
+                if decision.action is EscalationAction.RETRY:
+                    continue
+                # accept_degraded, provide_output or an accepting timeout: the effect stays.
+                leave_rest = decision.action is EscalationAction.ACCEPT_DEGRADED
+                log.mark_left(eff.idempotency_key)
+                break
+        return done
+
+    async def _escalate_undo(
+        self, eff: SideEffect, error: str, synth: AgentOutput, opts
+    ) -> EscalationDecision:
+        step = f"{eff.step}/compensate"
+        reason = (
+            f"compensation {eff.compensation_tool} of {eff.step} ({eff.tool}) "
+            f"could not complete: {error}"
+        )
+        blocked = BlockedStep(
+            step=step,
+            role=SAGA,
+            trigger=EscalationTrigger.COMPENSATION_FAILED.value,
+            reason=reason,
+        )
+        decision = await self._escalate(blocked, synth, opts)
+        if decision.action is EscalationAction.ABORT:
+            await self._abort(decision, step)
+        return decision
+
+    async def _undo(self, eff: SideEffect) -> str | None:
+        """Run one compensation (its own retries included); the error, or None if undone."""
+        assert eff.compensation_tool is not None  # the log only yields undoable effects
+        try:
+            await self._tool(
+                "compensate",
+                f"{eff.step}/compensate",
+                eff.compensation_tool,
+                eff.compensation_args,
+                compensation_key(eff.idempotency_key, eff.compensation_tool),
+                COMPENSATION_ATTEMPTS,
+                10.0,
+            )
+        except ActivityError as exc:
+            return _cause(exc)
+        return None
+
+    async def _unwind(self) -> list[CompensationEntry]:
+        """Abort path: try every outstanding undo once more, without escalating again."""
+        log = self._saga
+        if log is None:
+            return []
         done: list[CompensationEntry] = []
         for entry in log.to_compensate():
             eff = entry.effect
-            assert eff.compensation_tool is not None  # to_compensate() only yields undoable
-            ckey = compensation_key(eff.idempotency_key, eff.compensation_tool)
-            while True:
-                try:
-                    await self._tool(
-                        "compensate",
-                        f"{eff.step}/compensate",
-                        eff.compensation_tool,
-                        eff.compensation_args,
-                        ckey,
-                        COMPENSATION_ATTEMPTS,
-                        10.0,
-                    )
-                except ActivityError as exc:
-                    log.mark_failed(eff.idempotency_key, _cause(exc))
-                    reason = (
-                        f"compensation {eff.compensation_tool} of {eff.step} ({eff.tool}) "
-                        f"could not complete: {_cause(exc)}"
-                    )
-                    decision = await self._await_decision(
-                        self._pending_state(f"{eff.step}/compensate", SAGA, reason, synth),
-                        timeout_s,
-                    )
-                    if decision is not None and decision.action is EscalationAction.ABORT:
-                        self._abort(decision, f"{eff.step}/compensate")
-                    if decision is not None and decision.action is EscalationAction.RETRY:
-                        continue
-                    # accept_degraded, provide_output or timeout: the effect stays in place.
-                    log.mark_left(eff.idempotency_key)
-                    break
+            error = await self._undo(eff)
+            if error is None:
                 done.append(log.mark_compensated(eff.idempotency_key).model_copy(deep=True))
-                break
+            else:
+                log.mark_failed(eff.idempotency_key, error)
         return done
 
     async def _tool(
@@ -529,13 +577,12 @@ class AgentPipelineWorkflow:
         return {s.step: s.output.attempts for s in self._steps}
 
     def _upsert(self) -> None:
-        upsert_failover_search_attributes(self._summary(), escalation_state=self._escalation.value)
+        upsert_failover_search_attributes(self._summary(), escalation_state=self._desk.state.value)
 
     @workflow.signal(name="resolve_escalation")
     def resolve_escalation(self, decision: EscalationDecision) -> None:
-        """A human's decision on a pending escalation (ignored when nothing is pending)."""
-        if self._escalation is EscalationState.PENDING:
-            self._decision = decision
+        """A human's decision on the pending escalation (ignored when nothing is pending)."""
+        self._desk.resolve(decision)
 
     @workflow.query(name="status")
     def status(self) -> PipelineStatus:
@@ -544,8 +591,8 @@ class AgentPipelineWorkflow:
             completed_steps=[s.step for s in self._steps],
             pending_steps=list(self._pending),
             summary=self._summary(),
-            escalation=self._escalation,
-            pending_escalation=self._pending_escalation,
+            escalation=self._desk.state,
+            pending_escalation=self._desk.pending,
             compensation_log=self._saga,
         )
 
@@ -560,3 +607,30 @@ def _cause(exc: ActivityError) -> str:
     if isinstance(cause, ApplicationError):
         return f"{cause.type}: {cause.message}"
     return f"{type(cause).__name__}: {cause}" if cause else str(exc)
+
+
+def _accepted(out: AgentOutput) -> AgentOutput:
+    """``out`` kept as it is, marked as escalated and accepted degraded."""
+    codes = [*out.reason_codes, ReasonCode.ESCALATED, ReasonCode.ACCEPTED_DEGRADED]
+    return out.model_copy(update={"reason_codes": list(dict.fromkeys(codes))})
+
+
+def _human_output(role: str, decision: EscalationDecision, out: AgentOutput) -> AgentOutput:
+    """A human's answer for a blocked step (JSON answers also fill ``data``)."""
+    text = decision.output or ""
+    try:
+        data = parse_json_output(text)
+    except (ValueError, RecursionError):
+        data = None
+    return AgentOutput(
+        role=role,
+        content=text,
+        data=data,
+        capability=Capability.FULL,
+        tier=0,
+        route="human",
+        model=f"operator:{decision.operator}",
+        reason_codes=[ReasonCode.HUMAN_PROVIDED, ReasonCode.ESCALATED],
+        confidence=1.0,
+        attempts=out.attempts,
+    )

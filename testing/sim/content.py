@@ -29,6 +29,9 @@ from agent_failover.testing.sim.faults import AttemptPlan, FaultKind
 from agent_failover.testing.sim.schema_gen import generate_instance, violate_schema, words
 
 CHARS_PER_TOKEN = 4
+#: Characters per streamed piece of an oversized reply: one piece per token would make a
+#: megabyte reply a quarter of a million SSE events.
+OVERSIZED_PIECE_CHARS = 16 * 1024
 END_MARKER = "[end]"
 _MARKER_WORDS = 6
 
@@ -154,16 +157,23 @@ class Reply:
     input_tokens: int
     tool: ForcedTool | None = None  # set when ``text`` is the tool's JSON arguments
     tool_call_id: str = ""
+    piece_chars: int = CHARS_PER_TOKEN
     pieces: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        step = CHARS_PER_TOKEN
+        step = self.piece_chars
         self.pieces = [self.text[i : i + step] for i in range(0, len(self.text), step)]
 
     @property
     def output_tokens(self) -> int:
-        """Output tokens; equals the number of streamed pieces."""
-        return len(self.pieces)
+        """Output tokens (~4 characters each); the number of streamed pieces unless the
+        reply streams in larger pieces (:attr:`tokens_per_piece`)."""
+        return estimate_tokens(self.text)
+
+    @property
+    def tokens_per_piece(self) -> int:
+        """Tokens one streamed piece stands for (pacing is per token)."""
+        return max(self.piece_chars // CHARS_PER_TOKEN, 1)
 
     @property
     def tool_input(self) -> dict[str, Any]:
@@ -253,8 +263,13 @@ def build_reply(
         text = text[: len(text) // 3]
         tool, finish = None, Finish.REFUSAL
 
+    piece_chars = CHARS_PER_TOKEN
     limit = min(request.max_tokens, max_output_tokens)
-    if estimate_tokens(text) > limit:
+    if out is not None and out.kind is FaultKind.OVERSIZED_OUTPUT:
+        # A runaway generation ignores max_tokens: that is the fault.
+        text, tool, finish = oversized_text(text, out.size_bytes or 0), None, Finish.STOP
+        piece_chars = OVERSIZED_PIECE_CHARS
+    elif estimate_tokens(text) > limit:
         text = text[: limit * CHARS_PER_TOKEN]
         # A cut-off tool call cannot be an object; real APIs then return plain text.
         tool, finish = None, Finish.LENGTH
@@ -267,4 +282,15 @@ def build_reply(
         input_tokens=request.prompt_tokens,
         tool=tool,
         tool_call_id=f"toolu_{reply_id[-12:]}" if tool is not None else "",
+        piece_chars=piece_chars,
     )
+
+
+def oversized_text(text: str, size: int) -> str:
+    """``text`` padded (or cut) to exactly ``size`` ASCII characters, ending in END_MARKER."""
+    filler = " all work and no play makes a dull model."
+    body = text.removesuffix(END_MARKER)
+    room = max(size - len(END_MARKER), 0)
+    if len(body) < room:
+        body += (filler * (-(-(room - len(body)) // len(filler))))[: room - len(body)]
+    return (body[:room] + END_MARKER)[:size]

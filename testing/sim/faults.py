@@ -49,6 +49,7 @@ class FaultKind(StrEnum):
     INVALID_JSON = "invalid_json"
     SCHEMA_VIOLATION = "schema_violation"
     EMPTY_OUTPUT = "empty_output"
+    OVERSIZED_OUTPUT = "oversized_output"  # a reply of size_bytes, whatever max_tokens says
 
 
 LATENCY_KINDS = frozenset(
@@ -82,7 +83,12 @@ STREAM_ONLY_KINDS = frozenset(
     }
 )
 OUTPUT_KINDS = frozenset(
-    {FaultKind.INVALID_JSON, FaultKind.SCHEMA_VIOLATION, FaultKind.EMPTY_OUTPUT}
+    {
+        FaultKind.INVALID_JSON,
+        FaultKind.SCHEMA_VIOLATION,
+        FaultKind.EMPTY_OUTPUT,
+        FaultKind.OVERSIZED_OUTPUT,
+    }
 )
 JSON_ONLY_KINDS = frozenset({FaultKind.INVALID_JSON, FaultKind.SCHEMA_VIOLATION})
 
@@ -111,6 +117,12 @@ class Fault(BaseModel):
     mode: Literal["error", "finish"] = "error"
     error_type: StreamErrorType = "overloaded"
     message: str | None = None
+    size_bytes: int | None = Field(
+        default=None,
+        ge=1,
+        le=256 * 1024 * 1024,
+        description="oversized_output: length of the reply text (a runaway generation)",
+    )
     ramp_to: float | None = Field(
         default=None,
         ge=0.0,
@@ -130,6 +142,8 @@ class Fault(BaseModel):
             raise ValueError("http_error needs 'status'")
         if k is FaultKind.STREAM_STALL and self.seconds is None:
             raise ValueError("stream_stall needs 'seconds'")
+        if k is FaultKind.OVERSIZED_OUTPUT and self.size_bytes is None:
+            raise ValueError("oversized_output needs 'size_bytes'")
         return self
 
     def applies_to(self, model: str) -> bool:
@@ -160,7 +174,7 @@ class AttemptPlan:
     malformed_chunk: Fault | None = None
     no_done: Fault | None = None
     stream_error_event: Fault | None = None
-    output: Fault | None = None  # invalid_json, schema_violation, empty_output
+    output: Fault | None = None  # invalid_json, schema_violation, empty_output, oversized
     refusal: Fault | None = None  # content_filter mode=finish
 
     @property

@@ -319,7 +319,7 @@ class CompletionHandler:
 
         cut_at, stall_at = at(plan.stream_cut), at(plan.stream_stall)
         bad_at, err_at = at(plan.malformed_chunk), at(plan.stream_error_event)
-        pacer = _Pacer(self.state, tps)
+        pacer = _Pacer(self.state, tps / reply.tokens_per_piece)
         for i in range(n + 1):
             if i == cut_at:
                 entry.outcome = AttemptOutcome.STREAM_CUT
@@ -344,7 +344,7 @@ class CompletionHandler:
                 break
             await pacer.before(i)
             await resp.write(wire.stream_piece(reply, i, i + 1))
-            entry.tokens_sent = i + 1
+            entry.tokens_sent = min((i + 1) * reply.tokens_per_piece, reply.output_tokens)
 
         for event in wire.stream_finale(reply, parsed.include_usage):
             await resp.write(event)

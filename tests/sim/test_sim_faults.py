@@ -440,3 +440,39 @@ async def test_model_filter_limits_a_fault(sim, http):
     assert (await http.post(openai_url(sim), json=openai_body())).status_code == 200
     await set_faults(sim, "openai-us", {"kind": "server_error", "model": "gpt-4.1"})
     assert (await http.post(openai_url(sim), json=openai_body())).status_code == 500
+
+
+async def test_oversized_output_ignores_max_tokens(sim, http):
+    """oversized_output answers with exactly size_bytes of text, whatever max_tokens says."""
+    await set_faults(
+        sim,
+        "openai-us",
+        {"kind": "oversized_output", "size_bytes": 300_000},
+        {"kind": "tokens_per_sec", "rate": 10_000_000},
+    )
+    r = await http.post(openai_url(sim), json=openai_body(max_tokens=16))
+    text = r.json()["choices"][0]["message"]["content"]
+    assert len(text) == 300_000 and text.endswith(END_MARKER)
+    assert r.json()["choices"][0]["finish_reason"] == "stop"
+    assert (await last_attempt(sim)).faults == ["oversized_output", "tokens_per_sec"]
+
+
+async def test_oversized_output_streams_in_large_pieces(sim, http):
+    """Streamed, the runaway reply arrives in 16 KiB pieces, not one event per token."""
+    await set_faults(
+        sim,
+        "anthropic-us-east",
+        {"kind": "oversized_output", "size_bytes": 200_000},
+        {"kind": "tokens_per_sec", "rate": 10_000_000},
+    )
+    r = await http.post(anthropic_url(sim), json=anthropic_body(stream=True))
+    deltas = [
+        d["delta"]["text"] for _, d in json_events(r.text) if d.get("type") == "content_block_delta"
+    ]
+    assert len("".join(deltas)) == 200_000 and len(deltas) == -(-200_000 // (16 * 1024))
+
+
+def test_oversized_output_needs_a_size():
+    """The fault names its missing parameter."""
+    with pytest.raises(ValueError, match="size_bytes"):
+        Fault(kind=FaultKind.OVERSIZED_OUTPUT)

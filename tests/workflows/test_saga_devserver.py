@@ -170,3 +170,46 @@ async def test_rerun_with_the_same_workflow_id_does_not_duplicate_effects(
     effects = await sim_admin.effects()
     assert sorted(e.tool for e in effects) == ["create_ticket", "post_message"]
     assert {e.key for e in effects} == {a.idempotency_key for a in third.actions}
+
+
+async def test_operator_abort_compensates_every_applied_effect(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """Abort during a failed undo: the run fails, but only after undoing what it applied."""
+    from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import ApplicationError
+
+    await sim_admin.set_tool_faults("post_message", [{"status": 400}])
+    await sim_admin.set_tool_faults("close_ticket", [{"status": 503, "times": 3}])
+    handle = await _start(harness, _input(BUDGET, TICKET, MESSAGE))
+    abort = EscalationDecision(action=EscalationAction.ABORT, operator="dana", note="stop")
+    with pytest.raises(WorkflowFailureError) as info:
+        await drive_escalations(handle, [abort])
+        await handle.result()
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "aborted_by_operator"
+    assert "2 side effect(s) compensated" in str(cause)
+    tools = [e.tool for e in await sim_admin.effects()]
+    assert tools == ["reserve_budget", "create_ticket", "close_ticket", "release_budget"]
+
+
+async def test_escalation_timeout_abort_compensates_then_fails(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """Nobody answers and the timeout action is abort: undo the rest, then fail with why."""
+    from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import ApplicationError
+
+    await sim_admin.set_tool_faults("post_message", [{"status": 400}])
+    await sim_admin.set_tool_faults("close_ticket", [{"status": 503, "times": 3}])
+    inp = _input(
+        BUDGET, TICKET, MESSAGE, escalation_timeout_s=1.0, escalation_timeout_action="abort"
+    )
+    with pytest.raises(WorkflowFailureError) as info:
+        await (await _start(harness, inp)).result()
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "escalation_timed_out"
+    assert "action#2/compensate" in str(cause) and "2 side effect(s) compensated" in str(cause)
+    assert cause.details[0]["action"] == "abort"
+    tools = [e.tool for e in await sim_admin.effects()]
+    assert tools == ["reserve_budget", "create_ticket", "close_ticket", "release_budget"]

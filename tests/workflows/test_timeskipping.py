@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
+import pytest
 import pytest_asyncio
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
@@ -126,27 +127,97 @@ async def test_force_open_and_release_through_signals(
     await handle.terminate()
 
 
-async def test_escalation_times_out_and_keeps_the_degraded_answer(
-    ts_env: WorkflowEnvironment, ts_harness: Harness, sim_admin: SimAdmin
-) -> None:
-    """Everything down: the critical planner is static, the pipeline waits for a human,
-    and after the escalation timeout (skipped, not waited) it finishes degraded."""
-    for ep in ALL:
-        await sim_admin.set_faults(ep, [{"kind": "auth_error"}])
-    result: PipelineResult = await ts_harness.client.execute_workflow(
+async def _pipeline(h: Harness, **opts) -> WorkflowHandle:
+    return await h.client.start_workflow(
         AgentPipelineWorkflow.run,
-        PipelineInput(
-            task="plan an outage drill",
-            options=PipelineOptions(escalation_timeout_s=3600, revision_rounds=0),
-        ),
+        PipelineInput(task="plan an outage drill", options=PipelineOptions(**opts)),
         id=f"pipe-{uuid.uuid4().hex[:8]}",
-        task_queue=ts_harness.task_queue,
+        task_queue=h.task_queue,
         result_type=PipelineResult,
     )
+
+
+async def _workflow_seconds(handle: WorkflowHandle) -> float:
+    """Workflow time from start to close (time-skipping: the timers' time, not waited)."""
+    desc = await handle.describe()
+    assert desc.close_time is not None
+    return (desc.close_time - desc.start_time).total_seconds()
+
+
+async def test_unanswered_escalation_fails_the_run_with_the_reason(
+    ts_env: WorkflowEnvironment, ts_harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """Everything down, nobody answers: after one timeout (skipped, not waited) the run fails
+    with escalation_timed_out naming the blocked step; no guessed answer is returned."""
+    from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import ApplicationError
+
+    for ep in ALL:
+        await sim_admin.set_faults(ep, [{"kind": "auth_error"}])
+    handle = await _pipeline(ts_harness, escalation_timeout_s=3600, revision_rounds=1)
+    with pytest.raises(WorkflowFailureError) as info:
+        await handle.result()
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "escalation_timed_out"
+    assert "planner" in str(cause) and "static fallback" in str(cause)
+    assert [b["step"] for b in cause.details[0]["blocked_steps"]] == ["planner"]
+    assert 3600 <= await _workflow_seconds(handle) < 2 * 3600
+
+
+async def test_one_escalation_covers_every_blocked_critical_step(
+    ts_env: WorkflowEnvironment, ts_harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """accept_degraded on timeout: planner, critic and synthesis are all blocked, but the run
+    waits out one timeout, not one per step; the static critic leaves the work unreviewed."""
+    for ep in ALL:
+        await sim_admin.set_faults(ep, [{"kind": "auth_error"}])
+    handle = await _pipeline(
+        ts_harness,
+        escalation_timeout_s=3600,
+        escalation_timeout_action="accept_degraded",
+        revision_rounds=1,
+    )
+    result: PipelineResult = await handle.result()
     assert result.escalation is EscalationState.TIMED_OUT
-    assert result.degraded
-    assert result.steps[0].step == "planner"
-    assert "ESCALATED" in [c.value for c in result.steps[0].output.reason_codes]
+    blocked = {"planner", "critic#1", "synthesis"}
+    for s in result.steps:
+        codes = {c.value for c in s.output.reason_codes}
+        if s.step in blocked:
+            assert {"ESCALATED", "ACCEPTED_DEGRADED", "STATIC_FALLBACK"} <= codes, s.step
+    assert {s.step for s in result.steps} >= blocked
+    assert result.critic_verdict == "unreviewed" and "critic#2" not in {
+        s.step for s in result.steps
+    }
+    assert "not reviewed" in result.answer
+    assert 3600 <= await _workflow_seconds(handle) < 2 * 3600
+
+
+async def test_low_confidence_critical_step_escalates(
+    ts_env: WorkflowEnvironment, policy: PolicyConfig, sim_admin: SimAdmin
+) -> None:
+    """A critical planner answering at tier 2 (confidence 0.8) below its min_confidence 0.9
+    escalates although it was not static; only that step is marked."""
+    planner = policy.role("planner").model_copy(update={"min_confidence": 0.9})
+    strict = policy.model_copy(update={"roles": {**policy.roles, "planner": planner}})
+    h, workers = await make_harness(ts_env.client, strict)
+    for ep in ("anthropic-us-east", "anthropic-eu-west", "openai-us"):
+        await sim_admin.set_faults(ep, [{"kind": "overloaded"}])
+    async with running(workers):
+        handle = await _pipeline(
+            h,
+            escalation_timeout_s=600,
+            escalation_timeout_action="accept_degraded",
+            revision_rounds=0,
+        )
+        result: PipelineResult = await handle.result()
+    planner_out = result.steps[0].output
+    assert result.steps[0].step == "planner" and planner_out.tier == 2
+    assert planner_out.confidence < 0.9
+    assert {"ESCALATED", "ACCEPTED_DEGRADED"} <= {c.value for c in planner_out.reason_codes}
+    others = [
+        s for s in result.steps[1:] if "ESCALATED" in {c.value for c in s.output.reason_codes}
+    ]
+    assert others == [] and result.escalation is EscalationState.TIMED_OUT
 
 
 async def test_hedge_timer_starts_the_standby_while_the_primary_hangs(
