@@ -103,22 +103,32 @@ def specialist_request(
     return ChatRequest(messages=msgs, max_tokens=400)
 
 
+def _section_messages(
+    sections: list[tuple[str, AgentOutput]], *, suppress_degraded: bool = False
+) -> list[Message]:
+    """One message per section, so triage can drop whole sections (oldest first) when the
+    request outgrows its bound, instead of the request failing as too large."""
+    msgs = []
+    for step, out in sections:
+        if suppress_degraded and is_section_degraded(out):
+            text = f"[{step}] SUPPRESSED: {_flag(out)}"
+        else:
+            text = f"[{step}] {_flag(out)}\n{out.content}"
+        msgs.append(Message(role="user", content=text, priority=Priority.SUPPORTING))
+    return msgs
+
+
 def critic_request(task: str, sections: list[tuple[str, AgentOutput]]) -> ChatRequest:
     """The critic sees every section with its degradation flags."""
-    body = "\n\n".join(f"[{step}] {_flag(out)}\n{out.content}" for step, out in sections)
-    return ChatRequest(
-        messages=[
-            Message(
-                role="user",
-                content=(
-                    f"Task: {task}\nReview these sections. Answer with JSON "
-                    '{"verdict": "approve" | "revise", "reasons": [str]}.\n\n' + body
-                ),
-                priority=Priority.CRITICAL,
-            )
-        ],
-        max_tokens=300,
+    instruction = Message(
+        role="user",
+        content=(
+            f"Task: {task}\nReview the sections above. Answer with JSON "
+            '{"verdict": "approve" | "revise", "reasons": [str]}.'
+        ),
+        priority=Priority.CRITICAL,
     )
+    return ChatRequest(messages=[*_section_messages(sections), instruction], max_tokens=300)
 
 
 def parse_verdict(data: Any) -> tuple[str, list[str]]:
@@ -153,25 +163,16 @@ def synthesis_request(
     task: str, sections: list[tuple[str, AgentOutput]], *, suppress_degraded: bool
 ) -> ChatRequest:
     """Synthesis sees each section's flags, so it can widen uncertainty or leave one out."""
-    parts = []
-    for step, out in sections:
-        if suppress_degraded and is_section_degraded(out):
-            parts.append(f"[{step}] SUPPRESSED: {_flag(out)}")
-        else:
-            parts.append(f"[{step}] {_flag(out)}\n{out.content}")
-    return ChatRequest(
-        messages=[
-            Message(
-                role="user",
-                content=(
-                    f"Task: {task}\nWrite the final answer from these sections. Say which "
-                    "claims rest on degraded sections.\n\n" + "\n\n".join(parts)
-                ),
-                priority=Priority.CRITICAL,
-            )
-        ],
-        max_tokens=600,
+    instruction = Message(
+        role="user",
+        content=(
+            f"Task: {task}\nWrite the final answer from the sections above. Say which "
+            "claims rest on degraded sections."
+        ),
+        priority=Priority.CRITICAL,
     )
+    sections_msgs = _section_messages(sections, suppress_degraded=suppress_degraded)
+    return ChatRequest(messages=[*sections_msgs, instruction], max_tokens=600)
 
 
 def is_section_degraded(out: AgentOutput) -> bool:

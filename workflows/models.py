@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, field_validator
 from agent_failover.activities.models import HealthTable, ProbeResult
 from agent_failover.providers.models import Priority
 from agent_failover.resilience.contracts import AgentOutput, AttemptRecord, BreakerState
+from agent_failover.resilience.limits import MAX_RESULT_BYTES, clip
 from agent_failover.resilience.pipeline import FailoverSummary
 from agent_failover.resilience.saga import CompensationEntry, CompensationLog
 
@@ -95,6 +96,10 @@ class PipelineInput(BaseModel):
         if not v.strip():
             raise ValueError("task must not be blank")
         return v
+
+
+#: Characters of a step's output kept when the result has to be trimmed to fit.
+TRIMMED_PREVIEW_CHARS = 2000
 
 
 class StepResult(BaseModel):
@@ -188,6 +193,41 @@ class PipelineResult(BaseModel):
     #: Effects undone after an action failed hard, in the order they were undone.
     compensated: list[CompensationEntry] = Field(default_factory=list)
     compensation_log: CompensationLog | None = None
+    #: Steps whose output text was cut so the result fits one Temporal payload.
+    trimmed_steps: list[str] = Field(default_factory=list)
+
+    def bounded(self, limit: int = MAX_RESULT_BYTES) -> PipelineResult:
+        """This result, small enough to be one workflow result payload.
+
+        Step outputs repeat what the answer and ``sections`` already say, so the biggest
+        ones lose their text (a preview stays) until the result fits; a result that is
+        already small comes back unchanged.
+        """
+        size = len(self.model_dump_json())
+        if size <= limit:
+            return self
+        steps = list(self.steps)
+        trimmed: list[str] = []
+        by_size = sorted(range(len(steps)), key=lambda i: -len(steps[i].output.model_dump_json()))
+        for i in by_size:
+            if size <= limit:
+                break
+            out = steps[i].output
+            before = len(out.model_dump_json())
+            cut = out.model_copy(
+                update={
+                    "content": clip(out.content, TRIMMED_PREVIEW_CHARS),
+                    "data": None,
+                    "tool_calls": [],
+                }
+            )
+            steps[i] = steps[i].model_copy(update={"output": cut})
+            size -= before - len(cut.model_dump_json())
+            trimmed.append(steps[i].step)
+        answer = self.answer
+        if size > limit:
+            answer = clip(answer, max(limit // 2, TRIMMED_PREVIEW_CHARS))
+        return self.model_copy(update={"steps": steps, "answer": answer, "trimmed_steps": trimmed})
 
 
 class PipelineStatus(BaseModel):

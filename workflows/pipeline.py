@@ -229,7 +229,7 @@ class AgentPipelineWorkflow:
             actions=actions,
             compensated=compensated,
             compensation_log=self._saga,
-        )
+        ).bounded()
 
     # -- stages -------------------------------------------------------------------------
 
