@@ -492,6 +492,11 @@ def _parse_json_reply(
             status=status,
         ) from exc
     parts.text = call.prefix + parts.text
+    limit = call.budgets.max_reply_bytes
+    if limit is not None:
+        size = len(parts.text.encode("utf-8", errors="replace"))
+        if size > limit:
+            raise oversized_error(call.name, size, limit, parts.text)
     return parts
 
 

@@ -354,3 +354,80 @@ def test_new_fields_validate_with_paths(raw: dict[str, Any]) -> None:
         "breaker.half_open_call_fraction",
         "roles.critic.sla.restore_after",
     } <= paths
+
+
+def test_static_fallback_may_never_approve(raw: dict[str, Any]) -> None:
+    """An approving static verdict (data or JSON content) is rejected at load, by path."""
+    static = raw["roles"]["critic"]["roster"]["static"]
+    static["data"]["verdict"] = "approve"
+    static["content"] = '{"verdict": "Approved", "reasons": []}'
+    errors = dict(errors_of(raw))
+    assert "never approve" in errors["roles.critic.roster.static.data.verdict"]
+    assert "never approve" in errors["roles.critic.roster.static.content"]
+
+
+def test_shipped_policies_have_non_approving_critics() -> None:
+    """The demo and example critics fall back to a non-approving verdict."""
+    for path in (DEMO_POLICY, EXAMPLE_POLICY):
+        cfg = load_policy(path, env={"ANTHROPIC_API_KEY": "x"})
+        data = cfg.role("critic").roster.static.data
+        assert isinstance(data, dict) and data["verdict"] == "revise"
+
+
+def test_policies_already_in_history_still_decode(demo_policy: PolicyConfig) -> None:
+    """A policy carried by a running workflow (an old approving static critic) still
+    decodes: load-time rules must not make in-flight workflows undecodable."""
+    critic = demo_policy.role("critic")
+    old_static = critic.roster.static.model_copy(
+        update={"data": {"verdict": "approve", "reasons": []}}
+    )
+    old = demo_policy.model_copy(
+        update={
+            "roles": {
+                "critic": critic.model_copy(
+                    update={"roster": critic.roster.model_copy(update={"static": old_static})}
+                )
+            }
+        }
+    ).subset_for("critic")
+    again = PolicyConfig.model_validate_json(old.model_dump_json())
+    assert again.role("critic").roster.static.data["verdict"] == "approve"
+
+
+def test_reply_size_and_confidence_fields_are_range_checked(raw: dict[str, Any]) -> None:
+    """max_reply_bytes stays under what one payload can carry; min_confidence is 0..1."""
+    raw["roles"]["analyst"]["max_reply_bytes"] = 4 * 1024 * 1024
+    raw["roles"]["planner"]["min_confidence"] = 1.5
+    paths = {p for p, _ in errors_of(raw)}
+    assert {"roles.analyst.max_reply_bytes", "roles.planner.min_confidence"} <= paths
+
+
+def test_override_for_an_endpoint_outside_a_roster_is_valid_everywhere(
+    tmp_path: Path, raw: dict[str, Any]
+) -> None:
+    """A role whose roster leaves out an endpoint with a breaker override (the policy that
+    once hung every pipeline) is valid: config check accepts it and every role's subset,
+    as workflows decode it, is valid too (checked at load, so the two agree)."""
+    raw["roles"]["solo"] = {
+        "roster": {"tier0": ["openai-us"], "static": {"content": "unavailable"}},
+    }
+    assert "cheap-mini" in raw["breaker_overrides"]
+    path = tmp_path / "solo.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    ok, lines = check_policy_file(path, env={})
+    assert ok, lines
+    cfg = load_policy(path, env={})
+    subset = cfg.checked_subset_for("solo")
+    assert set(subset.endpoints) == {"openai-us"} and subset.breaker_overrides == {}
+
+
+def test_subset_problems_are_reported_with_the_role(demo_policy: PolicyConfig) -> None:
+    """Whatever would make a role's subset undecodable in a workflow is a PolicyError that
+    names the role (the role-context activity turns it into a non-retryable policy_error)."""
+    renamed = demo_policy.endpoint("openai-us").model_copy(update={"name": "other"})
+    bad = demo_policy.model_copy(
+        update={"endpoints": {**demo_policy.endpoints, "openai-us": renamed}}
+    )
+    with pytest.raises(PolicyError) as info:
+        bad.checked_subset_for("analyst")
+    assert all(path.startswith("roles.analyst") for path, _ in info.value.errors)

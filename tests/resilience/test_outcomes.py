@@ -48,3 +48,16 @@ def test_content_filter_excludes_the_same_model_elsewhere() -> None:
     """The same model in another region would refuse the same content."""
     s = fail(CallState(), "content_filter")
     assert s.excluded == ["r1", "r2"]
+
+
+def test_a_whole_partial_text_becomes_the_prefill() -> None:
+    """A cut stream's complete partial text is continued on a prefill-capable route."""
+    s = fail(CallState(), "stream_cut", partial_text="The answer is")
+    assert s.prefill_text == "The answer is"
+
+
+def test_a_tail_is_never_continued() -> None:
+    """Failure details keep only the tail of a long stream: continuing from a tail would
+    splice an answer without its beginning, so the next route restarts instead."""
+    s = fail(CallState(), "stream_cut", partial_text="…tail of an answer", partial_truncated=True)
+    assert s.prefill_text == "" and "r1" in s.excluded
