@@ -40,7 +40,7 @@ def test_small_result_is_unchanged() -> None:
 
 
 def test_big_result_is_trimmed_to_fit_with_the_answer_kept() -> None:
-    """Twenty 2 × 200 kB step outputs shrink to previews until the result fits."""
+    """Twenty step outputs of 2 x 200 kB shrink to previews until the result fits."""
     r = _result(200_000).bounded()
     assert len(r.model_dump_json()) <= MAX_RESULT_BYTES
     assert r.answer == "final answer" and r.trimmed_steps
