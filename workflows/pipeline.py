@@ -92,7 +92,7 @@ with workflow.unsafe.imports_passed_through():
         Section,
         StepResult,
     )
-    from agent_failover.workflows.resilient import resilient_complete
+    from agent_failover.workflows.resilient import LOCAL_ACTIVITY_RETRY, resilient_complete
     from agent_failover.workflows.search_attributes import upsert_failover_search_attributes
 
 
@@ -239,7 +239,7 @@ class AgentPipelineWorkflow:
             PipelineRolesInput(),
             start_to_close_timeout=timedelta(seconds=10),
             # Bounded like role_context: a recurring error ends the run with its reason.
-            schedule_to_close_timeout=timedelta(seconds=60),
+            retry_policy=LOCAL_ACTIVITY_RETRY,
             summary="pipeline roles from the worker's policy",
         )
 

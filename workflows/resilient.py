@@ -79,8 +79,15 @@ ROLE_CONTEXT_TIMEOUT = timedelta(seconds=10)
 #: when drawn; routes that cannot hold the request even after triage are skipped). Runs
 #: recorded before them replay with the old rules, so an in-flight call keeps its routes.
 DECISIONS_PATCH = "decisions-issue-8"
-#: All attempts of the role-context local activity together.
-ROLE_CONTEXT_DEADLINE = timedelta(seconds=60)
+#: Retries of a local activity (role context, pipeline roles): a transient error is
+#: retried for about half a minute, a recurring one then ends the call with its message
+#: (the default policy would retry it, and hold the workflow task, forever).
+LOCAL_ACTIVITY_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=6,
+)
 #: Error type of a request too big to schedule even after triage.
 REQUEST_TOO_LARGE = "request_too_large"
 
@@ -146,7 +153,7 @@ class _ResilientCall:
             start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
             # Bounded: an error that keeps recurring ends the call with its reason
             # instead of retrying the local activity (and the workflow task) forever.
-            schedule_to_close_timeout=ROLE_CONTEXT_DEADLINE,
+            retry_policy=LOCAL_ACTIVITY_RETRY,
             summary=f"{self.role_name}: policy and route health",
         )
         try:

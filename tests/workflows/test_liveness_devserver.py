@@ -179,3 +179,52 @@ async def test_pipeline_with_a_runaway_primary_ends_with_an_answer(
         a for s in result.steps for a in s.output.attempts if a.outcome == "oversized_output"
     ]
     assert oversized and {a.route for a in oversized} == {PRIMARY}
+
+
+async def test_recurring_role_context_error_ends_the_call(
+    dev_env: WorkflowEnvironment, policy: PolicyConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error that is not a configuration error but keeps recurring in the role-context
+    local activity (here a broken health store) ends the run after the activity's deadline,
+    with the error, instead of retrying the local activity forever."""
+    from datetime import timedelta
+
+    from temporalio.common import RetryPolicy
+    from temporalio.worker import UnsandboxedWorkflowRunner
+
+    from agent_failover.workflows import resilient
+
+    class BrokenHealth(MemoryHealthStore):
+        async def snapshot(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("health store exploded")
+
+    # Unsandboxed, so the workflow sees the shortened policy (the sandbox would load its
+    # own copy of the module); two quick attempts instead of six keep the test short.
+    quick = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=2)
+    monkeypatch.setattr(resilient, "LOCAL_ACTIVITY_RETRY", quick)
+    tq = f"ctx-{uuid.uuid4().hex[:10]}"
+    stores = Stores(BrokenHealth(), MemoryResponseCache(), "test")
+    plugin = FailoverPlugin(policy, stores=stores, start_monitor=False)
+    worker = Worker(
+        dev_env.client,
+        task_queue=tq,
+        workflows=[ResilientCallWorkflow],
+        plugins=[plugin],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    )
+    async with running([worker]):
+        handle = await dev_env.client.start_workflow(
+            ResilientCallWorkflow.run,
+            {"role": "plain", "request": {"messages": [{"role": "user", "content": "x"}]}},
+            id=f"ctx-{uuid.uuid4().hex[:8]}",
+            task_queue=tq,
+        )
+        status, _ = await _ended_within(handle, BAD_INPUT_BUDGET_S)
+    assert status is WorkflowExecutionStatus.FAILED
+    with pytest.raises(WorkflowFailureError) as info:
+        await handle.result()
+    chain, err = [], info.value.cause
+    while err is not None:
+        chain.append(f"{type(err).__name__}: {err}")
+        err = getattr(err, "cause", None)
+    assert any("exploded" in c for c in chain), chain
