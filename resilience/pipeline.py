@@ -12,7 +12,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent_failover.providers.models import ChatRequest, Message, Priority
-from agent_failover.providers.validate import parse_json_output
 from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
 
 #: Confidence cap applied to the final answer per degraded section (uncertainty widens).
@@ -146,17 +145,12 @@ def review_verdict(out: AgentOutput) -> tuple[str, list[str]]:
     """The critic's verdict on the sections, as far as anyone actually reviewed them.
 
     A static fallback is served when no model could review, so it is ``unreviewed``
-    whatever its data says; a human's answer counts when it is a verdict in JSON.
+    whatever its data says; a human's answer counts when it carries a verdict in ``data``
+    (the pipeline parses a human's JSON answer into it).
     """
     if out.capability is Capability.STATIC or ReasonCode.STATIC_FALLBACK in out.reason_codes:
         return UNREVIEWED, []
-    data = out.data
-    if data is None and out.content:
-        try:
-            data = parse_json_output(out.content)
-        except (ValueError, RecursionError):
-            data = None
-    return parse_verdict(data)
+    return parse_verdict(out.data)
 
 
 def synthesis_request(

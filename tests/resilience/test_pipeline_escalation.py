@@ -70,9 +70,9 @@ def test_static_critic_is_unreviewed_whatever_its_data(demo_policy: PolicyConfig
     assert review_verdict(out) == (UNREVIEWED, [])
 
 
-def test_human_verdict_in_json_counts() -> None:
-    """A human's answer for the critic is read as JSON when it is a verdict."""
-    human = _out(content='{"verdict": "approve", "reasons": []}', data=None)
+def test_human_verdict_counts_only_as_data() -> None:
+    """A human's answer for the critic counts when it carries a verdict; prose does not."""
+    human = _out(content='{"verdict": "approve"}', data={"verdict": "approve", "reasons": []})
     assert review_verdict(human) == ("approve", [])
     assert review_verdict(_out(content="looks fine to me", data=None)) == (UNREVIEWED, [])
 

@@ -116,6 +116,8 @@ async def test_escalation_pauses_with_state_and_accepts_human_output(
     assert pending.failover_history == {} and "specialists" in pending.pending_steps
     planner = result.steps[0].output
     assert planner.route == "human" and "HUMAN_PROVIDED" in [c.value for c in planner.reason_codes]
+    # the human's JSON plan is parsed and used (not replaced by the default plan)
+    assert [p["id"] for p in result.plan] == ["h1"]
     assert result.escalation is EscalationState.RESOLVED
 
 
