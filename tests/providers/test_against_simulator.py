@@ -292,6 +292,15 @@ CASES: dict[str, Case] = {
     "empty_output": Case(
         {"kind": "empty_output"}, error=E.EmptyOutputError, decision=FAILOVER, retryable=True
     ),
+    # A runaway reply (max_tokens ignored): streamed, the first 16 KiB piece is already past
+    # the limit and the stream is abandoned; a JSON body is checked once read.
+    "oversized_output": Case(
+        {"kind": "oversized_output", "size_bytes": 10_000},
+        error=E.OversizedOutputError,
+        decision=FAILOVER,
+        retryable=False,
+        budgets=BUDGETS.model_copy(update={"max_reply_bytes": 8192}),
+    ),
 }
 
 PARAMS = [
