@@ -452,6 +452,41 @@ def demo(
     raise typer.Exit(code)
 
 
+@app.command()
+def drill(
+    scenario: Annotated[Path, typer.Argument(help="Drill file (bench/scenarios/*.yaml).")],
+    out: Annotated[
+        Path | None, typer.Option("--json", help="Write the report (and every sample) here.")
+    ] = None,
+    png: Annotated[Path | None, typer.Option(help="Draw the timeline here.")] = None,
+    rate: Annotated[
+        float | None, typer.Option(help="Requests per second (default: the file's).")
+    ] = None,
+    scale: Annotated[
+        float, typer.Option(help="Multiply every time in the file (0.5: twice as fast).")
+    ] = 1.0,
+    policy: Annotated[Path, typer.Option(help="Policy file.")] = DEFAULT_POLICY_PATH,
+) -> None:
+    """Replay an outage timeline at a fixed request rate and report what callers saw."""
+    from agent_failover.cli.drill import run_drill_command
+    from agent_failover.testing.drill import load_drill
+
+    try:
+        spec = load_drill(scenario).scaled(scale)
+        if rate is not None:
+            spec = spec.model_copy(
+                update={
+                    "drill": spec.drill.model_validate(
+                        {**spec.drill.model_dump(), "rate_per_s": rate}
+                    )
+                }
+            )
+    except ValueError as exc:
+        err.print(f"[red]invalid drill[/]: {exc}")
+        raise typer.Exit(2) from exc
+    asyncio.run(run_drill_command(spec, console, policy_path=policy, json_path=out, png_path=png))
+
+
 def main() -> None:  # pragma: no cover - console entry convenience
     app()
 
