@@ -239,9 +239,14 @@ def summarise(
             for e in drill.scenario.events
         ],
         "phases": {
-            name: phase_figures(samples, upstream_arrivals, a, b) for name, a, b in drill.phases()
+            name: phase_figures(
+                samples, upstream_arrivals, a, b, upstream_until=math.inf if last else None
+            )
+            for (name, a, b), last in zip(phases, _last_flags(phases), strict=True)
         },
-        "overall": phase_figures(samples, upstream_arrivals, 0.0, drill.drill.duration_s),
+        "overall": phase_figures(
+            samples, upstream_arrivals, 0.0, drill.drill.duration_s, upstream_until=math.inf
+        ),
         "detection_s": detection_s(samples, start, primary),
         "restoration_s": restoration_s(samples, end, primary),
     }
