@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
+from temporalio.client import Client
 
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.config import PolicyConfig
@@ -131,25 +132,21 @@ async def simulator_admin() -> AsyncIterator[SimAdmin]:
 
 
 @asynccontextmanager
-async def agent_failover_arm(policy: PolicyConfig, role: str) -> AsyncIterator[Arm]:
-    """Dev server, worker over memory stores and the health monitor; yields the arm."""
-    env = await start_dev_server(ui=False)
-    try:
-        h, workers = await make_harness(env.client, policy)
-        async with running(workers):
-            monitor = await env.client.start_workflow(
-                HealthMonitorWorkflow.run,
-                MonitorInput(routes=sorted(policy.endpoints), interval_s=policy.probes.interval_s),
-                id=f"drill-monitor-{uuid.uuid4().hex[:8]}",
-                task_queue=h.task_queue,
-            )
-            try:
-                yield AgentFailoverArm(env.client, h.task_queue, role)
-            finally:
-                await monitor.terminate("drill over")
-        await h.activities._http.aclose()
-    finally:
-        await env.shutdown()
+async def agent_failover_arm(client: Client, policy: PolicyConfig, role: str) -> AsyncIterator[Arm]:
+    """A worker over fresh memory stores and the health monitor; yields the arm."""
+    h, workers = await make_harness(client, policy)
+    async with running(workers):
+        monitor = await client.start_workflow(
+            HealthMonitorWorkflow.run,
+            MonitorInput(routes=sorted(policy.endpoints), interval_s=policy.probes.interval_s),
+            id=f"drill-monitor-{uuid.uuid4().hex[:8]}",
+            task_queue=h.task_queue,
+        )
+        try:
+            yield AgentFailoverArm(client, h.task_queue, role)
+        finally:
+            await monitor.terminate("drill over")
+    await h.activities._http.aclose()
 
 
 async def drill_arm(
@@ -169,7 +166,7 @@ async def drill_arm(
         samples, arrivals = await run_drill(
             drill, arm, admin, prices, on_done=lambda _i: bar.advance(task)
         )
-    report = summarise(drill, samples, arrivals)
+    report = summarise(drill, samples, arrivals, background_calls=arm.background_calls)
     report["arm"] = arm.name
     return report, samples
 
@@ -192,8 +189,12 @@ async def run_drill_command(
     async with simulator_admin() as admin:
         policy = drill_policy(policy_path, admin.url)
         policy.role(drill.drill.role)  # a clear error before anything starts
-        async with agent_failover_arm(policy, drill.drill.role) as arm:
-            report, samples = await drill_arm(drill, arm, admin, policy, console)
+        env = await start_dev_server(ui=False)
+        try:
+            async with agent_failover_arm(env.client, policy, drill.drill.role) as arm:
+                report, samples = await drill_arm(drill, arm, admin, policy, console)
+        finally:
+            await env.shutdown()
     console.print(report_table(report, f"drill {drill.scenario.name} · agent-failover"))
     report["samples"] = [s.as_dict() for s in samples]
     if json_path:

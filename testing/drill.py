@@ -154,11 +154,14 @@ def phase_figures(
     end: float,
     *,
     upstream_until: float | None = None,
+    background_calls: bool = True,
 ) -> dict[str, Any]:
     """Figures for requests started in ``[start, end)`` and upstream calls arriving there.
 
     ``upstream_until`` stretches the upstream window past ``end`` (the last phase owns
-    the calls its late requests make after the timeline ended).
+    the calls its late requests make after the timeline ended). Without
+    ``background_calls`` (an arm that never probes) every upstream call is a request's,
+    which also counts the retries an arm cannot report itself (an SDK's own retries).
     """
     mine = [s for s in samples if start <= s.start_s < end]
     ok = [s for s in mine if s.outcome != "failed"]
@@ -168,9 +171,9 @@ def phase_figures(
         key = str(s.tier)
         tiers[key] = tiers.get(key, 0) + 1
     n = len(mine)
-    request_calls = sum(s.attempts for s in mine)
     until = end if upstream_until is None else upstream_until
     upstream = sum(1 for a in upstream_arrivals if start <= a < until)
+    request_calls = sum(s.attempts for s in mine) if background_calls else upstream
     probes = max(0, upstream - request_calls)
     # Rates use the phase's own length, not the stretched upstream window.
     minutes = max(1e-9, (end - start) / 60.0)
@@ -219,7 +222,11 @@ def _last_flags(items: list[Any]) -> list[bool]:
 
 
 def summarise(
-    drill: DrillFile, samples: list[Sample], upstream_arrivals: list[float]
+    drill: DrillFile,
+    samples: list[Sample],
+    upstream_arrivals: list[float],
+    *,
+    background_calls: bool = True,
 ) -> dict[str, Any]:
     """The drill's report: per-phase figures plus detection and restoration times.
 
@@ -240,12 +247,22 @@ def summarise(
         ],
         "phases": {
             name: phase_figures(
-                samples, upstream_arrivals, a, b, upstream_until=math.inf if last else None
+                samples,
+                upstream_arrivals,
+                a,
+                b,
+                upstream_until=math.inf if last else None,
+                background_calls=background_calls,
             )
             for (name, a, b), last in zip(phases, _last_flags(phases), strict=True)
         },
         "overall": phase_figures(
-            samples, upstream_arrivals, 0.0, drill.drill.duration_s, upstream_until=math.inf
+            samples,
+            upstream_arrivals,
+            0.0,
+            drill.drill.duration_s,
+            upstream_until=math.inf,
+            background_calls=background_calls,
         ),
         "detection_s": detection_s(samples, start, primary),
         "restoration_s": restoration_s(samples, end, primary),

@@ -51,6 +51,9 @@ class Arm(Protocol):
     """One way of making a resilient LLM call (agent-failover, plain retries, LiteLLM...)."""
 
     name: str
+    #: Whether the arm calls providers outside requests (health probes). Without, every
+    #: upstream call the simulator saw belongs to a request.
+    background_calls: bool
 
     async def call(self, index: int, request: ChatRequest) -> ArmResult:
         """Make call number ``index``; never raises for a provider failure."""
@@ -67,6 +70,7 @@ class AgentFailoverArm:
     """``resilient_complete`` for the drill's role, one workflow per request."""
 
     name = "agent-failover"
+    background_calls = True
 
     def __init__(self, client: Client, task_queue: str, role: str) -> None:
         self.client, self.task_queue, self.role = client, task_queue, role
