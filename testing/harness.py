@@ -12,6 +12,7 @@ import asyncio
 import uuid
 from dataclasses import dataclass
 
+import httpx
 from temporalio.client import Client
 from temporalio.converter import PayloadCodec
 from temporalio.worker import Worker
@@ -59,11 +60,13 @@ def build_harness(
     cache: MemoryResponseCache | RedisResponseCache | None = None,
     reconnect_interval_s: float | None = None,
     codec: PayloadCodec | None = None,
+    http: httpx.AsyncClient | None = None,
 ) -> tuple[Harness, list[Worker]]:
     """Activities over fresh stores (memory, or Redis under a unique namespace).
 
     Pass ``task_queue`` and the stores of a dead worker to stand in a replacement;
-    ``codec`` seals the Redis cache's entries (the client must carry the same codec).
+    ``codec`` seals the Redis cache's entries (the client must carry the same codec);
+    ``http`` is the providers' client (e.g. over a :class:`FaultTransport`).
     """
     tq = task_queue or f"test-{uuid.uuid4().hex[:10]}"
     if health is None or cache is None:
@@ -81,7 +84,9 @@ def build_harness(
         else:
             health, cache = MemoryHealthStore(), MemoryResponseCache()
     stores = Stores(health, cache, "test")
-    plugin = FailoverPlugin(policy, stores=stores, start_monitor=False, codec=codec or False)
+    plugin = FailoverPlugin(
+        policy, stores=stores, start_monitor=False, codec=codec or False, http=http
+    )
     acts = plugin.activities_for(tq)
     return Harness(client, tq, acts, health, cache, policy), _workers(client, plugin, tq)
 

@@ -18,6 +18,7 @@ import contextlib
 import json
 import socket
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
@@ -25,7 +26,7 @@ from aiohttp import web
 from agent_failover.providers.endpoint import ProviderKind
 from agent_failover.testing.sim.config import SimEndpoint
 from agent_failover.testing.sim.content import ParsedRequest, Reply, build_reply
-from agent_failover.testing.sim.faults import AttemptPlan, FaultKind, plan_attempt
+from agent_failover.testing.sim.faults import AttemptPlan, Fault, FaultKind, plan_attempt
 from agent_failover.testing.sim.state import AttemptLogEntry, AttemptOutcome, SimState
 from agent_failover.testing.sim.wire import (
     ErrorCategory,
@@ -73,6 +74,23 @@ def reset_connection(transport: asyncio.BaseTransport | None) -> None:
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     transport.abort()
+
+
+#: Faults the client asks for on this one request (a JSON list of :class:`Fault`), added
+#: after the endpoint's own: how :class:`agent_failover.testing.FaultTransport` plays a
+#: timeline on the test's clock instead of the simulator's.
+FAULTS_HEADER = "x-sim-faults"
+
+
+def header_faults(headers: Mapping[str, str]) -> list[Fault]:
+    """The request's ``x-sim-faults``; a malformed header is the client's error (400)."""
+    raw = headers.get(FAULTS_HEADER)
+    if not raw:
+        return []
+    try:
+        return [Fault.model_validate(f) for f in json.loads(raw)]
+    except (ValueError, TypeError) as exc:
+        raise SimError(ErrorCategory.INVALID_REQUEST, f"{FAULTS_HEADER}: {exc}") from None
 
 
 class _Pacer:
@@ -200,7 +218,7 @@ class CompletionHandler:
             raise context_error(parsed.prompt_tokens, endpoint.context_window)
 
         plan = plan_attempt(
-            state.active_faults(endpoint.name),
+            [*state.active_faults(endpoint.name), *header_faults(request.headers)],
             model=parsed.model,
             stream=parsed.stream,
             json_mode=parsed.json_mode,
