@@ -11,7 +11,7 @@ from agent_failover.cli.main import app
 from agent_failover.config import DEFAULT_POLICY_PATH
 
 runner = CliRunner()
-COMMANDS = ["sim", "worker", "dev", "run", "status", "force", "resolve", "demo", "config"]
+COMMANDS = ["sim", "worker", "dev", "run", "status", "force", "resolve", "demo", "drill", "config"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
