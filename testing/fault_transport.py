@@ -14,7 +14,8 @@ header; the simulator injects them exactly like its own (wire-accurate error bod
 Retry-After, stream faults, latency — latency is real time: keep it in milliseconds).
 Give it to the worker's HTTP client::
 
-    transport = FaultTransport(load_scenario("bench/scenarios/hard_primary_outage.yaml"))
+    drill = load_drill("bench/scenarios/hard_primary_outage.yaml")  # or any Scenario
+    transport = FaultTransport(drill.scenario)
     transport.start((await env.get_current_time()).timestamp())
     http = build_http_client(policy.endpoints.values(), transport=transport)
     harness, workers = build_harness(env.client, policy, http=http)

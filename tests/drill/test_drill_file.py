@@ -41,7 +41,7 @@ def test_every_shipped_scenario_loads_and_fits_its_duration() -> None:
 def test_a_drill_must_end_and_cover_its_faults(tmp_path: Path) -> None:
     bad = tmp_path / "open.yaml"
     bad.write_text("name: x\nevents: [{from: 1, endpoint: a, answers: 529}]\n")
-    with pytest.raises(ValueError, match=r"open\.yaml.*every event needs 'to'"):
+    with pytest.raises(ValueError, match=r"(?s)open\.yaml.*every event needs 'to'"):
         load_drill(bad)
     with pytest.raises(ValueError, match=r"duration_s \(5.0\) ends before the last fault"):
         _drill(duration_s=5)

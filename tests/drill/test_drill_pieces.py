@@ -173,7 +173,7 @@ def test_table_and_png_from_a_report(tmp_path: Path) -> None:
     rep = summarise(drill, samples, [0.5, 1.5, 1.6])
     table = report_table(rep, "t")
     assert [c.header for c in table.columns][:3] == ["phase", "requests", "success"]
-    assert table.row_count == 4 and "detection 0.30 s" in str(table.caption)
+    assert table.row_count == 4 and "detection 0.80 s" in str(table.caption)
     png = tmp_path / "t.png"
     draw_timelines({"a": (rep, samples), "b": (rep, samples)}, png, "t")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
