@@ -11,7 +11,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.providers.client import build_http_client
@@ -23,6 +25,7 @@ from agent_failover.resilience.config import (
     PolicyConfig,
 )
 from agent_failover.resilience.contracts import AgentOutput, ReasonCode
+from agent_failover.testing.drill import load_drill
 from agent_failover.testing.fault_transport import FaultTransport
 from agent_failover.testing.harness import Harness, build_harness, running
 from agent_failover.testing.sim.admin import SimAdmin
@@ -162,3 +165,45 @@ async def test_twenty_minute_latency_ramp_demotes_the_primary_past_its_sla(
     # Injected latency alone crosses the line at t = 600 s; demotion follows the ramp's
     # workflow time (a wall-clock timeline would not have moved in these few seconds).
     assert 240 <= demoted[0] < 1200
+
+
+SHIPPED = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
+
+
+@pytest.mark.parametrize(
+    "name", ["hard_primary_outage", "primary_flapping", "rate_limit_storm", "provider_outage"]
+)
+async def test_shipped_drill_timelines_at_production_defaults(
+    ts_env: WorkflowEnvironment, policy: PolicyConfig, sim_admin: SimAdmin, name: str
+) -> None:
+    """The drill files, stretched x10 (minutes of faults), at the production probe
+    interval and breaker durations: every call answered, none inside a fault window by a
+    route the timeline has down, and the transport injected faults exactly in the windows.
+    (``slow_first_token`` is left out: its 5 s first token is real time.)"""
+    drill = load_drill(SHIPPED / f"{name}.yaml").scaled(10)
+    windows = [(e.start_s, e.end_s or 0.0) for e in drill.scenario.events]
+    down = {PRIMARY} | ({"anthropic-eu-west"} if name == "provider_outage" else set())
+    policy = _production(policy)
+    scenario = drill.scenario.model_dump(mode="json", by_alias=True, exclude_none=True)
+    async with timeline(ts_env, policy, scenario) as (h, transport, start):
+        monitor = await h.client.start_workflow(
+            HealthMonitorWorkflow.run,
+            MonitorInput(routes=sorted(down), interval_s=DEFAULT_PROBE_INTERVAL_S),
+            id=f"ts-monitor-{uuid.uuid4().hex[:8]}",
+            task_queue=h.task_queue,
+        )
+        answers: list[tuple[float, AgentOutput]] = []
+        while (t := await _offset(ts_env, start)) < drill.drill.duration_s:
+            answers.append((t, await _call(ts_env, h, "plain")))
+            await ts_env.sleep(30)
+        await monitor.terminate()
+
+    def faulty(t: float) -> bool:
+        return any(a <= t < b for a, b in windows)
+
+    assert len(answers) >= 15 and all(out.tier <= 2 for _, out in answers)
+    assert answers[0][1].route == PRIMARY
+    inside = [out for t, out in answers if faulty(t) and faulty(t + 1)]
+    assert inside and all(out.route not in down for out in inside)
+    seen = [i for i in transport.injections if i.endpoint == PRIMARY]
+    assert seen and all(bool(i.faults) == faulty(i.t) for i in seen)
