@@ -1,31 +1,51 @@
-"""In-process health store: a rolling window, a breaker and an ``asyncio.Lock`` per route.
+"""In-process health store: running aggregates, a breaker and an ``asyncio.Lock`` per route.
 
 Used directly by unit tests and single-process runs, and by
 :class:`~stores.redis_health.RedisHealthStore` as its local view while Redis is
 unreachable (hence :meth:`MemoryHealthStore.load_route` to seed it with the last state
-seen in Redis). Memory is bounded: each route keeps at most ``max_samples`` outcomes no
-older than ``horizon_s`` behind the newest (see :class:`resilience.windows.RollingWindow`).
+seen in Redis). No outcome is kept: each one increments the counters and histogram bins
+of the second it finished in (:mod:`resilience.aggregates`), exactly as the Redis store's
+Lua script does, so recording and a snapshot cost the same at 1 or 1000 calls a second and
+memory is bounded by the horizon (``horizon_s`` seconds of buckets, a few dozen counters
+each).
 
 The slow-call threshold is relative by default (``slow_call_baseline_factor`` x the
 route's baseline p95). Two baselines are kept (:mod:`resilience.baseline`): the short one
-is the nearest-rank p95 of the successful calls held over the whole horizon (10 minutes by
-default); the long one the p95 of hourly latency histograms of the last 7 completed days.
-The long one is used when it holds ``min_calls`` samples (a gradual slowdown cannot drag
-it along), else the short one, else none (relative slow-call detection is off until the
-route has a history). Both are recomputed at most every ``baseline_refresh_s`` seconds.
+is the p95 of the successful calls over the horizon (10 minutes by default), read from
+per-minute histograms; the long one the p95 of hourly latency histograms of the last 7
+completed days. The long one is used when it holds ``min_calls`` samples (a gradual
+slowdown cannot drag it along), else the short one, else none (relative slow-call
+detection is off until the route has a history). Both are recomputed at most every
+``baseline_refresh_s`` seconds.
 
 Besides the breaker (which also carries a 429's ``cooldown_until``) each route keeps
 when its last real call finished (the monitor probes only routes without traffic), the
-context window its provider stated when it rejected a prompt, and per role the SLA
-verdict with the time it last changed.
+context window its provider stated when it rejected a prompt, the newest observations
+(the SLA streaks) and per role the SLA verdict with the time it last changed.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from agent_failover.resilience.aggregates import (
+    Fields,
+    baseline_bin,
+    breaker_stats_from,
+    bucket_fields,
+    decode_recent,
+    encode_recent,
+    merge_fields,
+    minute_buckets,
+    minute_of,
+    second_of,
+    short_baseline_p95,
+    stats_from_fields,
+    window_seconds,
+)
 from agent_failover.resilience.baseline import HourlyLatency, LatencyBaseline, choose_baseline
 from agent_failover.resilience.breaker import (
     Admission,
@@ -44,45 +64,18 @@ from agent_failover.resilience.contracts import (
     RecentSample,
     RouteHealth,
 )
-from agent_failover.resilience.windows import (
-    DEFAULT_HORIZON_S,
-    DEFAULT_MAX_SAMPLES,
-    RollingWindow,
-    breaker_stats,
-    compute_stats,
-    percentile,
-)
+from agent_failover.resilience.windows import DEFAULT_HORIZON_S
 from agent_failover.stores.status import StoreStatus
 
 DEFAULT_BASELINE_REFRESH_S = 30.0
-
-
-def baseline_p95(outcomes: Iterable[CallOutcome], *, min_samples: int) -> float | None:
-    """Nearest-rank p95 latency of the successful, route-attributable calls in ``outcomes``.
-
-    Returns None with fewer than ``min_samples`` such calls: a baseline from a handful of
-    samples would flag ordinary variance as slowness.
-    """
-    latencies = [o.latency_ms for o in outcomes if o.ok and o.counts_against_route]
-    if len(latencies) < min_samples:
-        return None
-    return percentile(latencies, 95)
+#: Newest observations kept per route: twice what the SLA streaks read, since entries
+#: newer than a snapshot's ``now`` are filtered out.
+RECENT_KEPT = 2 * MAX_SLA_STREAK
 
 
 def breaker_window_s(settings: BreakerSettings) -> float:
     """The longest window the breaker reads; outcomes older than this cannot change it."""
     return max(settings.error_window_s, settings.semantic_window_s)
-
-
-def recent_samples(outcomes: Iterable[CallOutcome], *, now: float) -> list[RecentSample]:
-    """The newest :data:`MAX_SLA_STREAK` observations up to ``now`` that count against the
-    route, oldest first (what the SLA streaks read)."""
-    counted = sorted(
-        (o for o in outcomes if o.counts_against_route and o.at <= now), key=lambda o: o.at
-    )
-    return [
-        RecentSample(at=o.at, latency_ms=o.latency_ms, ok=o.ok) for o in counted[-MAX_SLA_STREAK:]
-    ]
 
 
 @dataclass(frozen=True)
@@ -98,9 +91,8 @@ class RouteFacts:
 def route_health(
     route: str,
     breaker: Breaker,
-    outcomes: Iterable[CallOutcome],
+    window: Fields,
     *,
-    now: float,
     window_s: float,
     min_calls: int,
     sla: tuple[bool, float | None],
@@ -109,15 +101,15 @@ def route_health(
 ) -> RouteHealth:
     """Assemble one route's :class:`RouteHealth` from its persisted parts.
 
-    ``sla`` is the role's (demoted, since) for the route; ``recent`` the newest
-    observations (see :func:`recent_samples`).
+    ``window`` is the merged aggregate of the snapshot's window; ``sla`` the role's
+    (demoted, since) for the route; ``recent`` the newest observations.
     """
     return RouteHealth(
         route=route,
         breaker=breaker.state,
         open_until=breaker.open_until,
         breaker_reason=breaker.reason.value if breaker.reason is not None else None,
-        stats=compute_stats(outcomes, now=now, window_s=window_s, min_calls=min_calls),
+        stats=stats_from_fields(window, window_s=window_s, min_calls=min_calls),
         sla_demoted=sla[0],
         sla_since=sla[1],
         last_probe_at=facts.last_probe_at,
@@ -130,11 +122,73 @@ def route_health(
 
 
 @dataclass
+class _Aggregates:
+    """One route's per-second buckets, per-minute baseline histograms and newest samples."""
+
+    horizon_s: float
+    seconds: dict[int, dict[str, int]] = field(default_factory=dict)
+    minutes: dict[int, dict[int, int]] = field(default_factory=dict)
+    recent: deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_KEPT))
+    newest: float = float("-inf")
+    oldest_second: int | None = None
+
+    def add(self, outcome: CallOutcome) -> None:
+        """Count ``outcome`` in its buckets and drop the buckets behind the horizon."""
+        self.newest = max(self.newest, outcome.at)
+        cutoff = second_of(self.newest - self.horizon_s)
+        sec = second_of(outcome.at)
+        inc = bucket_fields(outcome)
+        if inc and sec >= cutoff:
+            self.add_bucket(sec, inc)
+        b = baseline_bin(outcome)
+        if b is not None and sec >= cutoff:
+            m = self.minutes.setdefault(minute_of(outcome.at), {})
+            m[b] = m.get(b, 0) + 1
+        if entry := encode_recent(outcome):
+            self.recent.append(entry)
+        self._prune(cutoff)
+
+    def add_bucket(self, sec: int, inc: Fields) -> None:
+        bucket = self.seconds.setdefault(sec, {})
+        for k, n in inc.items():
+            bucket[k] = bucket.get(k, 0) + n
+        if self.oldest_second is None or sec < self.oldest_second:
+            self.oldest_second = sec
+
+    def _prune(self, cutoff: int) -> None:
+        # Walk second by second while the gap is short; after a long idle gap rebuild.
+        if self.oldest_second is None or self.oldest_second >= cutoff:
+            return
+        if cutoff - self.oldest_second > len(self.seconds):
+            self.seconds = {s: b for s, b in self.seconds.items() if s >= cutoff}
+        else:
+            for s in range(self.oldest_second, cutoff):
+                self.seconds.pop(s, None)
+        self.oldest_second = min(self.seconds, default=None)
+        first_minute = minute_of(cutoff)
+        if self.minutes and min(self.minutes) < first_minute:
+            self.minutes = {m: h for m, h in self.minutes.items() if m >= first_minute}
+
+    def window(self, now: float, window_s: float) -> dict[str, int]:
+        """The merged buckets of the window of ``window_s`` ending at ``now``."""
+        secs = window_seconds(now, window_s, self.horizon_s)
+        return merge_fields(self.seconds[s] for s in secs if s in self.seconds)
+
+    def short_histogram(self, now: float) -> dict[int, int]:
+        """Successful-call latency bins over the horizon (the short baseline)."""
+        total: dict[int, int] = {}
+        for m in minute_buckets(now, self.horizon_s):
+            for b, n in self.minutes.get(m, {}).items():
+                total[b] = total.get(b, 0) + n
+        return total
+
+
+@dataclass
 class _Route:
     """Everything the memory store holds for one route."""
 
     breaker: Breaker
-    window: RollingWindow
+    agg: _Aggregates
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_probe_at: float | None = None
     last_probe_ok: bool | None = None
@@ -158,12 +212,12 @@ class MemoryHealthStore:
     def __init__(
         self,
         *,
-        max_samples: int = DEFAULT_MAX_SAMPLES,
         horizon_s: float = DEFAULT_HORIZON_S,
         baseline_refresh_s: float = DEFAULT_BASELINE_REFRESH_S,
     ) -> None:
-        """Create an empty store; each route keeps ``max_samples`` outcomes of ``horizon_s``."""
-        self.max_samples = max_samples
+        """Create an empty store; each route keeps ``horizon_s`` seconds of aggregates."""
+        if horizon_s <= 0:
+            raise ValueError(f"horizon_s must be > 0, got {horizon_s}")
         self.horizon_s = horizon_s
         self.baseline_refresh_s = baseline_refresh_s
         self._routes: dict[str, _Route] = {}
@@ -175,7 +229,7 @@ class MemoryHealthStore:
         if r is None:
             r = _Route(
                 breaker=Breaker(route=route),
-                window=RollingWindow(max_samples=self.max_samples, horizon_s=self.horizon_s),
+                agg=_Aggregates(horizon_s=self.horizon_s),
             )
             self._routes[route] = r
         return r
@@ -186,8 +240,7 @@ class MemoryHealthStore:
             or r.baseline_at is None
             or now - r.baseline_at >= self.baseline_refresh_s
         ):
-            held = r.window.outcomes(now=now, window_s=self.horizon_s)
-            short = baseline_p95(held, min_samples=min_samples)
+            short = short_baseline_p95(r.agg.short_histogram(now), min_samples=min_samples)
             long, n = r.hourly.p95(now=now, min_samples=min_samples)
             r.baseline, r.baseline_at = choose_baseline(short, long, n), now
         return r.baseline
@@ -196,16 +249,20 @@ class MemoryHealthStore:
         """Append ``outcome`` and apply the breaker under the route's lock."""
         r = self._route(outcome.route)
         async with r.lock:
-            r.window.add(outcome)
+            r.agg.add(outcome)
             r.hourly.add(outcome)
             if outcome.probe:
                 r.last_probe_at, r.last_probe_ok = outcome.at, outcome.ok
             elif r.last_call_at is None or outcome.at > r.last_call_at:
                 r.last_call_at = outcome.at
             now = outcome.at
-            recent = r.window.outcomes(now=now, window_s=breaker_window_s(settings))
             baseline = self._baseline(r, settings.min_calls, now).used_ms
-            stats = breaker_stats(recent, settings, now=now, baseline_p95_ms=baseline)
+            stats = breaker_stats_from(
+                r.agg.window(now, settings.error_window_s),
+                r.agg.window(now, settings.semantic_window_s),
+                settings,
+                baseline_p95_ms=baseline,
+            )
             r.breaker, transition = on_outcome(r.breaker, outcome, stats, settings, now)
             return transition
 
@@ -249,17 +306,15 @@ class MemoryHealthStore:
         out: dict[str, RouteHealth] = {}
         for name in routes:
             r = self._routes.get(name)
-            held = r.window.outcomes(now=now, window_s=self.horizon_s) if r else []
             out[name] = route_health(
                 name,
                 r.breaker if r else Breaker(route=name),
-                [o for o in held if o.at >= now - window_s],
-                now=now,
+                r.agg.window(now, window_s) if r else {},
                 window_s=window_s,
                 min_calls=min_calls,
                 sla=(name in demoted, since.get(name)),
                 facts=r.facts() if r else RouteFacts(),
-                recent=recent_samples(held, now=now),
+                recent=(decode_recent(r.agg.recent, now=now, keep=MAX_SLA_STREAK) if r else []),
             )
         return HealthSnapshot(taken_at=now, routes=out)
 
@@ -305,15 +360,24 @@ class MemoryHealthStore:
         route: str,
         *,
         breaker: Breaker | None = None,
-        outcomes: Iterable[CallOutcome] = (),
+        window: tuple[int, Fields] | None = None,
+        recent: Iterable[str] = (),
         facts: RouteFacts | None = None,
     ) -> None:
-        """Seed one route's state (e.g. the last state read from Redis), replacing any held."""
+        """Seed one route's state (e.g. the last state read from Redis).
+
+        ``window`` is a merged window as (second, fields): the Redis store keeps only the
+        merged sums it read, so they are seeded as one bucket at the second of the read.
+        ``recent`` are encoded newest observations (:func:`resilience.aggregates.encode_recent`).
+        """
         r = self._route(route)
         if breaker is not None:
             r.breaker = breaker
-        for o in sorted(outcomes, key=lambda o: o.at):
-            r.window.add(o)
+        if window is not None and window[1]:
+            r.agg.add_bucket(*window)
+            r.agg.newest = max(r.agg.newest, float(window[0]))
+        for e in recent:
+            r.agg.recent.append(e)
         if facts is not None:
             if facts.last_probe_at is not None:
                 r.last_probe_at, r.last_probe_ok = facts.last_probe_at, facts.last_probe_ok
@@ -335,7 +399,7 @@ class MemoryHealthStore:
         """Every breaker held, by route."""
         return {name: r.breaker for name, r in self._routes.items()}
 
-    def window_len(self, route: str) -> int:
-        """How many outcomes the route's window holds (0 if unseen)."""
+    def bucket_count(self, route: str) -> int:
+        """How many per-second buckets the route holds (0 if unseen); bounded by the horizon."""
         r = self._routes.get(route)
-        return len(r.window) if r else 0
+        return len(r.agg.seconds) if r else 0

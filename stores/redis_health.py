@@ -1,13 +1,19 @@
-"""The shared health store: outcome windows and breakers in Redis, for every worker.
+"""The shared health store: running aggregates and breakers in Redis, for every worker.
 
 Layout (``NS`` is the namespace; the literal braces around the route are a Redis
-Cluster hash tag, so one route's keys share a slot and the Lua scripts may touch them):
+Cluster hash tag, so one route's keys share a slot and the Lua scripts may touch them
+on a cluster; every key a script touches is passed in ``KEYS``):
 
-* ``NS:h:{route}:o``  sorted set of outcomes scored by ``at``; each member is a 16-hex
-  nonce, ``|`` and the outcome's JSON, so equal outcomes from two workers both count and
-  a replayed outcome is idempotent. Trimmed on every write to ``max_samples``
-  (``ZREMRANGEBYRANK``) and to ``horizon_s`` behind the newest, with a ``ttl_s`` key TTL:
-  at most ``max_samples`` x ~200 bytes per route, and idle routes vanish.
+* ``NS:h:{route}:s:<second>`` hash of the running aggregates of the outcomes that finished
+  in that second (:mod:`resilience.aggregates`: counts ``c e s p`` and histogram bins
+  ``l<bin>``/``t<bin>``), TTL ``horizon_s`` + 60 s. A window is the sum of its seconds,
+  merged server-side in Lua, so the client parses a few dozen counters whatever the
+  traffic: record and snapshot cost do not grow with calls per second.
+* ``NS:h:{route}:m:<minute>`` hash latency bin -> count of the successful calls of that
+  minute (the short baseline), same TTL.
+* ``NS:h:{route}:n:<minute>`` set of the nonces recorded in that minute, so an outcome
+  replayed after a Redis hiccup (its first write may have landed) is counted once.
+* ``NS:h:{route}:r`` list of the newest observations (``at|latency|ok``), capped.
 * ``NS:h:{route}:b``  hash ``{v: version, b: breaker JSON}``, no TTL: an open or
   forced breaker must not silently close because its key expired.
 * ``NS:h:{route}:p``  hash ``{at, ok}`` of the last probe and ``c``, when the last real
@@ -20,22 +26,25 @@ Cluster hash tag, so one route's keys share a slot and the Lua scripts may touch
 * ``NS:sla:<role>``   set of routes latency-demoted for the role; ``NS:slat:<role>`` hash
   route -> when the verdict last changed.
 
-Concurrency: ``record`` appends the outcome and reads the breaker and the breaker window
-in one Lua script (one round trip), lets :mod:`resilience.breaker` decide, and persists a
-changed breaker with a Lua compare-and-set on its version; a lost race re-reads and
-re-decides. So no outcome is lost (the append is unconditional) and a transition happens
-once (the second writer sees the new state and ``on_outcome`` has nothing to do).
-``admit``/``release_trial``/``force`` use the same compare-and-set, which makes half-open
-trial slots atomic across workers.
+Concurrency: ``record`` increments the outcome's bucket and reads the breaker and the
+two merged breaker windows in one Lua script (one round trip), lets
+:mod:`resilience.breaker` decide, and persists a changed breaker with a Lua
+compare-and-set on its version; a lost race re-reads and re-decides. So no outcome is
+lost (the increment is unconditional) and a transition happens once (the second writer
+sees the new state and ``on_outcome`` has nothing to do). ``admit``/``release_trial``/
+``force`` use the same compare-and-set, which makes half-open trial slots atomic across
+workers.
 
 Redis loss: any ``ConnectionError``/``TimeoutError`` switches the store to a local
 :class:`~stores.memory_health.MemoryHealthStore` seeded with the last state this process
-read from Redis; ``status()`` reports the outage, one warning is logged, and writes are
-queued (bounded by ``max_pending``, oldest dropped and counted). At most every
+read from Redis (breakers, facts, newest observations, and the last merged window as one
+bucket); ``status()`` reports the outage, one warning is logged, and writes are queued
+(bounded by ``max_pending``, oldest dropped and counted). At most every
 ``reconnect_interval_s`` the store pings Redis; once it answers, breakers Redis lost
-(e.g. a restarted server without persistence) are restored from the local view,
-queued outcomes are replayed through the normal record path (as non-trial outcomes:
-trial slots taken locally do not exist in Redis), then forced states and SLA flags.
+(e.g. a restarted server without persistence) are restored from the local view, queued
+outcomes are replayed through the normal record path (idempotently: each carries the
+nonce of its first attempt; as non-trial outcomes: trial slots taken locally do not
+exist in Redis), then forced states and SLA flags.
 """
 
 from __future__ import annotations
@@ -47,8 +56,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import redis.asyncio as aioredis
-from pydantic import TypeAdapter
 
+from agent_failover.resilience.aggregates import (
+    baseline_bin,
+    breaker_stats_from,
+    bucket_fields,
+    decode_recent,
+    encode_recent,
+    minute_buckets,
+    minute_of,
+    second_of,
+    short_baseline_p95,
+    window_seconds,
+)
 from agent_failover.resilience.baseline import (
     BUCKET_S,
     HORIZON_HOURS,
@@ -77,14 +97,13 @@ from agent_failover.resilience.contracts import (
     HealthSnapshot,
     RouteHealth,
 )
-from agent_failover.resilience.windows import DEFAULT_HORIZON_S, DEFAULT_MAX_SAMPLES, breaker_stats
+from agent_failover.resilience.windows import DEFAULT_HORIZON_S
 from agent_failover.stores.memory_health import (
     DEFAULT_BASELINE_REFRESH_S,
+    RECENT_KEPT,
     MemoryHealthStore,
     RouteFacts,
-    baseline_p95,
     breaker_window_s,
-    recent_samples,
     route_health,
 )
 from agent_failover.stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, REDIS_DOWN, RedisLink
@@ -97,13 +116,12 @@ DEFAULT_MAX_PENDING = 2048
 CONTEXT_WINDOW_TTL_S = 30 * 86400.0
 #: Hourly latency buckets live for the horizon plus a margin for the hour in progress.
 _HOURLY_TTL_MS = int((HORIZON_HOURS + 2) * BUCKET_S * 1000)
-#: Newest members read for the SLA streaks: twice what they need, since probes and
-#: outcomes that do not count against the route are filtered out client-side.
-_RECENT_READ = 2 * MAX_SLA_STREAK
 #: Compare-and-set attempts before giving up; each failure means another worker changed
 #: the breaker in between, so this only runs out under pathological contention.
 MAX_CAS_ATTEMPTS = 64
 _NONCE_LEN = 16
+#: Aggregate buckets outlive the horizon by this margin (wall clock vs outcome time).
+_BUCKET_TTL_MARGIN_S = 60.0
 
 # KEYS[1] breaker hash; ARGV[1] expected version; ARGV[2] new version; ARGV[3] JSON.
 # A missing hash has version 0, so expected=0 doubles as "set if absent".
@@ -114,31 +132,61 @@ redis.call('HSET', KEYS[1], 'v', ARGV[2], 'b', ARGV[3])
 return 1
 """
 
-# Joining the window into one JSON array server-side returns a single bulk string, so
-# the client decodes it with one pydantic call instead of parsing hundreds of RESP
-# elements in Python (measured: about 3x cheaper per record at 300 samples).
-_WINDOW_LUA = """
-local function window_json(key, lo, hi)
-  local members = redis.call('ZRANGEBYSCORE', key, lo, hi)
-  for i, m in ipairs(members) do members[i] = string.sub(m, SKIP) end
-  return '[' .. table.concat(members, ',') .. ']'
+# Server-side merging of aggregate buckets: the client gets one small flat array of
+# summed counters per window instead of every bucket.
+_MERGE_LUA = """
+local function flat(acc)
+  local out = {}
+  for k, v in pairs(acc) do out[#out + 1] = k; out[#out + 1] = v end
+  return out
 end
-""".replace("SKIP", str(_NONCE_LEN + 2))
+-- Sum KEYS[first .. first+n-1] into two windows: the newest n1 and the newest n2 buckets.
+local function merge2(first, n1, n2)
+  local a, b = {}, {}
+  for i = 0, math.max(n1, n2) - 1 do
+    local f = redis.call('HGETALL', KEYS[first + i])
+    for j = 1, #f, 2 do
+      local v = tonumber(f[j + 1])
+      if i < n1 then a[f[j]] = (a[f[j]] or 0) + v end
+      if i < n2 then b[f[j]] = (b[f[j]] or 0) + v end
+    end
+  end
+  return flat(a), flat(b)
+end
+"""
 
-# Read one route. KEYS: outcomes, breaker, probe, context window.
-# ARGV: window start, window end, how many of the newest members to return as "recent".
-# Returns {breaker JSON or nil, outcomes JSON array, probe at or nil, probe ok or nil,
-#          last call at or nil, context window or nil, newest outcomes JSON array}.
+# Read one route for a snapshot. KEYS: breaker, probe, context window, recent list, then
+# the window's second buckets. ARGV: how many recent entries to return.
+# Returns {breaker JSON or nil, probe at, probe ok, last call at, context window,
+#          recent entries, merged window}.
 _READ_LUA = (
-    _WINDOW_LUA
+    _MERGE_LUA
     + """
-local probe = redis.call('HMGET', KEYS[3], 'at', 'ok', 'c')
-local newest = redis.call('ZRANGE', KEYS[1], -tonumber(ARGV[3]), -1)
-for i, m in ipairs(newest) do newest[i] = string.sub(m, SKIP) end
-return {redis.call('HGET', KEYS[2], 'b'), window_json(KEYS[1], ARGV[1], ARGV[2]),
-        probe[1], probe[2], probe[3], redis.call('GET', KEYS[4]),
-        '[' .. table.concat(newest, ',') .. ']'}
-""".replace("SKIP", str(_NONCE_LEN + 2))
+local probe = redis.call('HMGET', KEYS[2], 'at', 'ok', 'c')
+local n = #KEYS - 4
+local w = merge2(5, n, 0)
+return {redis.call('HGET', KEYS[1], 'b'), probe[1], probe[2], probe[3],
+        redis.call('GET', KEYS[3]), redis.call('LRANGE', KEYS[4], 0, tonumber(ARGV[1]) - 1), w}
+"""
+)
+
+# The breaker and its two windows. KEYS: breaker, then second buckets newest first.
+# ARGV: buckets of the error window, of the semantic window.
+_BREAKER_READ_LUA = (
+    _MERGE_LUA
+    + """
+local e, s = merge2(2, tonumber(ARGV[1]), tonumber(ARGV[2]))
+return {redis.call('HGET', KEYS[1], 'b'), e, s}
+"""
+)
+
+# Sum all KEYS (the short baseline's minute buckets) into one flat array.
+_SUM_LUA = (
+    _MERGE_LUA
+    + """
+local a = merge2(1, #KEYS, 0)
+return a
+"""
 )
 
 # Every hourly bucket of the long horizon in one round trip. KEYS: the bucket hashes.
@@ -149,35 +197,46 @@ for i, k in ipairs(KEYS) do out[i] = redis.call('HGETALL', k) end
 return out
 """
 
-# Append one outcome and read what the breaker needs, atomically, in one round trip.
-# KEYS: outcomes, breaker, baseline, probe, hourly latency bucket of the outcome's hour.
-# ARGV: member, at, max_samples, horizon cutoff, ttl ms, window start, is probe, probe ok,
-#       latency bin ('' when the outcome does not feed the baseline), bucket ttl ms.
-# Returns {breaker JSON or nil, outcomes JSON array, baseline or nil}.
+# Count one outcome and read what the breaker needs, atomically, in one round trip.
+# KEYS: 1 breaker, 2 baseline, 3 probe, 4 hourly bucket, 5 minute bucket, 6 recent list,
+#       7 nonce set of the minute, 8.. second buckets newest first (8 = the outcome's).
+# ARGV: 1 at, 2 ttl ms, 3 is probe, 4 probe ok, 5 hourly bin or '', 6 hourly ttl ms,
+#       7 minute bin or '', 8 bucket ttl ms, 9 recent entry or '', 10 recent cap,
+#       11 error-window buckets, 12 semantic-window buckets, 13 nonce,
+#       14.. field, increment pairs for the outcome's bucket.
+# Returns {breaker JSON or nil, error window, semantic window, baseline or nil}.
 _RECORD_LUA = (
-    _WINDOW_LUA
+    _MERGE_LUA
     + """
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(ARGV[3]) + 1))
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-if ARGV[7] == '1' then
-  redis.call('HSET', KEYS[4], 'at', ARGV[2], 'ok', ARGV[8])
-else
-  local last = tonumber(redis.call('HGET', KEYS[4], 'c') or '-1')
-  if tonumber(ARGV[2]) > last then redis.call('HSET', KEYS[4], 'c', ARGV[2]) end
+if redis.call('SADD', KEYS[7], ARGV[13]) == 1 then
+  redis.call('PEXPIRE', KEYS[7], ARGV[8])
+  for i = 14, #ARGV, 2 do redis.call('HINCRBY', KEYS[8], ARGV[i], ARGV[i + 1]) end
+  if #ARGV >= 14 then redis.call('PEXPIRE', KEYS[8], ARGV[8]) end
+  if ARGV[3] == '1' then
+    redis.call('HSET', KEYS[3], 'at', ARGV[1], 'ok', ARGV[4])
+  else
+    local last = tonumber(redis.call('HGET', KEYS[3], 'c') or '-1')
+    if tonumber(ARGV[1]) > last then redis.call('HSET', KEYS[3], 'c', ARGV[1]) end
+  end
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+  if ARGV[5] ~= '' then
+    redis.call('HINCRBY', KEYS[4], ARGV[5], 1)
+    redis.call('PEXPIRE', KEYS[4], ARGV[6])
+  end
+  if ARGV[7] ~= '' then
+    redis.call('HINCRBY', KEYS[5], ARGV[7], 1)
+    redis.call('PEXPIRE', KEYS[5], ARGV[8])
+  end
+  if ARGV[9] ~= '' then
+    redis.call('LPUSH', KEYS[6], ARGV[9])
+    redis.call('LTRIM', KEYS[6], 0, tonumber(ARGV[10]) - 1)
+    redis.call('PEXPIRE', KEYS[6], ARGV[2])
+  end
 end
-redis.call('PEXPIRE', KEYS[4], ARGV[5])
-if ARGV[9] ~= '' then
-  redis.call('HINCRBY', KEYS[5], ARGV[9], 1)
-  redis.call('PEXPIRE', KEYS[5], ARGV[10])
-end
-return {redis.call('HGET', KEYS[2], 'b'), window_json(KEYS[1], ARGV[6], ARGV[2]),
-        redis.call('GET', KEYS[3])}
+local e, s = merge2(8, tonumber(ARGV[11]), tonumber(ARGV[12]))
+return {redis.call('HGET', KEYS[1], 'b'), e, s, redis.call('GET', KEYS[2])}
 """
 )
-
-_OUTCOMES = TypeAdapter(list[CallOutcome])
 
 
 class StoreContentionError(RuntimeError):
@@ -188,7 +247,7 @@ class StoreContentionError(RuntimeError):
 class _PendingRecord:
     outcome: CallOutcome
     settings: BreakerSettings
-    member: bytes
+    nonce: str
 
 
 @dataclass(frozen=True)
@@ -215,16 +274,13 @@ class _PendingWindow:
 _Pending = _PendingRecord | _PendingForce | _PendingSla | _PendingWindow
 
 
-def _member(outcome: CallOutcome) -> bytes:
-    return (
-        os.urandom(_NONCE_LEN // 2).hex().encode()
-        + b"|"
-        + outcome.model_dump_json(exclude_defaults=True).encode()
-    )
+def _nonce() -> str:
+    return os.urandom(_NONCE_LEN // 2).hex()
 
 
-def _parse_outcomes(blob: bytes) -> list[CallOutcome]:
-    return _OUTCOMES.validate_json(blob)
+def _fields(flat: list[bytes]) -> dict[str, int]:
+    """A flat ``[field, count, ...]`` array as returned by the merge scripts."""
+    return {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}
 
 
 def _parse_breaker(route: str, raw: bytes | None) -> Breaker:
@@ -240,13 +296,13 @@ class _RouteRead:
     """One route as ``_READ_LUA`` returns it, parsed."""
 
     breaker: Breaker
-    outcomes: list[CallOutcome]
+    window: dict[str, int]
     facts: RouteFacts
-    newest: list[CallOutcome]
+    recent: list[str]
 
     @classmethod
-    def parse(cls, route: str, raw: list[bytes | None]) -> _RouteRead:
-        raw_b, blob, p_at, p_ok, c_at, cw, newest = raw
+    def parse(cls, route: str, raw: list) -> _RouteRead:
+        raw_b, p_at, p_ok, c_at, cw, recent, window = raw
         facts = RouteFacts(
             last_probe_at=_float(p_at),
             last_probe_ok=bool(int(p_ok)) if p_ok is not None else None,
@@ -254,7 +310,7 @@ class _RouteRead:
             context_window=int(cw) if cw is not None else None,
         )
         return cls(
-            _parse_breaker(route, raw_b), _parse_outcomes(blob), facts, _parse_outcomes(newest)
+            _parse_breaker(route, raw_b), _fields(window), facts, [e.decode() for e in recent]
         )
 
 
@@ -267,7 +323,6 @@ class RedisHealthStore:
         *,
         namespace: str = DEFAULT_NAMESPACE,
         ttl_s: float = DEFAULT_TTL_S,
-        max_samples: int = DEFAULT_MAX_SAMPLES,
         horizon_s: float = DEFAULT_HORIZON_S,
         baseline_refresh_s: float = DEFAULT_BASELINE_REFRESH_S,
         max_pending: int = DEFAULT_MAX_PENDING,
@@ -281,17 +336,17 @@ class RedisHealthStore:
         """
         if ttl_s < horizon_s:
             raise ValueError(f"ttl_s ({ttl_s}) must be >= horizon_s ({horizon_s})")
-        if max_samples < 1:
-            raise ValueError("max_samples must be >= 1")
         self._r = client
         self.namespace = namespace
         self.ttl_s = ttl_s
-        self.max_samples = max_samples
         self.horizon_s = horizon_s
         self.baseline_refresh_s = baseline_refresh_s
         self._ttl_ms = int(ttl_s * 1000)
+        self._bucket_ttl_ms = int((horizon_s + _BUCKET_TTL_MARGIN_S) * 1000)
         self._cas = client.register_script(_CAS_LUA)
         self._read = client.register_script(_READ_LUA)
+        self._breaker_read = client.register_script(_BREAKER_READ_LUA)
+        self._sum = client.register_script(_SUM_LUA)
         self._append = client.register_script(_RECORD_LUA)
         self._hourly = client.register_script(_HOURLY_LUA)
         self._link = RedisLink(
@@ -305,7 +360,8 @@ class RedisHealthStore:
         self._local: MemoryHealthStore | None = None
         # The last state read from Redis, to seed the local view if Redis goes away.
         self._seen_breakers: dict[str, Breaker] = {}
-        self._seen_outcomes: dict[str, list[CallOutcome]] = {}
+        self._seen_windows: dict[str, tuple[int, dict[str, int]]] = {}
+        self._seen_recent: dict[str, list[str]] = {}
         self._seen_facts: dict[str, RouteFacts] = {}
         self._seen_sla: dict[str, tuple[set[str], dict[str, float]]] = {}
 
@@ -316,9 +372,12 @@ class RedisHealthStore:
         # scripts that touch several of them also work on a cluster.
         return f"{self.namespace}:h:{{{route}}}:{part}"
 
-    def outcomes_key(self, route: str) -> str:
-        """The sorted set holding ``route``'s outcomes (for tests and operators)."""
-        return self._k(route, "o")
+    def bucket_key(self, route: str, second: int) -> str:
+        """The hash of ``route``'s aggregates for one second (for tests and operators)."""
+        return self._k(route, f"s:{second}")
+
+    def _bucket_keys(self, route: str, now: float, window_s: float) -> list[str]:
+        return [self.bucket_key(route, s) for s in window_seconds(now, window_s, self.horizon_s)]
 
     def breaker_key(self, route: str) -> str:
         """The hash holding ``route``'s breaker."""
@@ -344,14 +403,16 @@ class RedisHealthStore:
         self._link.mark_down(exc)
         if self._local is None:
             local = MemoryHealthStore(
-                max_samples=self.max_samples,
                 horizon_s=self.horizon_s,
                 baseline_refresh_s=self.baseline_refresh_s,
             )
             for route, b in self._seen_breakers.items():
                 local.load_route(route, breaker=b)
-            for route, outs in self._seen_outcomes.items():
-                local.load_route(route, outcomes=outs)
+            for route, window in self._seen_windows.items():
+                local.load_route(route, window=window)
+            for route, recent in self._seen_recent.items():
+                # LRANGE returns newest first; the local deque appends oldest first.
+                local.load_route(route, recent=reversed(recent))
             for route, facts in self._seen_facts.items():
                 local.load_route(route, facts=facts)
             for role, (demoted, since) in self._seen_sla.items():
@@ -384,7 +445,7 @@ class RedisHealthStore:
                 replay = op.outcome
                 if replay.trial:
                     replay = replay.model_copy(update={"trial": False})
-                await self._record_redis(replay, op.settings, op.member)
+                await self._record_redis(replay, op.settings, op.nonce)
             elif isinstance(op, _PendingForce):
                 try:
                     await self._force_redis(op.route, op.target, op.now)
@@ -401,15 +462,15 @@ class RedisHealthStore:
 
     async def record(self, outcome: CallOutcome, settings: BreakerSettings) -> Transition | None:
         """Append ``outcome`` and apply the breaker, atomically per route across workers."""
-        member = _member(outcome)
+        nonce = _nonce()
         if await self._use_redis():
             try:
-                return await self._record_redis(outcome, settings, member)
+                return await self._record_redis(outcome, settings, nonce)
             except REDIS_DOWN as exc:
                 local = self._go_local(exc)
         else:
             local = self._local_view()
-        self._queue(_PendingRecord(outcome, settings, member))
+        self._queue(_PendingRecord(outcome, settings, nonce))
         return await local.record(outcome, settings)
 
     def _local_view(self) -> MemoryHealthStore:
@@ -417,41 +478,60 @@ class RedisHealthStore:
         return self._local
 
     async def _record_redis(
-        self, outcome: CallOutcome, settings: BreakerSettings, member: bytes
+        self, outcome: CallOutcome, settings: BreakerSettings, nonce: str
     ) -> Transition | None:
         route, now = outcome.route, outcome.at
-        okey, bkey, basekey = self._k(route, "o"), self._k(route, "b"), self._k(route, "base")
-        pkey, hkey = self._k(route, "p"), self._hour_key(route, hour_of(now))
-        window_start = now - breaker_window_s(settings)
-        raw_b, blob, raw_base = await self._append(
-            keys=[okey, bkey, basekey, pkey, hkey],
-            args=[
-                member,
-                repr(now),
-                self.max_samples,
-                repr(now - self.horizon_s),
-                self._ttl_ms,
-                repr(window_start),
-                int(outcome.probe),
-                int(outcome.ok),
-                latency_bin(outcome.latency_ms) if feeds_baseline(outcome) else "",
-                _HOURLY_TTL_MS,
-            ],
-        )
+        n_err, n_sem, buckets = self._breaker_buckets(route, settings, now)
+        hourly_bin = latency_bin(outcome.latency_ms) if feeds_baseline(outcome) else ""
+        short_bin = baseline_bin(outcome)
+        inc = [x for kv in bucket_fields(outcome).items() for x in kv]
+        keys = [self._k(route, p) for p in ("b", "base", "p")] + [
+            self._hour_key(route, hour_of(now)),
+            self._k(route, f"m:{minute_of(now)}"),
+            self._k(route, "r"),
+            self._k(route, f"n:{minute_of(now)}"),
+            *buckets,
+        ]
+        args = [
+            repr(now),
+            self._ttl_ms,
+            int(outcome.probe),
+            int(outcome.ok),
+            hourly_bin,
+            _HOURLY_TTL_MS,
+            "" if short_bin is None else short_bin,
+            self._bucket_ttl_ms,
+            encode_recent(outcome),
+            RECENT_KEPT,
+            n_err,
+            n_sem,
+            nonce,
+            *inc,
+        ]
+        raw_b, err_w, sem_w, raw_base = await self._append(keys=keys, args=args)
         self._remember_record(outcome)
         baseline = (await self._baseline(route, raw_base, settings.min_calls, now)).used_ms
         for _ in range(MAX_CAS_ATTEMPTS):
             current = _parse_breaker(route, raw_b)
-            recent = _parse_outcomes(blob)
-            self._seen_outcomes[route] = recent
-            stats = breaker_stats(recent, settings, now=now, baseline_p95_ms=baseline)
+            err, sem = _fields(err_w), _fields(sem_w)
+            self._seen_windows[route] = (second_of(now), sem if n_sem >= n_err else err)
+            stats = breaker_stats_from(err, sem, settings, baseline_p95_ms=baseline)
             new, transition = on_outcome(current, outcome, stats, settings, now)
-            if new == current or await self._cas_write(bkey, current, new):
+            if new == current or await self._cas_write(keys[0], current, new):
                 self._seen_breakers[route] = new
                 return transition
-            read = await self._read_route(route, window_start, now)
-            raw_b, blob = read[0], read[1]
+            raw_b, err_w, sem_w = await self._breaker_read(
+                keys=[keys[0], *buckets], args=[n_err, n_sem]
+            )
         raise StoreContentionError(f"breaker {route!r}: {MAX_CAS_ATTEMPTS} lost compare-and-sets")
+
+    def _breaker_buckets(
+        self, route: str, settings: BreakerSettings, now: float
+    ) -> tuple[int, int, list[str]]:
+        """Bucket counts of the error and semantic windows and the longer one's keys."""
+        n_err = len(window_seconds(now, settings.error_window_s, self.horizon_s))
+        n_sem = len(window_seconds(now, settings.semantic_window_s, self.horizon_s))
+        return n_err, n_sem, self._bucket_keys(route, now, breaker_window_s(settings))
 
     def _remember_record(self, outcome: CallOutcome) -> None:
         """Keep the probe / last-call facts this process wrote, for the local view."""
@@ -462,10 +542,6 @@ class RedisHealthStore:
             f = replace(f, last_call_at=outcome.at)
         self._seen_facts[outcome.route] = f
 
-    async def _read_route(self, route: str, start: float, end: float) -> list[bytes | None]:
-        keys = [self._k(route, "o"), self._k(route, "b"), self._k(route, "p"), self._k(route, "cw")]
-        return list(await self._read(keys=keys, args=[repr(start), repr(end), _RECENT_READ]))
-
     async def _baseline(
         self, route: str, raw: bytes | None, min_samples: int, now: float
     ) -> LatencyBaseline:
@@ -475,8 +551,9 @@ class RedisHealthStore:
             if value.startswith("{") and now - float(at) < self.baseline_refresh_s:
                 # Anything else is the older bare-number encoding: recompute it.
                 return LatencyBaseline.model_validate_json(value)
-        read = await self._read_route(route, now - self.horizon_s, now)
-        short = baseline_p95(_parse_outcomes(read[1]), min_samples=min_samples)
+        minutes = [self._k(route, f"m:{m}") for m in minute_buckets(now, self.horizon_s)]
+        short_hist = {int(k): n for k, n in _fields(await self._sum(keys=minutes)).items()}
+        short = short_baseline_p95(short_hist, min_samples=min_samples)
         hours = list(completed_hours(now))
         flat = await self._hourly(keys=[self._hour_key(route, h) for h in hours])
         buckets = {
@@ -623,10 +700,10 @@ class RedisHealthStore:
     ) -> HealthSnapshot:
         async with self._r.pipeline(transaction=False) as pipe:
             for route in routes:
-                keys = [self._k(route, p) for p in ("o", "b", "p", "cw")]
+                keys = [self._k(route, p) for p in ("b", "p", "cw", "r")]
+                keys += self._bucket_keys(route, now, window_s)
                 # Awaiting with client=pipe only queues the EVALSHA (scripts load on execute).
-                args = [repr(now - window_s), repr(now), _RECENT_READ]
-                await self._read(keys=keys, args=args, client=pipe)
+                await self._read(keys=keys, args=[RECENT_KEPT], client=pipe)
             if role is not None:
                 pipe.smembers(self._sla_key(role))
                 pipe.hgetall(self._sla_since_key(role))
@@ -641,18 +718,18 @@ class RedisHealthStore:
         for route, raw in zip(routes, res, strict=False):
             read = _RouteRead.parse(route, raw)
             self._seen_breakers[route] = read.breaker
-            self._seen_outcomes[route] = read.outcomes
+            self._seen_windows[route] = (second_of(now), read.window)
+            self._seen_recent[route] = read.recent
             self._seen_facts[route] = read.facts
             out[route] = route_health(
                 route,
                 read.breaker,
-                read.outcomes,
-                now=now,
+                read.window,
                 window_s=window_s,
                 min_calls=min_calls,
                 sla=(route in demoted, since.get(route)),
                 facts=read.facts,
-                recent=recent_samples(read.newest, now=now),
+                recent=decode_recent(read.recent, now=now, keep=MAX_SLA_STREAK),
             )
         return HealthSnapshot(taken_at=now, routes=out)
 
