@@ -1,14 +1,17 @@
 """Running aggregates of a route's outcomes: per-second buckets of counts and histograms.
 
 The health stores keep no list of outcomes. Each outcome that counts against its route
-increments a few counters in the bucket of the second it finished in (:func:`bucket_fields`):
-``c`` calls, ``e`` errors (not semantic), ``s`` semantic failures, ``p`` probes, ``l<bin>``
-its latency bin and ``t<bin>`` its time-to-first-token bin. A window is the sum of the
-buckets of the seconds it covers (:func:`window_seconds`, :func:`merge_fields`), and
+increments a few counters (:func:`bucket_fields`): in the bucket of the second it finished
+in, ``c`` calls, ``e`` errors (not semantic), ``s`` semantic failures, ``p`` probes; in the
+:data:`HIST_BUCKET_S`-second histogram bucket, ``l<bin>`` its latency bin and ``t<bin>``
+its time-to-first-token bin. A window is the sum of the buckets it covers
+(:func:`window_seconds`, :func:`hist_buckets`, :func:`merge_fields`), and
 :func:`stats_from_fields` turns that sum into the :class:`~resilience.contracts.WindowStats`
-the planner and the breaker read. So recording is a handful of increments and a snapshot
-costs one merge per second of window, whatever the traffic: the cost is bounded by the
-window length (at most the store's horizon), not by how many calls it holds.
+the planner and the breaker read. Recording is a handful of increments; a snapshot merges
+one small bucket per second of window (five counters) and one histogram per ten seconds
+(at most a few dozen occupied bins), so its cost is bounded by the window length and the
+number of bins, not by how many calls the window holds. Counts and rates are exact to the
+second; percentiles and slow calls to the ten seconds.
 
 Percentiles are read from log bins :data:`WINDOW_BIN_RATIO` wide (2 %) and report the bin's
 upper edge: never below the true nearest-rank value and at most 2 % above it, which is
@@ -30,8 +33,10 @@ from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import CallOutcome, RecentSample, WindowStats
 from agent_failover.resilience.windows import slow_call_threshold_ms
 
-#: Width of one aggregate bucket, in seconds.
+#: Width of one count bucket, in seconds.
 BUCKET_S = 1
+#: Width of one histogram bucket, in seconds (percentiles need less time resolution).
+HIST_BUCKET_S = 10
 #: Ratio between the upper edges of two neighbouring latency bins of the window histograms.
 WINDOW_BIN_RATIO = 1.02
 #: Highest bin (1.02**900 ms is about 56 years; larger latencies land here).
@@ -73,6 +78,24 @@ def window_seconds(now: float, window_s: float, horizon_s: float) -> range:
     last = second_of(now)
     first = max(second_of(now - window_s), second_of(now - horizon_s))
     return range(last, first - 1, -1)
+
+
+def hist_buckets(now: float, window_s: float, horizon_s: float) -> range:
+    """The histogram buckets (``floor(at / HIST_BUCKET_S)``) a window covers, newest first."""
+    last = math.floor(now / HIST_BUCKET_S)
+    first = math.floor(max(now - window_s, now - horizon_s) / HIST_BUCKET_S)
+    return range(last, first - 1, -1)
+
+
+def hist_bucket_of(at: float) -> int:
+    """The histogram bucket an outcome finishing at ``at`` falls in."""
+    return math.floor(at / HIST_BUCKET_S)
+
+
+def split_fields(fields: Fields) -> tuple[dict[str, int], dict[str, int]]:
+    """(counts for the second's bucket, histogram bins for the ten-second bucket)."""
+    counts = {k: n for k, n in fields.items() if k[0] not in "lt"}
+    return counts, {k: n for k, n in fields.items() if k[0] in "lt"}
 
 
 def minute_buckets(now: float, horizon_s: float) -> range:

@@ -38,11 +38,14 @@ from agent_failover.resilience.aggregates import (
     bucket_fields,
     decode_recent,
     encode_recent,
+    hist_bucket_of,
+    hist_buckets,
     merge_fields,
     minute_buckets,
     minute_of,
     second_of,
     short_baseline_p95,
+    split_fields,
     stats_from_fields,
     window_seconds,
 )
@@ -127,6 +130,7 @@ class _Aggregates:
 
     horizon_s: float
     seconds: dict[int, dict[str, int]] = field(default_factory=dict)
+    hists: dict[int, dict[str, int]] = field(default_factory=dict)
     minutes: dict[int, dict[int, int]] = field(default_factory=dict)
     recent: deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_KEPT))
     newest: float = float("-inf")
@@ -139,7 +143,11 @@ class _Aggregates:
         sec = second_of(outcome.at)
         inc = bucket_fields(outcome)
         if inc and sec >= cutoff:
-            self.add_bucket(sec, inc)
+            counts, hist = split_fields(inc)
+            self.add_bucket(sec, counts)
+            h = self.hists.setdefault(hist_bucket_of(outcome.at), {})
+            for k, n in hist.items():
+                h[k] = h.get(k, 0) + n
         b = baseline_bin(outcome)
         if b is not None and sec >= cutoff:
             m = self.minutes.setdefault(minute_of(outcome.at), {})
@@ -149,6 +157,7 @@ class _Aggregates:
         self._prune(cutoff)
 
     def add_bucket(self, sec: int, inc: Fields) -> None:
+        """Add counters to the second's bucket (a seeded window may carry bins too)."""
         bucket = self.seconds.setdefault(sec, {})
         for k, n in inc.items():
             bucket[k] = bucket.get(k, 0) + n
@@ -165,6 +174,9 @@ class _Aggregates:
             for s in range(self.oldest_second, cutoff):
                 self.seconds.pop(s, None)
         self.oldest_second = min(self.seconds, default=None)
+        first_hist = hist_bucket_of(cutoff)
+        if self.hists and min(self.hists) < first_hist:
+            self.hists = {b: h for b, h in self.hists.items() if b >= first_hist}
         first_minute = minute_of(cutoff)
         if self.minutes and min(self.minutes) < first_minute:
             self.minutes = {m: h for m, h in self.minutes.items() if m >= first_minute}
@@ -172,7 +184,9 @@ class _Aggregates:
     def window(self, now: float, window_s: float) -> dict[str, int]:
         """The merged buckets of the window of ``window_s`` ending at ``now``."""
         secs = window_seconds(now, window_s, self.horizon_s)
-        return merge_fields(self.seconds[s] for s in secs if s in self.seconds)
+        counts = merge_fields(self.seconds[s] for s in secs if s in self.seconds)
+        hists = hist_buckets(now, window_s, self.horizon_s)
+        return merge_fields((counts, *(self.hists[b] for b in hists if b in self.hists)))
 
     def short_histogram(self, now: float) -> dict[int, int]:
         """Successful-call latency bins over the horizon (the short baseline)."""

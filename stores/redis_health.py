@@ -4,11 +4,12 @@ Layout (``NS`` is the namespace; the literal braces around the route are a Redis
 Cluster hash tag, so one route's keys share a slot and the Lua scripts may touch them
 on a cluster; every key a script touches is passed in ``KEYS``):
 
-* ``NS:h:{route}:s:<second>`` hash of the running aggregates of the outcomes that finished
-  in that second (:mod:`resilience.aggregates`: counts ``c e s p`` and histogram bins
-  ``l<bin>``/``t<bin>``), TTL ``horizon_s`` + 60 s. A window is the sum of its seconds,
-  merged server-side in Lua, so the client parses a few dozen counters whatever the
-  traffic: record and snapshot cost do not grow with calls per second.
+* ``NS:h:{route}:s:<second>`` hash of the counts of the outcomes that finished in that
+  second (:mod:`resilience.aggregates`: ``c e s p``), and ``NS:h:{route}:h:<tens>`` hash
+  of their latency and TTFT bins (``l<bin>``/``t<bin>``) per ten seconds; TTL
+  ``horizon_s`` + 60 s. A window is the sum of its buckets, merged server-side in Lua, so
+  the client parses a few dozen counters whatever the traffic: record and snapshot cost
+  do not grow with calls per second.
 * ``NS:h:{route}:m:<minute>`` hash latency bin -> count of the successful calls of that
   minute (the short baseline), same TTL.
 * ``NS:h:{route}:n:<minute>`` set of the nonces recorded in that minute, so an outcome
@@ -63,10 +64,12 @@ from agent_failover.resilience.aggregates import (
     bucket_fields,
     decode_recent,
     encode_recent,
+    hist_buckets,
     minute_buckets,
     minute_of,
     second_of,
     short_baseline_p95,
+    split_fields,
     window_seconds,
 )
 from agent_failover.resilience.baseline import (
@@ -103,7 +106,6 @@ from agent_failover.stores.memory_health import (
     RECENT_KEPT,
     MemoryHealthStore,
     RouteFacts,
-    breaker_window_s,
     route_health,
 )
 from agent_failover.stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, REDIS_DOWN, RedisLink
@@ -132,19 +134,26 @@ redis.call('HSET', KEYS[1], 'v', ARGV[2], 'b', ARGV[3])
 return 1
 """
 
-# Server-side merging of aggregate buckets: the client gets one small flat array of
-# summed counters per window instead of every bucket.
+# Server-side merging of aggregate buckets: the client gets one small string of summed
+# counters per window instead of every bucket. Every script declares the route's breaker
+# key (KEYS[1]) and derives the route's other keys from ARGV[1], its key prefix
+# ``NS:h:{route}:``: they share the hash tag, so they are in the declared key's slot and
+# the scripts run on Redis Cluster, while a call sends a few short arguments instead of
+# one key name per second of window.
 _MERGE_LUA = """
+-- One "field=count,field=count" bulk string: the client splits it in one call instead of
+-- parsing hundreds of RESP elements in Python (the pure-Python parser costs ~10 us each).
 local function flat(acc)
   local out = {}
-  for k, v in pairs(acc) do out[#out + 1] = k; out[#out + 1] = v end
-  return out
+  for k, v in pairs(acc) do out[#out + 1] = k .. '=' .. v end
+  return table.concat(out, ',')
 end
--- Sum KEYS[first .. first+n-1] into two windows: the newest n1 and the newest n2 buckets.
-local function merge2(first, n1, n2)
+-- Sum the buckets prefix..part..(newest - i) for i < max(n1, n2) into two windows: the
+-- newest n1 and the newest n2 buckets.
+local function merge2(prefix, part, newest, n1, n2)
   local a, b = {}, {}
   for i = 0, math.max(n1, n2) - 1 do
-    local f = redis.call('HGETALL', KEYS[first + i])
+    local f = redis.call('HGETALL', prefix .. part .. (newest - i))
     for j = 1, #f, 2 do
       local v = tonumber(f[j + 1])
       if i < n1 then a[f[j]] = (a[f[j]] or 0) + v end
@@ -155,86 +164,111 @@ local function merge2(first, n1, n2)
 end
 """
 
-# Read one route for a snapshot. KEYS: breaker, probe, context window, recent list, then
-# the window's second buckets. ARGV: how many recent entries to return.
+# Read one route for a snapshot. KEYS: breaker. ARGV: prefix, newest second, seconds in
+# the window, how many recent entries to return, newest histogram bucket, how many.
 # Returns {breaker JSON or nil, probe at, probe ok, last call at, context window,
-#          recent entries, merged window}.
+#          recent entries joined by ';', merged counts, merged histograms}.
 _READ_LUA = (
     _MERGE_LUA
     + """
-local probe = redis.call('HMGET', KEYS[2], 'at', 'ok', 'c')
-local n = #KEYS - 4
-local w = merge2(5, n, 0)
+local p = ARGV[1]
+local probe = redis.call('HMGET', p .. 'p', 'at', 'ok', 'c')
+local w = merge2(p, 's:', tonumber(ARGV[2]), tonumber(ARGV[3]), 0)
+local recent = redis.call('LRANGE', p .. 'r', 0, tonumber(ARGV[4]) - 1)
+local h = merge2(p, 'h:', tonumber(ARGV[5]), tonumber(ARGV[6]), 0)
 return {redis.call('HGET', KEYS[1], 'b'), probe[1], probe[2], probe[3],
-        redis.call('GET', KEYS[3]), redis.call('LRANGE', KEYS[4], 0, tonumber(ARGV[1]) - 1), w}
+        redis.call('GET', p .. 'cw'), table.concat(recent, ';'), w, h}
 """
 )
 
-# The breaker and its two windows. KEYS: breaker, then second buckets newest first.
-# ARGV: buckets of the error window, of the semantic window.
+# The breaker and its two windows. KEYS: breaker. ARGV: prefix, newest second, seconds of
+# the error window, of the semantic window, newest histogram bucket, how many.
 _BREAKER_READ_LUA = (
     _MERGE_LUA
     + """
-local e, s = merge2(2, tonumber(ARGV[1]), tonumber(ARGV[2]))
-return {redis.call('HGET', KEYS[1], 'b'), e, s}
+local e, s = merge2(ARGV[1], 's:', tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
+local h = merge2(ARGV[1], 'h:', tonumber(ARGV[5]), tonumber(ARGV[6]), 0)
+return {redis.call('HGET', KEYS[1], 'b'), e, s, h}
 """
 )
 
-# Sum all KEYS (the short baseline's minute buckets) into one flat array.
+# The short baseline's minute buckets summed. KEYS: breaker. ARGV: prefix, newest minute,
+# how many minutes.
 _SUM_LUA = (
     _MERGE_LUA
     + """
-local a = merge2(1, #KEYS, 0)
+local a = merge2(ARGV[1], 'm:', tonumber(ARGV[2]), tonumber(ARGV[3]), 0)
 return a
 """
 )
 
-# Every hourly bucket of the long horizon in one round trip. KEYS: the bucket hashes.
-# Returns one flat {bin, count, ...} array per key.
-_HOURLY_LUA = """
+# Every hourly bucket of the long horizon in one round trip (run at most every
+# baseline_refresh_s). KEYS: the bucket hashes. Returns one "bin=count,..." string per key.
+_HOURLY_LUA = (
+    _MERGE_LUA
+    + """
 local out = {}
-for i, k in ipairs(KEYS) do out[i] = redis.call('HGETALL', k) end
+for i, k in ipairs(KEYS) do
+  local f = redis.call('HGETALL', k)
+  local acc = {}
+  for j = 1, #f, 2 do acc[f[j]] = f[j + 1] end
+  out[i] = flat(acc)
+end
 return out
 """
+)
 
 # Count one outcome and read what the breaker needs, atomically, in one round trip.
-# KEYS: 1 breaker, 2 baseline, 3 probe, 4 hourly bucket, 5 minute bucket, 6 recent list,
-#       7 nonce set of the minute, 8.. second buckets newest first (8 = the outcome's).
-# ARGV: 1 at, 2 ttl ms, 3 is probe, 4 probe ok, 5 hourly bin or '', 6 hourly ttl ms,
-#       7 minute bin or '', 8 bucket ttl ms, 9 recent entry or '', 10 recent cap,
-#       11 error-window buckets, 12 semantic-window buckets, 13 nonce,
-#       14.. field, increment pairs for the outcome's bucket.
-# Returns {breaker JSON or nil, error window, semantic window, baseline or nil}.
+# KEYS: breaker. ARGV: 1 prefix, 2 at, 3 ttl ms, 4 is probe, 5 probe ok, 6 hour,
+#   7 hourly bin or '', 8 hourly ttl ms, 9 minute, 10 minute bin or '', 11 bucket ttl ms,
+#   12 recent entry or '', 13 recent cap, 14 second, 15 error-window seconds,
+#   16 semantic-window seconds, 17 nonce, 18 histogram bucket, 19 histogram buckets of
+#   the error window, 20 how many count pairs follow, 21.. field, increment pairs: the
+#   counts for the second's bucket, then the bins for the histogram bucket.
+# Returns {breaker JSON or nil, error-window counts, semantic-window counts,
+#          error-window histograms, baseline or nil}.
 _RECORD_LUA = (
     _MERGE_LUA
     + """
-if redis.call('SADD', KEYS[7], ARGV[13]) == 1 then
-  redis.call('PEXPIRE', KEYS[7], ARGV[8])
-  for i = 14, #ARGV, 2 do redis.call('HINCRBY', KEYS[8], ARGV[i], ARGV[i + 1]) end
-  if #ARGV >= 14 then redis.call('PEXPIRE', KEYS[8], ARGV[8]) end
-  if ARGV[3] == '1' then
-    redis.call('HSET', KEYS[3], 'at', ARGV[1], 'ok', ARGV[4])
+local p = ARGV[1]
+local nonces = p .. 'n:' .. ARGV[9]
+if redis.call('SADD', nonces, ARGV[17]) == 1 then
+  redis.call('PEXPIRE', nonces, ARGV[11])
+  local split = 21 + 2 * tonumber(ARGV[20])
+  if split > 21 then
+    local bucket = p .. 's:' .. ARGV[14]
+    for i = 21, split - 1, 2 do redis.call('HINCRBY', bucket, ARGV[i], ARGV[i + 1]) end
+    redis.call('PEXPIRE', bucket, ARGV[11])
+  end
+  if #ARGV >= split then
+    local hist = p .. 'h:' .. ARGV[18]
+    for i = split, #ARGV, 2 do redis.call('HINCRBY', hist, ARGV[i], ARGV[i + 1]) end
+    redis.call('PEXPIRE', hist, ARGV[11])
+  end
+  if ARGV[4] == '1' then
+    redis.call('HSET', p .. 'p', 'at', ARGV[2], 'ok', ARGV[5])
   else
-    local last = tonumber(redis.call('HGET', KEYS[3], 'c') or '-1')
-    if tonumber(ARGV[1]) > last then redis.call('HSET', KEYS[3], 'c', ARGV[1]) end
+    local last = tonumber(redis.call('HGET', p .. 'p', 'c') or '-1')
+    if tonumber(ARGV[2]) > last then redis.call('HSET', p .. 'p', 'c', ARGV[2]) end
   end
-  redis.call('PEXPIRE', KEYS[3], ARGV[2])
-  if ARGV[5] ~= '' then
-    redis.call('HINCRBY', KEYS[4], ARGV[5], 1)
-    redis.call('PEXPIRE', KEYS[4], ARGV[6])
-  end
+  redis.call('PEXPIRE', p .. 'p', ARGV[3])
   if ARGV[7] ~= '' then
-    redis.call('HINCRBY', KEYS[5], ARGV[7], 1)
-    redis.call('PEXPIRE', KEYS[5], ARGV[8])
+    redis.call('HINCRBY', p .. 'lh:' .. ARGV[6], ARGV[7], 1)
+    redis.call('PEXPIRE', p .. 'lh:' .. ARGV[6], ARGV[8])
   end
-  if ARGV[9] ~= '' then
-    redis.call('LPUSH', KEYS[6], ARGV[9])
-    redis.call('LTRIM', KEYS[6], 0, tonumber(ARGV[10]) - 1)
-    redis.call('PEXPIRE', KEYS[6], ARGV[2])
+  if ARGV[10] ~= '' then
+    redis.call('HINCRBY', p .. 'm:' .. ARGV[9], ARGV[10], 1)
+    redis.call('PEXPIRE', p .. 'm:' .. ARGV[9], ARGV[11])
+  end
+  if ARGV[12] ~= '' then
+    redis.call('LPUSH', p .. 'r', ARGV[12])
+    redis.call('LTRIM', p .. 'r', 0, tonumber(ARGV[13]) - 1)
+    redis.call('PEXPIRE', p .. 'r', ARGV[3])
   end
 end
-local e, s = merge2(8, tonumber(ARGV[11]), tonumber(ARGV[12]))
-return {redis.call('HGET', KEYS[1], 'b'), e, s, redis.call('GET', KEYS[2])}
+local e, s = merge2(p, 's:', tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16]))
+local h = merge2(p, 'h:', tonumber(ARGV[18]), tonumber(ARGV[19]), 0)
+return {redis.call('HGET', KEYS[1], 'b'), e, s, h, redis.call('GET', p .. 'base')}
 """
 )
 
@@ -278,9 +312,15 @@ def _nonce() -> str:
     return os.urandom(_NONCE_LEN // 2).hex()
 
 
-def _fields(flat: list[bytes]) -> dict[str, int]:
-    """A flat ``[field, count, ...]`` array as returned by the merge scripts."""
-    return {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+def _fields(blob: bytes) -> dict[str, int]:
+    """A merged window as the merge scripts return it: ``b"c=3,e=1,l120=2"``."""
+    if not blob:
+        return {}
+    out = {}
+    for kv in blob.decode().split(","):
+        k, _, v = kv.partition("=")
+        out[k] = int(v)
+    return out
 
 
 def _parse_breaker(route: str, raw: bytes | None) -> Breaker:
@@ -302,16 +342,16 @@ class _RouteRead:
 
     @classmethod
     def parse(cls, route: str, raw: list) -> _RouteRead:
-        raw_b, p_at, p_ok, c_at, cw, recent, window = raw
+        raw_b, p_at, p_ok, c_at, cw, recent, counts, hists = raw
+        entries = recent.decode().split(";") if recent else []
         facts = RouteFacts(
             last_probe_at=_float(p_at),
             last_probe_ok=bool(int(p_ok)) if p_ok is not None else None,
             last_call_at=_float(c_at),
             context_window=int(cw) if cw is not None else None,
         )
-        return cls(
-            _parse_breaker(route, raw_b), _fields(window), facts, [e.decode() for e in recent]
-        )
+        window = _fields(counts) | _fields(hists)
+        return cls(_parse_breaker(route, raw_b), window, facts, entries)
 
 
 class RedisHealthStore:
@@ -375,9 +415,6 @@ class RedisHealthStore:
     def bucket_key(self, route: str, second: int) -> str:
         """The hash of ``route``'s aggregates for one second (for tests and operators)."""
         return self._k(route, f"s:{second}")
-
-    def _bucket_keys(self, route: str, now: float, window_s: float) -> list[str]:
-        return [self.bucket_key(route, s) for s in window_seconds(now, window_s, self.horizon_s)]
 
     def breaker_key(self, route: str) -> str:
         """The hash holding ``route``'s breaker."""
@@ -481,57 +518,53 @@ class RedisHealthStore:
         self, outcome: CallOutcome, settings: BreakerSettings, nonce: str
     ) -> Transition | None:
         route, now = outcome.route, outcome.at
-        n_err, n_sem, buckets = self._breaker_buckets(route, settings, now)
+        n_err = len(window_seconds(now, settings.error_window_s, self.horizon_s))
+        n_sem = len(window_seconds(now, settings.semantic_window_s, self.horizon_s))
+        hists = hist_buckets(now, settings.error_window_s, self.horizon_s)
+        counts, bins = split_fields(bucket_fields(outcome))
         hourly_bin = latency_bin(outcome.latency_ms) if feeds_baseline(outcome) else ""
         short_bin = baseline_bin(outcome)
-        inc = [x for kv in bucket_fields(outcome).items() for x in kv]
-        keys = [self._k(route, p) for p in ("b", "base", "p")] + [
-            self._hour_key(route, hour_of(now)),
-            self._k(route, f"m:{minute_of(now)}"),
-            self._k(route, "r"),
-            self._k(route, f"n:{minute_of(now)}"),
-            *buckets,
-        ]
+        bkey, prefix = self.breaker_key(route), self._k(route, "")
         args = [
+            prefix,
             repr(now),
             self._ttl_ms,
             int(outcome.probe),
             int(outcome.ok),
+            hour_of(now),
             hourly_bin,
             _HOURLY_TTL_MS,
+            minute_of(now),
             "" if short_bin is None else short_bin,
             self._bucket_ttl_ms,
             encode_recent(outcome),
             RECENT_KEPT,
+            second_of(now),
             n_err,
             n_sem,
             nonce,
-            *inc,
+            hists.start,
+            len(hists),
+            len(counts),
+            *(x for kv in counts.items() for x in kv),
+            *(x for kv in bins.items() for x in kv),
         ]
-        raw_b, err_w, sem_w, raw_base = await self._append(keys=keys, args=args)
+        raw_b, err_w, sem_w, hist_w, raw_base = await self._append(keys=[bkey], args=args)
         self._remember_record(outcome)
         baseline = (await self._baseline(route, raw_base, settings.min_calls, now)).used_ms
         for _ in range(MAX_CAS_ATTEMPTS):
             current = _parse_breaker(route, raw_b)
-            err, sem = _fields(err_w), _fields(sem_w)
+            err, sem = _fields(err_w) | _fields(hist_w), _fields(sem_w)
             self._seen_windows[route] = (second_of(now), sem if n_sem >= n_err else err)
             stats = breaker_stats_from(err, sem, settings, baseline_p95_ms=baseline)
             new, transition = on_outcome(current, outcome, stats, settings, now)
-            if new == current or await self._cas_write(keys[0], current, new):
+            if new == current or await self._cas_write(bkey, current, new):
                 self._seen_breakers[route] = new
                 return transition
-            raw_b, err_w, sem_w = await self._breaker_read(
-                keys=[keys[0], *buckets], args=[n_err, n_sem]
+            raw_b, err_w, sem_w, hist_w = await self._breaker_read(
+                keys=[bkey], args=[prefix, second_of(now), n_err, n_sem, hists.start, len(hists)]
             )
         raise StoreContentionError(f"breaker {route!r}: {MAX_CAS_ATTEMPTS} lost compare-and-sets")
-
-    def _breaker_buckets(
-        self, route: str, settings: BreakerSettings, now: float
-    ) -> tuple[int, int, list[str]]:
-        """Bucket counts of the error and semantic windows and the longer one's keys."""
-        n_err = len(window_seconds(now, settings.error_window_s, self.horizon_s))
-        n_sem = len(window_seconds(now, settings.semantic_window_s, self.horizon_s))
-        return n_err, n_sem, self._bucket_keys(route, now, breaker_window_s(settings))
 
     def _remember_record(self, outcome: CallOutcome) -> None:
         """Keep the probe / last-call facts this process wrote, for the local view."""
@@ -551,13 +584,15 @@ class RedisHealthStore:
             if value.startswith("{") and now - float(at) < self.baseline_refresh_s:
                 # Anything else is the older bare-number encoding: recompute it.
                 return LatencyBaseline.model_validate_json(value)
-        minutes = [self._k(route, f"m:{m}") for m in minute_buckets(now, self.horizon_s)]
-        short_hist = {int(k): n for k, n in _fields(await self._sum(keys=minutes)).items()}
+        minutes = minute_buckets(now, self.horizon_s)
+        args = [self._k(route, ""), minutes.start, len(minutes)]
+        summed = await self._sum(keys=[self.breaker_key(route)], args=args)
+        short_hist = {int(k): n for k, n in _fields(summed).items()}
         short = short_baseline_p95(short_hist, min_samples=min_samples)
         hours = list(completed_hours(now))
         flat = await self._hourly(keys=[self._hour_key(route, h) for h in hours])
         buckets = {
-            h: {int(f[i]): int(f[i + 1]) for i in range(0, len(f), 2)}
+            h: {int(b): n for b, n in _fields(f).items()}
             for h, f in zip(hours, flat, strict=True)
             if f
         }
@@ -700,10 +735,12 @@ class RedisHealthStore:
     ) -> HealthSnapshot:
         async with self._r.pipeline(transaction=False) as pipe:
             for route in routes:
-                keys = [self._k(route, p) for p in ("b", "p", "cw", "r")]
-                keys += self._bucket_keys(route, now, window_s)
+                n = len(window_seconds(now, window_s, self.horizon_s))
+                hists = hist_buckets(now, window_s, self.horizon_s)
+                args = [self._k(route, ""), second_of(now), n, RECENT_KEPT]
+                args += [hists.start, len(hists)]
                 # Awaiting with client=pipe only queues the EVALSHA (scripts load on execute).
-                await self._read(keys=keys, args=[RECENT_KEPT], client=pipe)
+                await self._read(keys=[self.breaker_key(route)], args=args, client=pipe)
             if role is not None:
                 pipe.smembers(self._sla_key(role))
                 pipe.hgetall(self._sla_since_key(role))
