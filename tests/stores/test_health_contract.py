@@ -369,9 +369,9 @@ async def test_percentiles_are_exact_enough(health_store: HealthStore) -> None:
     for i, latency in enumerate(latencies):
         await health_store.record(ok(T0 + i * 0.05, latency, ttft_ms=latency / 4), SETTINGS)
     now = T0 + 25
-    stats = (await health_store.snapshot([ROUTE], now=now, window_s=30, min_calls=1)).get(
-        ROUTE
-    ).stats
+    stats = (
+        (await health_store.snapshot([ROUTE], now=now, window_s=30, min_calls=1)).get(ROUTE).stats
+    )
     ordered = sorted(latencies)
     for q, got in ((50, stats.p50_ms), (95, stats.p95_ms), (99, stats.p99_ms)):
         exact = ordered[math.ceil(q / 100 * len(ordered)) - 1]
