@@ -264,6 +264,8 @@ class LLMActivities:
             trial=admission.trial,
         )
         await self._record(outcome, settings)
+        if inp.cache is not None:
+            await self._cache_answer(inp, reply, data, outcome.at)
         self._attempts.add(1, {"route": inp.route, "role": inp.role, "outcome": "ok"})
         self._latency.record(reply.latency_ms, {"route": inp.route, "role": inp.role})
         if reply.ttft_ms is not None:
@@ -271,6 +273,28 @@ class LLMActivities:
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
         )
+
+    async def _cache_answer(
+        self, inp: CallModelInput, reply: ChatReply, data: Any, at: float
+    ) -> None:
+        """Write the answer to the response cache (the workflow asked: it is a full answer).
+
+        Done here rather than in a second activity, which cost a whole Temporal round trip
+        per successful call. A cache that fails must not fail an answer already obtained.
+        """
+        assert inp.cache is not None
+        entry = CachedEntry(
+            role=inp.role,
+            content=reply.text,
+            data=data,
+            model=reply.model,
+            route=inp.route,
+            stored_at=at,
+        )
+        try:
+            await self._cache.put(inp.cache.key, entry, ttl_s=inp.cache.ttl_s)
+        except Exception as exc:  # any cache fault; cancellation is not an Exception
+            log.warning("response cache write for role %r failed: %s", inp.role, exc)
 
     def _rate_limit_wait(
         self, inp: CallModelInput, err: ProviderError, at: float

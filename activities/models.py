@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer, model_validator
 
 from agent_failover.providers.models import ChatReply, ChatRequest
 from agent_failover.resilience.breaker import Breaker, Transition
@@ -25,12 +25,45 @@ class RoleContextInput(BaseModel):
 
 
 class RoleContext(BaseModel):
-    """Everything the workflow needs to plan one call: the role's policy and its routes' health."""
+    """Everything the workflow needs to plan one call: the role's policy and its routes' health.
+
+    It is a local activity's result, so it is written to history on every call: it is kept
+    small. ``policy`` is the policy cut down to the role and its routes, serialized without
+    the fields left at their defaults; ``role`` travels as its name only (it is
+    ``policy.roles[name]``, re-expanded on decode); the snapshot also drops its defaults.
+    Decoding restores the same values, and histories recorded with the full shape decode.
+    """
 
     role: RolePolicy
     policy: PolicyConfig
     snapshot: HealthSnapshot
     task_queue: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_role(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("role"), str):
+            policy = data.get("policy")
+            roles = policy.get("roles", {}) if isinstance(policy, dict) else policy.roles
+            data = {**data, "role": roles[data["role"]]}
+        return data
+
+    @field_serializer("role", when_used="json")
+    def _role_name(self, role: RolePolicy) -> Any:
+        if self.policy.roles.get(role.name) == role:
+            return role.name
+        return role.model_dump(mode="json")
+
+    @field_serializer("policy", "snapshot", when_used="json")
+    def _without_defaults(self, value: BaseModel) -> Any:
+        return value.model_dump(mode="json", exclude_defaults=True)
+
+
+class CacheWrite(BaseModel):
+    """Where ``call_model`` caches a successful answer (instead of a second activity)."""
+
+    key: str
+    ttl_s: float = Field(gt=0)
 
 
 class CallModelInput(BaseModel):
@@ -48,6 +81,10 @@ class CallModelInput(BaseModel):
     )
     max_reply_bytes: int = Field(
         default=DEFAULT_MAX_REPLY_BYTES, gt=0, description="larger replies: oversized_output"
+    )
+    cache: CacheWrite | None = Field(
+        default=None,
+        description="write a successful answer to the response cache under this key",
     )
 
 

@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         CachedAnswer,
         CacheLookupInput,
         CacheStoreInput,
+        CacheWrite,
         CallModelInput,
         CallModelResult,
         RoleContext,
@@ -90,6 +91,10 @@ LOCAL_ACTIVITY_RETRY = RetryPolicy(
 )
 #: Error type of a request too big to schedule even after triage.
 REQUEST_TOO_LARGE = "request_too_large"
+#: workflow.patched id of the issue-10 healthy path: ``call_model`` writes a full answer to
+#: the cache itself (no ``cache_store`` activity after it). Runs recorded before it replay
+#: with the separate activity.
+CACHE_IN_CALL_PATCH = "cache-in-call-issue-10"
 
 
 @dataclass
@@ -139,6 +144,7 @@ class _ResilientCall:
         self.attempts: list[AttemptRecord] = []
         self.state = CallState()
         self.hedges_used = 0
+        self.cache_in_call = False
 
     async def run(self) -> AgentOutput:
         started = workflow.now()
@@ -169,6 +175,8 @@ class _ResilientCall:
             request = request.model_copy(update={"json_schema": role.output_schema})
         self.request = request = self._bounded(request)
         key = cache_key(self.role_name, request)
+        self.cache_key = key
+        self.cache_in_call = workflow.patched(CACHE_IN_CALL_PATCH)
         # Grouped by model family: Claude on Bedrock or Vertex is the model the Anthropic
         # API serves, under another id, and refuses the same content.
         routes_by_model: dict[str, list[str]] = {}
@@ -295,6 +303,7 @@ class _ResilientCall:
                 now=now,
                 deadline_at=self.started_at + self.ctx.role.total_budget_ms / 1000,
                 max_reply_bytes=self.ctx.role.max_reply_bytes,
+                cache=self._cache_write(attempt),
             ),
             task_queue=self.ctx.task_queue,
             start_to_close_timeout=timeout + ACTIVITY_GRACE,
@@ -308,6 +317,22 @@ class _ResilientCall:
             summary=f"{self.role_name} → {attempt.route} (tier {attempt.tier})",
         )
         return handle, used_prefill, now
+
+    def _cache_write(self, attempt: PlannedAttempt) -> CacheWrite | None:
+        """Ask the attempt to cache its answer when that answer would be a full one.
+
+        Mirrors :meth:`_success`: tiers 0 and 1 answer with full capability unless the
+        context was truncated. Called after :meth:`_prepare`, which may truncate.
+        """
+        cache = self.ctx.role.roster.cache
+        if (
+            not self.cache_in_call
+            or not cache.enabled
+            or attempt.tier > 1
+            or ReasonCode.CONTEXT_TRUNCATED in self.state.reasons
+        ):
+            return None
+        return CacheWrite(key=self.cache_key, ttl_s=cache.ttl_s)
 
     async def _collect(
         self, attempt: PlannedAttempt, handle: asyncio.Task[Any], used_prefill: bool, t0: float
@@ -476,7 +501,7 @@ class _ResilientCall:
             tool_calls=list(reply.tool_calls),
             finish_reason=reply.finish_reason,
         )
-        if capability is Capability.FULL and role.roster.cache.enabled:
+        if capability is Capability.FULL and role.roster.cache.enabled and not self.cache_in_call:
             await workflow.execute_activity_method(
                 LLMActivities.cache_store,
                 CacheStoreInput(

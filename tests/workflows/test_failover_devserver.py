@@ -16,6 +16,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from agent_failover.providers.models import ChatRequest, FinishReason, Message, ToolSpec
+from agent_failover.resilience.cachekey import cache_key
 from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
 from agent_failover.resilience.options import CallOptions, RosterOverride
 from agent_failover.testing.sim.admin import SimAdmin
@@ -71,6 +72,32 @@ async def test_healthy_call_is_served_by_primary(harness: Harness, sim_admin: Si
     assert out.route == PRIMARY and out.model == "claude-sonnet-4-5"
     assert out.usage.output_tokens > 0 and out.content.strip()
     assert await _per_route(sim_admin) == Counter({PRIMARY: 1})
+
+
+async def test_healthy_call_caches_without_a_second_activity(harness: Harness) -> None:
+    """A full answer is cached by call_model itself: the history schedules exactly one
+    activity (call_model), no cache_store, and the cache holds the answer."""
+    req = _request("cache me from inside the attempt")
+    wf_id = f"call-{uuid.uuid4().hex[:10]}"
+    out: AgentOutput = await harness.client.execute_workflow(
+        ResilientCallWorkflow.run,
+        CallInput(role="plain", request=req),
+        id=wf_id,
+        task_queue=harness.task_queue,
+        result_type=AgentOutput,
+    )
+    assert out.tier == 0
+    history = await harness.client.get_workflow_handle(wf_id).fetch_history()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert scheduled == ["call_model"]
+    system = harness.policy.role("plain").system_prompt
+    keyed = req.model_copy(update={"system": system})  # the workflow adds the role's prompt
+    hit = await harness.cache.get(cache_key("plain", keyed), now=time.time() + 1)
+    assert hit is not None and hit.content == out.content and hit.route == PRIMARY
 
 
 @pytest.mark.parametrize(
