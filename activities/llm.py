@@ -58,7 +58,7 @@ from agent_failover.resilience.config import (
 from agent_failover.resilience.contracts import CallOutcome
 from agent_failover.resilience.limits import clip, tail
 from agent_failover.resilience.outcomes import BREAKER_REJECTED
-from agent_failover.resilience.probing import ProbeDecision, probe_decision
+from agent_failover.resilience.probing import ProbeDecision, ProbeReason, probe_decision
 from agent_failover.resilience.ratelimit import RateLimitWait, cooldown_s, same_route_wait_s
 from agent_failover.resilience.sla import evaluate_sla
 from agent_failover.stores.cache import CachedEntry, ResponseCache
@@ -370,17 +370,28 @@ class LLMActivities:
         endpoint = self._policy.endpoint(inp.route)
         settings = self._policy.trial_settings(inp.route)
         interval = inp.interval_s or self._policy.probes.interval_s
+        half_open = inp.half_open_interval_s or min(
+            interval, self._policy.probes.half_open_interval()
+        )
         snap = await self._health.snapshot([inp.route], now=inp.now, window_s=interval, min_calls=1)
-        decision = probe_decision(snap.get(inp.route), now=inp.now, interval_s=interval)
+        decision = probe_decision(
+            snap.get(inp.route), now=inp.now, interval_s=interval, half_open_interval_s=half_open
+        )
         if not decision.probe:
             return self._skipped_probe(inp.route, snap.get(inp.route).breaker, decision)
         started = time.monotonic()
-        admission = await self._health.admit(inp.route, settings, inp.now)
-        if not admission.permitted:
-            b = await self._health.breaker(inp.route)
-            return ProbeResult(
-                route=inp.route, ok=False, skipped=True, breaker=b.state, reason="not_admitted"
-            )
+        trial = False
+        if decision.reason is not ProbeReason.OPEN_RECOVERY_CHECK:
+            # Half-open (or due to be): the probe takes a trial slot like a real call would.
+            # An open route's recovery check is not a trial: it needs no slot, and only a
+            # good one changes the breaker (to half-open).
+            admission = await self._health.admit(inp.route, settings, inp.now)
+            if not admission.permitted:
+                b = await self._health.breaker(inp.route)
+                return ProbeResult(
+                    route=inp.route, ok=False, skipped=True, breaker=b.state, reason="not_admitted"
+                )
+            trial = admission.trial
         reply, err = await self._send_probe(endpoint, inp.route)
         at = self._now(inp.now, started)
         if err is None and reply is not None:
@@ -391,7 +402,7 @@ class LLMActivities:
                 latency_ms=reply.latency_ms,
                 ttft_ms=reply.ttft_ms,
                 probe=True,
-                trial=admission.trial,
+                trial=trial,
             )
         else:
             assert err is not None
@@ -401,7 +412,7 @@ class LLMActivities:
                 err,
                 at,
                 elapsed_ms,
-                trial=admission.trial,
+                trial=trial,
                 probe=True,
                 rate_limit=self._policy.rate_limit,
             )
@@ -414,7 +425,7 @@ class LLMActivities:
             error_class=err.error_class.value if err else None,
             latency_ms=outcome.latency_ms,
             ttft_ms=outcome.ttft_ms,
-            trial=admission.trial,
+            trial=trial,
             breaker=b.state,
             transition=transition,
             reason=decision.reason.value,

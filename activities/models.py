@@ -126,6 +126,8 @@ class ProbeInput(BaseModel):
     #: The monitor's probe interval: a closed route with real traffic more recent than
     #: this is not probed (resilience.probing). None: the policy's probes.interval_s.
     interval_s: float | None = None
+    #: The faster cadence of half-open routes. None: the policy's (at most interval_s).
+    half_open_interval_s: float | None = None
 
 
 class ProbeResult(BaseModel):

@@ -193,7 +193,11 @@ async def ensure_monitor(
     """Start the health monitor unless it already runs (idempotent across workers)."""
     return await client.start_workflow(
         HealthMonitorWorkflow.run,
-        MonitorInput(routes=sorted(policy.endpoints), interval_s=policy.probes.interval_s),
+        MonitorInput(
+            routes=sorted(policy.endpoints),
+            interval_s=policy.probes.interval_s,
+            half_open_interval_s=policy.probes.half_open_interval(),
+        ),
         id=monitor_workflow_id(task_queue),
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

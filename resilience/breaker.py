@@ -11,12 +11,20 @@ with compare-and-set and many workers can record at once.
 States and moves::
 
     CLOSED ──trip (error rate, slow calls, semantic, auth, quota, 529+Retry-After)──▶ OPEN
-    OPEN ──now >= open_until (admit/tick)──▶ HALF_OPEN
+    OPEN ──now >= open_until (admit/tick), or a good probe at any time──▶ HALF_OPEN
     HALF_OPEN ──N consecutive good trials──▶ CLOSED
     HALF_OPEN ──bad trial──▶ OPEN (longer: open_duration x multiplier^(trips-1), capped)
     any ──force──▶ FORCED_OPEN / FORCED_CLOSED ──release──▶ CLOSED
 
 A breaker never closes because a cool-down lapsed: only good trials close it.
+
+Return to the primary: the health monitor keeps probing an OPEN route at its probe
+interval; a good probe moves it to HALF_OPEN at once (counting as its first good trial),
+and failed probes while OPEN change nothing (they do not extend ``open_until``). Only a
+failed half-open trial (a probe or a real call) re-opens it, for
+``open_duration x multiplier^(trips-1)`` capped at ``max_open_duration_s``. So a healed
+route returns within about one probe interval plus the half-open probes that close it,
+and a flapping one never closes, since closing needs N good trials in a row.
 
 A 429 is not a state: it sets ``cooldown_until`` (Retry-After, or the policy's default)
 in any state, which the planner and the health monitor read to keep real calls and
@@ -46,6 +54,7 @@ class BreakerReason(StrEnum):
     AUTH_FAILURE = "auth_failure"
     OVERLOADED = "overloaded"
     OPEN_DURATION_ELAPSED = "open_duration_elapsed"
+    PROBE_SUCCEEDED = "probe_succeeded"
     TRIAL_FAILED = "trial_failed"
     TRIALS_PASSED = "trials_passed"
     FORCED_OPEN = "forced_open"
@@ -136,7 +145,7 @@ _FORCE = {_S.FORCED_OPEN: _R.FORCED_OPEN, _S.FORCED_CLOSED: _R.FORCED_CLOSED}
 # The only legal moves and the reasons allowed for each; everything else raises.
 TRANSITIONS: dict[tuple[BreakerState, BreakerState], frozenset[BreakerReason]] = {
     (_S.CLOSED, _S.OPEN): _TRIP_REASONS,
-    (_S.OPEN, _S.HALF_OPEN): frozenset({_R.OPEN_DURATION_ELAPSED}),
+    (_S.OPEN, _S.HALF_OPEN): frozenset({_R.OPEN_DURATION_ELAPSED, _R.PROBE_SUCCEEDED}),
     (_S.HALF_OPEN, _S.CLOSED): frozenset({_R.TRIALS_PASSED}),
     (_S.HALF_OPEN, _S.OPEN): frozenset({_R.TRIAL_FAILED}) | _TRIP_REASONS,
     (_S.FORCED_OPEN, _S.CLOSED): frozenset({_R.RELEASED}),
@@ -291,21 +300,32 @@ def on_outcome(
     CLOSED trips on the error, slow-call or semantic rate once ``stats.enough_samples``,
     at once on auth or quota errors, and on an overload carrying Retry-After (then
     ``open_until >= now + retry_after``). HALF_OPEN counts trials and probes: N good in
-    a row close it, one bad reopens it for longer. OPEN only lets a Retry-After extend
-    ``open_until``; forced states ignore outcomes. A 429 in any state only sets the
-    cool-down (:func:`cool_down`).
+    a row close it, one bad reopens it for longer. OPEN moves to HALF_OPEN on a good
+    probe and otherwise only lets a Retry-After extend ``open_until`` (a failed probe does
+    not); forced states ignore outcomes. A 429 in any state only sets the cool-down
+    (:func:`cool_down`).
     """
     b = cool_down(b, outcome, now)
     if b.state is _S.CLOSED:
         return _on_closed(b, outcome, stats, s, now)
     if b.state is _S.HALF_OPEN:
         return _on_half_open(b, outcome, s, now)
+    if b.state is _S.OPEN and outcome.probe and is_good_trial(outcome, s):
+        return _probe_recovered(b, s, now)
     if b.state is _S.OPEN and outcome.retry_after_s and outcome.error_class is not None:
         if outcome.error_class in _BACKPRESSURE or outcome.error_class in _IMMEDIATE:
             until = now + outcome.retry_after_s
             if b.open_until is None or until > b.open_until:
                 return b.model_copy(update={"open_until": until, "version": b.version + 1}), None
     return b, None
+
+
+def _probe_recovered(b: Breaker, s: BreakerSettings, now: float) -> tuple[Breaker, Transition]:
+    """A good probe of an OPEN route: HALF_OPEN now, the probe its first good trial."""
+    half, moved = transition(b, _S.HALF_OPEN, _R.PROBE_SUCCEEDED, now)
+    if s.close_after_consecutive_successes <= 1:
+        return transition(half, _S.CLOSED, _R.TRIALS_PASSED, now)
+    return half.model_copy(update={"consecutive_good": 1}), moved
 
 
 def _on_closed(

@@ -54,6 +54,9 @@ DEFAULT_RATE_LIMIT_COOLDOWN_S = 10.0
 # --- probes, hysteresis, scoring -------------------------------------------------------
 DEFAULT_PROBE_INTERVAL_S = 12.0
 MIN_PROBE_INTERVAL_S = 1.0
+#: Half-open routes are probed this many times faster than the probe interval, so the
+#: close_after_consecutive_successes good probes take a fraction of an interval.
+HALF_OPEN_PROBE_SPEEDUP = 4.0
 MAX_PROBE_INTERVAL_S = 3600.0
 DEFAULT_PROBE_TIMEOUT_S = 10.0
 DEFAULT_PROBE_MAX_TOKENS = 8
@@ -415,6 +418,18 @@ class ProbeSettings(BaseModel):
     )
     timeout_s: float = Field(default=DEFAULT_PROBE_TIMEOUT_S, gt=0.0, le=600.0)
     max_tokens: int = Field(default=DEFAULT_PROBE_MAX_TOKENS, ge=1, le=256)
+    half_open_interval_s: float | None = Field(
+        default=None,
+        ge=MIN_PROBE_INTERVAL_S,
+        le=MAX_PROBE_INTERVAL_S,
+        description="probe cadence while a route is half-open; None: interval_s / 4",
+    )
+
+    def half_open_interval(self) -> float:
+        """How often a half-open route is probed until it closes (faster than interval_s)."""
+        if self.half_open_interval_s is not None:
+            return self.half_open_interval_s
+        return max(MIN_PROBE_INTERVAL_S, self.interval_s / HALF_OPEN_PROBE_SPEEDUP)
 
 
 class RateLimitSettings(BaseModel):

@@ -5,13 +5,20 @@ evidence of a route's health, so a synthetic probe is only worth its cost (token
 a slot of the provider's rate limit) where real traffic says nothing. :func:`probe_decision`
 is that rule, pure and timed by the ``now`` it is given:
 
-* a half-open breaker (or an open one whose ``open_until`` has passed) is probed: probes
-  are its trials;
-* an open breaker before ``open_until`` and a forced-open route are not (we know);
+* an open breaker is probed once per probe interval, before and after ``open_until``:
+  a good probe is what moves it to half-open (:mod:`resilience.breaker`), so a healed
+  route is found within one interval, whatever its open duration;
+* a half-open breaker is probed faster (``half_open_interval_s``): its probes are the
+  trials that close it;
+* a forced-open route is not (an operator said so);
 * a route cooling down after a 429 is not: a probe would spend the very rate limit that
   is exhausted, and get another 429;
-* a closed route is probed only when no real call finished on it for a whole probe
-  interval.
+* a closed route is probed only when neither a real call nor a probe finished on it for
+  a probe interval.
+
+"Due" allows :data:`DUE_FRACTION` of the interval: the monitor's rounds are one interval
+apart but a probe's own latency moves its ``last_probe_at`` later, and a route must not
+skip every other round for that.
 """
 
 from __future__ import annotations
@@ -22,14 +29,18 @@ from pydantic import BaseModel, ConfigDict
 
 from agent_failover.resilience.contracts import BreakerState, RouteHealth
 
+#: Share of an interval after which the next probe of a route is due (see the module doc).
+DUE_FRACTION = 0.75
+
 
 class ProbeReason(StrEnum):
     """Why a route is (or is not) probed this round."""
 
     HALF_OPEN_TRIAL = "half_open_trial"
+    OPEN_RECOVERY_CHECK = "open_recovery_check"
     NO_RECENT_TRAFFIC = "no_recent_traffic"
     RECENT_TRAFFIC = "recent_traffic"
-    BREAKER_OPEN = "breaker_open"
+    RECENTLY_PROBED = "recently_probed"
     FORCED_OPEN = "forced_open"
     COOLING_DOWN = "cooling_down"
 
@@ -44,8 +55,18 @@ class ProbeDecision(BaseModel):
     detail: str = ""
 
 
-def probe_decision(health: RouteHealth, *, now: float, interval_s: float) -> ProbeDecision:
-    """Whether the monitor should probe ``health.route`` at ``now`` (see the module doc)."""
+def _probed_within(health: RouteHealth, now: float, interval_s: float) -> bool:
+    last = health.last_probe_at
+    return last is not None and now - last < DUE_FRACTION * interval_s
+
+
+def probe_decision(
+    health: RouteHealth, *, now: float, interval_s: float, half_open_interval_s: float | None = None
+) -> ProbeDecision:
+    """Whether the monitor should probe ``health.route`` at ``now`` (see the module doc).
+
+    ``half_open_interval_s`` is the half-open cadence (``interval_s`` when None).
+    """
     state = health.breaker
     if state is BreakerState.FORCED_OPEN:
         return ProbeDecision(probe=False, reason=ProbeReason.FORCED_OPEN)
@@ -55,12 +76,21 @@ def probe_decision(health: RouteHealth, *, now: float, interval_s: float) -> Pro
             reason=ProbeReason.COOLING_DOWN,
             detail=f"rate limited until {health.cooldown_until:.3f}",
         )
+    half_open = state is BreakerState.HALF_OPEN or (
+        state is BreakerState.OPEN and health.open_until is not None and now >= health.open_until
+    )
+    cadence = (half_open_interval_s or interval_s) if half_open else interval_s
+    if _probed_within(health, now, cadence):
+        last = health.last_probe_at or 0.0
+        return ProbeDecision(
+            probe=False,
+            reason=ProbeReason.RECENTLY_PROBED,
+            detail=f"probed {now - last:.1f} s ago",
+        )
+    if half_open:
+        return ProbeDecision(probe=True, reason=ProbeReason.HALF_OPEN_TRIAL)
     if state is BreakerState.OPEN:
-        if health.open_until is None or now < health.open_until:
-            return ProbeDecision(probe=False, reason=ProbeReason.BREAKER_OPEN)
-        return ProbeDecision(probe=True, reason=ProbeReason.HALF_OPEN_TRIAL)
-    if state is BreakerState.HALF_OPEN:
-        return ProbeDecision(probe=True, reason=ProbeReason.HALF_OPEN_TRIAL)
+        return ProbeDecision(probe=True, reason=ProbeReason.OPEN_RECOVERY_CHECK)
     last = health.last_call_at
     if last is not None and now - last < interval_s:
         return ProbeDecision(

@@ -243,6 +243,9 @@ class PipelineStatus(BaseModel):
 class MonitorInput(BaseModel):
     routes: list[str] = Field(min_length=1)
     interval_s: float = Field(default=12.0, ge=0.5, le=3600)
+    #: Round cadence while any route is half-open (its probes are the trials that close
+    #: it). None: interval_s / 4, at least 0.5 s.
+    half_open_interval_s: float | None = Field(default=None, ge=0.5, le=3600)
     iterations_per_run: int = Field(default=200, ge=1, le=10_000)
     paused: bool = False
     last_results: dict[str, ProbeResult] = Field(default_factory=dict)

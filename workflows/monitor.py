@@ -2,9 +2,12 @@
 
 Every ``interval_s`` it asks each route's ``probe_endpoint`` activity for a probe: a tiny
 completion, sent only where passive evidence is missing (no real call for a whole
-interval, or a breaker that needs half-open trials; never into a 429 cool-down). The
-activity records the result, which is how open breakers get their half-open trials and
-close after N good probes, and how a latency-demoted route earns its way back. It
+interval, an open breaker checking for recovery, or a half-open one that needs trials;
+never into a 429 cool-down). The activity records the result: a good probe moves an open
+breaker to half-open at once, and while any route is half-open the rounds come every
+``half_open_interval_s`` (a quarter interval by default) until its good probes close it,
+so a healed route takes traffic again within about 1.5 probe intervals. A
+latency-demoted route earns its way back the same way. It
 continues-as-new every ``iterations_per_run`` rounds or when the server suggests it, so
 its history stays bounded. Signals force a route open or
 closed, release it, and pause or resume probing; the ``health`` query returns the table.
@@ -26,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         ProbeInput,
         ProbeResult,
     )
+    from agent_failover.resilience.contracts import BreakerState
     from agent_failover.workflows.inputs import workflow_input
     from agent_failover.workflows.models import ForceRouteSignal, MonitorInput, MonitorTable
 
@@ -36,6 +40,17 @@ def monitor_workflow_id(task_queue: str) -> str:
 
 
 PROBE_TIMEOUT = timedelta(seconds=30)
+#: The half-open cadence when the input does not set one: a quarter of the interval.
+HALF_OPEN_SPEEDUP = 4.0
+MIN_HALF_OPEN_INTERVAL_S = 0.5
+
+
+def _fast(inp: MonitorInput) -> float:
+    if inp.half_open_interval_s is not None:
+        return min(inp.half_open_interval_s, inp.interval_s)
+    return max(MIN_HALF_OPEN_INTERVAL_S, inp.interval_s / HALF_OPEN_SPEEDUP)
+
+
 # Probes are themselves the retry loop: a failed probe is data, not something to repeat.
 _NO_RETRY = RetryPolicy(maximum_attempts=1)
 
@@ -64,12 +79,12 @@ class HealthMonitorWorkflow:
             self._wake = False
             await self._apply_forces()
             if not self._paused:
-                await self._probe_all(inp.routes, inp.interval_s)
+                await self._probe_all(inp.routes, inp.interval_s, _fast(inp))
                 self._rounds += 1
             await self._refresh_table(inp.routes)
             try:
                 await workflow.wait_condition(
-                    lambda: self._wake, timeout=timedelta(seconds=inp.interval_s)
+                    lambda: self._wake, timeout=timedelta(seconds=self._next_wait(inp))
                 )
             except TimeoutError:
                 pass
@@ -88,7 +103,15 @@ class HealthMonitorWorkflow:
             )
         )
 
-    async def _probe_all(self, routes: list[str], interval_s: float) -> None:
+    def _next_wait(self, inp: MonitorInput) -> float:
+        """The fast cadence while a route is half-open (probing), else the interval."""
+        if not self._paused and any(
+            r.breaker is BreakerState.HALF_OPEN for r in self._results.values()
+        ):
+            return _fast(inp)
+        return inp.interval_s
+
+    async def _probe_all(self, routes: list[str], interval_s: float, fast_s: float) -> None:
         # Every route gets its probe_endpoint activity each round; the activity decides
         # (resilience.probing) whether a probe is worth sending: only where real traffic
         # gave no evidence for a whole interval, or the breaker needs trials.
@@ -96,7 +119,7 @@ class HealthMonitorWorkflow:
         handles = [
             workflow.start_activity(
                 "probe_endpoint",
-                ProbeInput(route=r, now=now, interval_s=interval_s),
+                ProbeInput(route=r, now=now, interval_s=interval_s, half_open_interval_s=fast_s),
                 result_type=ProbeResult,
                 start_to_close_timeout=PROBE_TIMEOUT,
                 summary=f"probe {r}",

@@ -388,15 +388,30 @@ def test_breaker_laws(evs: list, settings: BreakerSettings) -> None:
             fast = settings.trial_latency_ms is None or latency <= settings.trial_latency_ms
             if before.state is BreakerState.HALF_OPEN and (trial or probe):
                 good_streak = good_streak + 1 if good and fast else 0
-        # Never leaves OPEN before open_until (except by an operator's force).
+        # Never leaves OPEN before open_until, except by an operator's force or a good
+        # probe, which moves it to HALF_OPEN (never straight to CLOSED: N > 1 here).
+        recovered = (
+            kind == "outcome"
+            and before.state is BreakerState.OPEN
+            and t is not None
+            and t.reason in (BreakerReason.PROBE_SUCCEEDED, BreakerReason.TRIALS_PASSED)
+        )
         if before.state is BreakerState.OPEN and b.state is not BreakerState.OPEN:
             forced = kind == "force"
-            assert forced or clock.now >= before.open_until
+            assert forced or clock.now >= before.open_until or recovered
+            if recovered:
+                assert probe and good and fast
+                closes_at_once = settings.close_after_consecutive_successes <= 1
+                assert b.state is (
+                    BreakerState.CLOSED if closes_at_once else BreakerState.HALF_OPEN
+                )
         # Closes from HALF_OPEN only after N consecutive good trials.
         if before.state is BreakerState.HALF_OPEN and b.state is BreakerState.CLOSED:
             assert kind == "force" or good_streak >= settings.close_after_consecutive_successes
         if b.state is not BreakerState.HALF_OPEN or before.state is not BreakerState.HALF_OPEN:
             good_streak = 0
+        if recovered and b.state is BreakerState.HALF_OPEN:
+            good_streak = 1  # the recovering probe is the first good trial
         # Forced states hold until the operator moves them.
         if before.state in (BreakerState.FORCED_OPEN, BreakerState.FORCED_CLOSED):
             assert kind == "force" or b.state is before.state

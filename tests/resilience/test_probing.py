@@ -34,10 +34,29 @@ def test_half_open_is_probed_even_with_traffic(state: BreakerState) -> None:
     assert d.probe and d.reason is ProbeReason.HALF_OPEN_TRIAL
 
 
-def test_open_breaker_only_after_open_until() -> None:
-    """Open before open_until: no probe; after it: the first half-open trial."""
-    assert not decide(breaker=BreakerState.OPEN, open_until=NOW + 1).probe
-    assert decide(breaker=BreakerState.OPEN, open_until=NOW).probe
+def test_open_breaker_is_probed_every_interval() -> None:
+    """Open, before or after open_until: probed (a good probe is what moves it to half-open),
+    but not twice within an interval."""
+    d = decide(breaker=BreakerState.OPEN, open_until=NOW + 100)
+    assert d.probe and d.reason is ProbeReason.OPEN_RECOVERY_CHECK
+    assert decide(breaker=BreakerState.OPEN, open_until=NOW).reason is ProbeReason.HALF_OPEN_TRIAL
+    again = decide(breaker=BreakerState.OPEN, open_until=NOW + 100, last_probe_at=NOW - 2)
+    assert not again.probe and again.reason is ProbeReason.RECENTLY_PROBED
+    # A round one interval later is due even though the last probe took 2 s to finish.
+    assert decide(breaker=BreakerState.OPEN, last_probe_at=NOW - INTERVAL + 2).probe
+
+
+def test_half_open_is_probed_at_the_faster_cadence() -> None:
+    """Half-open: due again after the half-open interval, not the whole probe interval."""
+    health = RouteHealth(route="r", breaker=BreakerState.HALF_OPEN, last_probe_at=NOW - 3.0)
+    assert probe_decision(health, now=NOW, interval_s=INTERVAL, half_open_interval_s=3.0).probe
+    assert not probe_decision(health, now=NOW, interval_s=INTERVAL).probe
+
+
+def test_idle_closed_route_probed_once_per_interval() -> None:
+    """Faster rounds (while another route is half-open) do not probe idle routes faster."""
+    assert not decide(last_probe_at=NOW - 3.0).probe
+    assert decide(last_probe_at=NOW - INTERVAL).probe
 
 
 def test_cooling_down_route_is_never_probed() -> None:
