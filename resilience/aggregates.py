@@ -30,7 +30,12 @@ import math
 from collections.abc import Iterable, Mapping
 
 from agent_failover.resilience.config import BreakerSettings
-from agent_failover.resilience.contracts import CallOutcome, RecentSample, WindowStats
+from agent_failover.resilience.contracts import (
+    BreakerState,
+    CallOutcome,
+    RecentSample,
+    WindowStats,
+)
 from agent_failover.resilience.windows import slow_call_threshold_ms
 
 #: Width of one count bucket, in seconds.
@@ -70,20 +75,43 @@ def bin_upper(b: int) -> float:
     return WINDOW_BIN_RATIO**b
 
 
-def window_seconds(now: float, window_s: float, horizon_s: float) -> range:
+def window_seconds(
+    now: float, window_s: float, horizon_s: float, after: float | None = None
+) -> range:
     """The buckets a window of ``window_s`` ending at ``now`` covers, newest first.
 
-    Capped at ``horizon_s``: the stores hold nothing older than that.
+    Capped at ``horizon_s`` (the stores hold nothing older) and, with ``after``, to the
+    seconds wholly after it (see :func:`breaker_epoch`).
     """
     last = second_of(now)
     first = max(second_of(now - window_s), second_of(now - horizon_s))
+    if after is not None:
+        first = max(first, second_of(after) + 1)
     return range(last, first - 1, -1)
 
 
-def hist_buckets(now: float, window_s: float, horizon_s: float) -> range:
-    """The histogram buckets (``floor(at / HIST_BUCKET_S)``) a window covers, newest first."""
+def breaker_epoch(state: BreakerState, since: float) -> float | None:
+    """Outcomes before this do not count towards the breaker's next trip.
+
+    A breaker that closed after an outage (half-open trials passed, or an operator's
+    release) starts from a clean window, as resilience4j resets its ring buffer: the
+    outage's errors, still inside the error window after a fast return, would otherwise
+    re-trip it on the very next outcome (flapping). None for a breaker never tripped.
+    """
+    if state is BreakerState.CLOSED and since > 0:
+        return since
+    return None
+
+
+def hist_buckets(
+    now: float, window_s: float, horizon_s: float, after: float | None = None
+) -> range:
+    """The histogram buckets (``floor(at / HIST_BUCKET_S)``) a window covers, newest first
+    (with ``after``: only those wholly after it, never fewer than the newest one)."""
     last = math.floor(now / HIST_BUCKET_S)
     first = math.floor(max(now - window_s, now - horizon_s) / HIST_BUCKET_S)
+    if after is not None:
+        first = min(last, max(first, math.floor(after / HIST_BUCKET_S) + 1))
     return range(last, first - 1, -1)
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from agent_failover.resilience.aggregates import (
     Fields,
     baseline_bin,
+    breaker_epoch,
     breaker_stats_from,
     bucket_fields,
     decode_recent,
@@ -181,11 +182,11 @@ class _Aggregates:
         if self.minutes and min(self.minutes) < first_minute:
             self.minutes = {m: h for m, h in self.minutes.items() if m >= first_minute}
 
-    def window(self, now: float, window_s: float) -> dict[str, int]:
-        """The merged buckets of the window of ``window_s`` ending at ``now``."""
-        secs = window_seconds(now, window_s, self.horizon_s)
+    def window(self, now: float, window_s: float, after: float | None = None) -> dict[str, int]:
+        """The merged buckets of the window of ``window_s`` ending at ``now`` (after ``after``)."""
+        secs = window_seconds(now, window_s, self.horizon_s, after)
         counts = merge_fields(self.seconds[s] for s in secs if s in self.seconds)
-        hists = hist_buckets(now, window_s, self.horizon_s)
+        hists = hist_buckets(now, window_s, self.horizon_s, after)
         return merge_fields((counts, *(self.hists[b] for b in hists if b in self.hists)))
 
     def short_histogram(self, now: float) -> dict[int, int]:
@@ -271,9 +272,10 @@ class MemoryHealthStore:
                 r.last_call_at = outcome.at
             now = outcome.at
             baseline = self._baseline(r, settings.min_calls, now).used_ms
+            epoch = breaker_epoch(r.breaker.state, r.breaker.since)
             stats = breaker_stats_from(
-                r.agg.window(now, settings.error_window_s),
-                r.agg.window(now, settings.semantic_window_s),
+                r.agg.window(now, settings.error_window_s, epoch),
+                r.agg.window(now, settings.semantic_window_s, epoch),
                 settings,
                 baseline_p95_ms=baseline,
             )

@@ -60,6 +60,7 @@ import redis.asyncio as aioredis
 
 from agent_failover.resilience.aggregates import (
     baseline_bin,
+    breaker_epoch,
     breaker_stats_from,
     bucket_fields,
     decode_recent,
@@ -554,6 +555,16 @@ class RedisHealthStore:
         baseline = (await self._baseline(route, raw_base, settings.min_calls, now)).used_ms
         for _ in range(MAX_CAS_ATTEMPTS):
             current = _parse_breaker(route, raw_b)
+            epoch = breaker_epoch(current.state, current.since)
+            if epoch is not None and epoch > now - max(
+                settings.error_window_s, settings.semantic_window_s
+            ):
+                # Closed inside the window: only what came after counts (rare, so a
+                # second read rather than the breaker's epoch in every record).
+                raw_b, err_w, sem_w, hist_w = await self._breaker_read(
+                    keys=[bkey], args=[prefix, *self._epoch_args(now, settings, epoch)]
+                )
+                current = _parse_breaker(route, raw_b)
             err, sem = _fields(err_w) | _fields(hist_w), _fields(sem_w)
             self._seen_windows[route] = (second_of(now), sem if n_sem >= n_err else err)
             stats = breaker_stats_from(err, sem, settings, baseline_p95_ms=baseline)
@@ -565,6 +576,18 @@ class RedisHealthStore:
                 keys=[bkey], args=[prefix, second_of(now), n_err, n_sem, hists.start, len(hists)]
             )
         raise StoreContentionError(f"breaker {route!r}: {MAX_CAS_ATTEMPTS} lost compare-and-sets")
+
+    def _epoch_args(self, now: float, settings: BreakerSettings, epoch: float) -> list[int]:
+        """_BREAKER_READ_LUA's window arguments, counting only what came after ``epoch``."""
+        h = self.horizon_s
+        hists = hist_buckets(now, settings.error_window_s, h, epoch)
+        return [
+            second_of(now),
+            len(window_seconds(now, settings.error_window_s, h, epoch)),
+            len(window_seconds(now, settings.semantic_window_s, h, epoch)),
+            hists.start,
+            len(hists),
+        ]
 
     def _remember_record(self, outcome: CallOutcome) -> None:
         """Keep the probe / last-call facts this process wrote, for the local view."""

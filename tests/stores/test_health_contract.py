@@ -404,3 +404,20 @@ async def test_slow_calls_counted_from_histogram(health_store: HealthStore) -> N
         if transition is not None:
             break
     assert transition is not None and transition.reason is BreakerReason.SLOW_CALLS
+
+
+async def test_closed_breaker_starts_from_a_clean_window(health_store: HealthStore) -> None:
+    """After good trials close a breaker, the outage's errors still inside the error window
+    do not count: the next outcomes cannot re-trip it on old evidence (no flapping)."""
+    at = await trip(health_store)
+    later = at + 5.0  # well inside the 30 s error window
+    await health_store.force(ROUTE, BreakerState.FORCED_OPEN, later)
+    await health_store.force(ROUTE, None, later)  # released: CLOSED since `later`
+    for i in range(3):
+        assert await health_store.record(ok(later + 1 + i), SETTINGS) is None
+    assert (await health_store.breaker(ROUTE)).state is BreakerState.CLOSED
+    for i in range(SETTINGS.min_calls):  # new errors after the close still trip it
+        t = await health_store.record(err(later + 5 + i * 0.1), SETTINGS)
+        if t is not None:
+            break
+    assert (await health_store.breaker(ROUTE)).state is BreakerState.OPEN

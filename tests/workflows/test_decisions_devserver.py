@@ -217,3 +217,43 @@ async def test_latency_demoted_route_comes_back_on_probes(
     finally:
         await monitor.terminate()
     assert restored_after < 8.0
+
+
+async def test_healed_primary_returns_within_two_probe_intervals(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """Real activity timing: the primary's breaker is open for 60 s; once it heals, probes
+    every 3 s (the demo policy's; half-open every 0.75 s) bring real traffic back within
+    2 intervals, where before it waited out the open duration, and the outage's errors
+    still in the error window do not re-trip it."""
+    h = harness
+    await sim_admin.set_faults(PRIMARY, [{"kind": "server_error"}])
+    now = time.time()
+    settings = h.policy.breaker_for(PRIMARY).model_copy(update={"open_duration_s": 60.0})
+    for i in range(settings.min_calls):
+        at = now - 1 + i * 0.01
+        failed = CallOutcome(route=PRIMARY, at=at, ok=False, error_class=ErrorClass.SERVER_ERROR)
+        await h.health.record(failed, settings)
+    assert (await h.health.breaker(PRIMARY)).state is BreakerState.OPEN
+    monitor = await h.client.start_workflow(
+        HealthMonitorWorkflow.run,
+        MonitorInput(routes=[PRIMARY], interval_s=3.0),
+        id=f"monitor-{uuid.uuid4().hex[:8]}",
+        task_queue=h.task_queue,
+    )
+    try:
+        await _until_seen(sim_admin, PRIMARY, 2)  # failed probes while open
+        assert (await h.health.breaker(PRIMARY)).state is BreakerState.OPEN
+        await sim_admin.clear()
+        healed = time.monotonic()
+        while (await h.health.breaker(PRIMARY)).state is not BreakerState.CLOSED:
+            assert time.monotonic() - healed < 10.0, "never closed"
+            await asyncio.sleep(0.05)
+        closed_after = time.monotonic() - healed
+        for _ in range(3):  # no flapping: the outage's errors are before the close
+            out: AgentOutput = await (await _start(h)).result()
+            assert out.route == PRIMARY and out.tier == 0
+        assert (await h.health.breaker(PRIMARY)).state is BreakerState.CLOSED
+    finally:
+        await monitor.terminate()
+    assert closed_after <= 2 * 3.0

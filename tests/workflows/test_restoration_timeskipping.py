@@ -88,7 +88,7 @@ async def test_healed_primary_returns_within_two_intervals(
     await sim_admin.clear()
     healed_at = (await ts_env.get_current_time()).timestamp()
     closed_after = None
-    for step in range(1, 17):
+    for _ in range(16):
         await ts_env.sleep(1.5)
         if await _state(ts) is BreakerState.CLOSED:
             closed_after = (await ts_env.get_current_time()).timestamp() - healed_at
