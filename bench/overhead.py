@@ -1,0 +1,326 @@
+"""Benchmark: what agent-failover costs on the healthy path, arms interleaved in one run.
+
+Arms, all against the same simulator endpoint (the primary, ``anthropic-us-east``, with a
+fixed extra time to first token, 50 ms by default) on one dev server:
+
+* ``httpx``: a plain ``httpx`` POST from this process (no Temporal);
+* ``bare``: :class:`agent_failover.testing.bare.BareCallWorkflow`, one activity doing
+  that POST (the yardstick);
+* ``failover``: ``resilient_complete`` through the test harness's worker (role ``plain``,
+  in-memory stores; ``--redis`` for the shared store);
+* ``litellm``: the bare workflow whose activity calls ``litellm.acompletion`` (only when
+  the ``bench`` extra is installed; its local cost map, no network).
+
+Sequential: ``--rounds`` rounds, each running ``--batch`` calls of every arm in turn
+(arms interleaved so machine noise hits them alike): p50/p95/p99 latency. Concurrent:
+per round, ``--concurrent`` calls with 16 in flight per arm: throughput. Per arm also
+the history bytes and events per call (sum of the events' protobuf sizes, from the
+server) and the CPU seconds per call of this process (worker, client and simulator share
+it; the dev server is a separate process). Prints JSON with ratios to ``bare``; ``--png``
+draws latency and throughput bars. Usage::
+
+    .venv/bin/python bench/overhead.py --out bench/out/overhead.json --png bench/out/overhead.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+# LiteLLM must not fetch its model cost map from the internet at import.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import httpx
+from temporalio import activity
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from agent_failover.config import DEFAULT_POLICY_PATH
+from agent_failover.config.loader import load_policy
+from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.windows import percentile
+from agent_failover.testing.bare import BareActivities, BareCallInput, BareCallWorkflow
+from agent_failover.testing.harness import make_harness, running
+from agent_failover.testing.roles import with_test_roles
+from agent_failover.testing.servers import start_dev_server
+from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.testing.sim.server import start_simulator
+from agent_failover.testing.workflows import CallInput, ResilientCallWorkflow
+
+PRIMARY = "anthropic-us-east"
+MODEL = "claude-sonnet-4-5"
+CONCURRENCY = 16
+
+try:  # the bench extra
+    import litellm
+
+    litellm.suppress_debug_info = True
+except ImportError:  # pragma: no cover - depends on the extra
+    litellm = None
+
+
+@activity.defn(name="litellm_call")
+async def litellm_call(inp: BareCallInput) -> str:
+    """One LiteLLM call to the simulator's Anthropic endpoint (no retries: one attempt)."""
+    assert litellm is not None
+    resp = await litellm.acompletion(
+        model=f"anthropic/{inp.model}",
+        api_base=inp.base_url,
+        api_key="bench",
+        messages=[{"role": "user", "content": inp.prompt}],
+        max_tokens=inp.max_tokens,
+        num_retries=0,
+    )
+    return resp.choices[0].message.content or ""
+
+
+class _Arms:
+    """The callables of each arm and the workflow ids they started (for history sizes)."""
+
+    def __init__(self, client: Client, harness: Any, bare_tq: str, base_url: str) -> None:
+        self.client, self.h, self.bare_tq, self.base = client, harness, bare_tq, base_url
+        self.http = httpx.AsyncClient()
+        self.ids: dict[str, list[str]] = {}
+
+    def _id(self, arm: str) -> str:
+        wf_id = f"oh-{arm}-{uuid.uuid4().hex[:10]}"
+        self.ids.setdefault(arm, []).append(wf_id)
+        return wf_id
+
+    def _input(self, activity_name: str = "bare_llm_call") -> BareCallInput:
+        prompt = f"overhead {uuid.uuid4().hex[:8]}"
+        return BareCallInput(base_url=self.base, model=MODEL, prompt=prompt, activity=activity_name)
+
+    async def httpx(self) -> None:
+        from agent_failover.testing.bare import post_messages
+
+        await post_messages(self.http, self._input())
+
+    async def bare(self, activity_name: str = "bare_llm_call", arm: str = "bare") -> None:
+        await self.client.execute_workflow(
+            BareCallWorkflow.run,
+            self._input(activity_name),
+            id=self._id(arm),
+            task_queue=self.bare_tq,
+            result_type=str,
+        )
+
+    async def litellm(self) -> None:
+        await self.bare("litellm_call", "litellm")
+
+    async def failover(self) -> None:
+        req = ChatRequest(
+            messages=[Message(role="user", content=f"overhead {uuid.uuid4().hex[:8]}")],
+            max_tokens=64,
+        )
+        await self.client.execute_workflow(
+            ResilientCallWorkflow.run,
+            CallInput(role="plain", request=req),
+            id=self._id("failover"),
+            task_queue=self.h.task_queue,
+            result_type=AgentOutput,
+        )
+
+
+async def _sequential(op: Callable[[], Awaitable[None]], n: int) -> tuple[list[float], float]:
+    lat, cpu0 = [], time.process_time()
+    for _ in range(n):
+        t0 = time.perf_counter()
+        await op()
+        lat.append(time.perf_counter() - t0)
+    return lat, time.process_time() - cpu0
+
+
+async def _concurrent(op: Callable[[], Awaitable[None]], n: int) -> tuple[float, float]:
+    sem = asyncio.Semaphore(CONCURRENCY)
+
+    async def one() -> None:
+        async with sem:
+            await op()
+
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(one() for _ in range(n)))
+    return time.perf_counter() - t0, time.process_time() - cpu0
+
+
+async def _history(client: Client, ids: list[str]) -> dict[str, float]:
+    sizes, events = [], []
+    for wf_id in ids:
+        hist = await client.get_workflow_handle(wf_id).fetch_history()
+        sizes.append(sum(e.ByteSize() for e in hist.events))
+        events.append(len(hist.events))
+    return {
+        "history_bytes_per_call": round(sum(sizes) / len(sizes)),
+        "history_events_per_call": round(sum(events) / len(events), 1),
+    }
+
+
+def _ms(values: list[float], q: float) -> float:
+    return round((percentile([v * 1000 for v in values], q) or 0.0), 1)
+
+
+async def _measure(arms: _Arms, names: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    ops = {n: getattr(arms, n) for n in names}
+    for op in ops.values():  # warm-up: connections, sandbox imports, first workflow tasks
+        for _ in range(3):
+            await op()
+    arms.ids.clear()
+    lat: dict[str, list[float]] = {n: [] for n in names}
+    cpu = dict.fromkeys(names, 0.0)
+    wall = dict.fromkeys(names, 0.0)
+    ccpu = dict.fromkeys(names, 0.0)
+    for _ in range(args.rounds):
+        for n, op in ops.items():
+            got, c = await _sequential(op, args.batch)
+            lat[n] += got
+            cpu[n] += c
+        for n, op in ops.items():
+            w, c = await _concurrent(op, args.concurrent)
+            wall[n] += w
+            ccpu[n] += c
+    calls_seq, calls_conc = args.rounds * args.batch, args.rounds * args.concurrent
+    out: dict[str, Any] = {}
+    for n in names:
+        out[n] = {
+            "p50_ms": _ms(lat[n], 50),
+            "p95_ms": _ms(lat[n], 95),
+            "p99_ms": _ms(lat[n], 99),
+            "cpu_ms_per_call_sequential": round(cpu[n] / calls_seq * 1000, 2),
+            "throughput_per_s_c16": round(calls_conc / wall[n], 1),
+            "cpu_ms_per_call_c16": round(ccpu[n] / calls_conc * 1000, 2),
+        }
+        if n != "httpx":
+            out[n] |= await _history(arms.client, arms.ids[n][: args.history_sample])
+    return out
+
+
+def _ratios(res: dict[str, Any]) -> dict[str, Any]:
+    bare = res["bare"]
+    out = {}
+    for n, r in res.items():
+        if n == "bare":
+            continue
+        out[f"{n}_vs_bare"] = {
+            "p50": round(r["p50_ms"] / bare["p50_ms"], 2),
+            "p99": round(r["p99_ms"] / bare["p99_ms"], 2),
+            "throughput_c16": round(r["throughput_per_s_c16"] / bare["throughput_per_s_c16"], 2),
+            "cpu_per_call_c16": round(r["cpu_ms_per_call_c16"] / bare["cpu_ms_per_call_c16"], 2),
+        }
+        if "history_bytes_per_call" in r:
+            out[f"{n}_vs_bare"]["history_bytes"] = round(
+                r["history_bytes_per_call"] / bare["history_bytes_per_call"], 2
+            )
+    return out
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Start simulator and dev server, run the arms interleaved, return the document."""
+    sim = await start_simulator(port=0)
+    os.environ["SIM_URL"] = sim.url
+    admin = SimAdmin(sim.url)
+    await admin.set_faults(PRIMARY, [{"kind": "slow_first_token", "seconds": args.ttft_ms / 1000}])
+    env = await start_dev_server(ui=False)
+    policy = with_test_roles(load_policy(DEFAULT_POLICY_PATH))
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0") if args.redis else None
+    h, workers = await make_harness(env.client, policy, redis_url=redis_url)
+    bare_tq = f"bare-{uuid.uuid4().hex[:8]}"
+    http = httpx.AsyncClient(limits=httpx.Limits(max_connections=64))
+    acts: list[Any] = [BareActivities(http).call]
+    names = ["httpx", "bare", "failover"]
+    if litellm is not None:
+        acts.append(litellm_call)
+        names.append("litellm")
+    bare_worker = Worker(
+        env.client,
+        task_queue=bare_tq,
+        workflows=[BareCallWorkflow],
+        activities=acts,
+        max_concurrent_activities=64,
+    )
+    arms = _Arms(env.client, h, bare_tq, sim.base_url(PRIMARY))
+    try:
+        async with running([*workers, bare_worker]):
+            res = await _measure(arms, names, args)
+    finally:
+        await arms.http.aclose()
+        await http.aclose()
+        await env.shutdown()
+        await admin.aclose()
+        await sim.stop()
+    return {
+        "setup": {
+            "simulator_extra_ttft_ms": args.ttft_ms,
+            "rounds": args.rounds,
+            "sequential_calls_per_arm": args.rounds * args.batch,
+            "concurrent_calls_per_arm": args.rounds * args.concurrent,
+            "concurrency": CONCURRENCY,
+            "health_store": "redis" if args.redis else "memory",
+            "litellm": getattr(litellm, "version", None) and "installed" if litellm else None,
+        },
+        "arms": res,
+        "ratios": _ratios(res),
+    }
+
+
+def draw(doc: dict[str, Any], path: str) -> None:
+    """p50/p99 latency bars and throughput at concurrency 16, per arm."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    arms = doc["arms"]
+    names = list(arms)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    xs = range(len(names))
+    a1.bar([x - 0.2 for x in xs], [arms[n]["p50_ms"] for n in names], width=0.4, label="p50")
+    a1.bar([x + 0.2 for x in xs], [arms[n]["p99_ms"] for n in names], width=0.4, label="p99")
+    a1.set_xticks(list(xs), names)
+    a1.set_ylabel("ms per call (sequential)")
+    a1.legend()
+    a2.bar(list(xs), [arms[n]["throughput_per_s_c16"] for n in names], color="tab:green")
+    a2.set_xticks(list(xs), names)
+    a2.set_ylabel("calls/s at concurrency 16")
+    fig.suptitle("Healthy-path overhead (arms interleaved, one run)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, run, print (and optionally write) JSON, optionally draw."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=20, help="sequential calls per arm per round")
+    ap.add_argument("--concurrent", type=int, default=64, help="calls per arm per round at c16")
+    ap.add_argument("--ttft-ms", type=float, default=50.0)
+    ap.add_argument("--history-sample", type=int, default=20)
+    ap.add_argument("--redis", action="store_true", help="health store and cache in Redis")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--png", default=None)
+    args = ap.parse_args(argv)
+    doc = asyncio.run(run(args))
+    if args.png:
+        Path(args.png).parent.mkdir(parents=True, exist_ok=True)
+        draw(doc, args.png)
+        doc["png"] = args.png
+    text = json.dumps(doc, indent=2)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
