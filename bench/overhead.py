@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -37,7 +36,6 @@ from typing import Any
 
 # LiteLLM must not fetch its model cost map from the internet at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 from temporalio import activity
