@@ -222,7 +222,18 @@ def _trip(
     duration = s.open_duration_for(b.trips + 1)
     if retry_after is not None and retry_after > duration:
         duration = retry_after
-    return transition(b, _S.OPEN, reason, now, open_until=now + duration)
+    opened, moved = transition(b, _S.OPEN, reason, now, open_until=now + duration)
+    if retry_after:
+        # The provider said when to come back: no probe before then either (the monitor
+        # probes open routes to find recovery early, but not against a stated Retry-After).
+        opened = _cool_until(opened, now + retry_after)
+    return opened, moved
+
+
+def _cool_until(b: Breaker, until: float) -> Breaker:
+    if b.cooldown_until is not None and b.cooldown_until >= until:
+        return b
+    return b.model_copy(update={"cooldown_until": until})
 
 
 def tick(b: Breaker, now: float) -> tuple[Breaker, Transition | None]:
@@ -316,6 +327,7 @@ def on_outcome(
         if outcome.error_class in _BACKPRESSURE or outcome.error_class in _IMMEDIATE:
             until = now + outcome.retry_after_s
             if b.open_until is None or until > b.open_until:
+                b = _cool_until(b, until)
                 return b.model_copy(update={"open_until": until, "version": b.version + 1}), None
     return b, None
 

@@ -24,6 +24,7 @@ from agent_failover.resilience.config import (
     ProbeSettings,
 )
 from agent_failover.resilience.contracts import AgentOutput, BreakerState
+from agent_failover.testing.servers import start_time_skipping
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import MonitorInput
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
@@ -32,6 +33,15 @@ from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
 PRIMARY = "anthropic-us-east"
 INTERVAL = DEFAULT_PROBE_INTERVAL_S  # 12 s
+
+
+@pytest_asyncio.fixture
+async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping server of this test's own: minutes of monitor rounds must not wait
+    behind another test's leftover activities (the server skips no time while one runs)."""
+    env = await start_time_skipping()
+    yield env
+    await env.shutdown()
 
 
 @pytest_asyncio.fixture
@@ -81,7 +91,8 @@ async def test_healed_primary_returns_within_two_intervals(
         await _call(ts_env, ts)
     assert await _state(ts) is BreakerState.OPEN
     monitor = await _monitor(ts)
-    await ts_env.sleep(600)
+    for _ in range(10):  # ten minutes, in steps: one long skip can outlast the RPC timeout
+        await ts_env.sleep(60)
     b = await ts.health.breaker(PRIMARY)
     assert b.trips >= 3, "failed half-open trials should have lengthened the open duration"
     assert b.state is BreakerState.OPEN and (b.open_until or 0) - b.since > 2 * INTERVAL

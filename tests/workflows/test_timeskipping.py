@@ -71,21 +71,20 @@ async def test_probes_run_on_the_interval(
 async def test_open_breaker_goes_half_open_and_closes_after_three_good_probes(
     ts_env: WorkflowEnvironment, ts_harness: Harness, sim_admin: SimAdmin
 ) -> None:
-    """A 529 with Retry-After opens the breaker; no probe while open; 3 good trials close it."""
+    """A 529 with Retry-After 30 s opens the breaker; no probe before the Retry-After; the
+    first good probe after it makes it half-open, and two faster probes (every 3 s) close it."""
     await sim_admin.set_faults(PRIMARY, [{"kind": "overloaded", "retry_after": 30}])
     handle = await _start_monitor(ts_harness, routes=[PRIMARY], interval_s=12)
     await ts_env.sleep(1)
     assert (await ts_harness.health.breaker(PRIMARY)).state is BreakerState.OPEN
     await sim_admin.clear()
-    await ts_env.sleep(24)  # t≈25: probes at 12 and 24 must be skipped (still open)
-    assert await _probes(sim_admin, PRIMARY) == 1, "an open route must not be probed"
+    await ts_env.sleep(24)  # t≈25: probes at 12 and 24 are skipped (Retry-After not over)
+    assert await _probes(sim_admin, PRIMARY) == 1, "probed against the provider's Retry-After"
     assert (await ts_harness.health.breaker(PRIMARY)).state is BreakerState.OPEN
-    await ts_env.sleep(12)  # t≈37: first trial
+    await ts_env.sleep(12)  # t≈37: the round at 36 probes: the first good trial
     b = await ts_harness.health.breaker(PRIMARY)
     assert b.state is BreakerState.HALF_OPEN
-    await ts_env.sleep(12)  # t≈49: second trial: still half-open (needs 3)
-    assert (await ts_harness.health.breaker(PRIMARY)).state is BreakerState.HALF_OPEN
-    await ts_env.sleep(12)  # t≈61: third good trial closes it
+    await ts_env.sleep(6)  # t≈43: half-open rounds every 12 / 4 = 3 s: trials 2 and 3
     assert (await ts_harness.health.breaker(PRIMARY)).state is BreakerState.CLOSED
     assert await _probes(sim_admin, PRIMARY) == 4
     await handle.terminate()
