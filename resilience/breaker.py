@@ -19,7 +19,8 @@ States and moves::
 A breaker never closes because a cool-down lapsed: only good trials close it.
 
 Return to the primary: the health monitor keeps probing an OPEN route at its probe
-interval; a good probe moves it to HALF_OPEN at once (counting as its first good trial),
+interval (not before a Retry-After the trip carried: that also sets ``cooldown_until``);
+a good probe moves it to HALF_OPEN at once (counting as its first good trial),
 and failed probes while OPEN change nothing (they do not extend ``open_until``). Only a
 failed half-open trial (a probe or a real call) re-opens it, for
 ``open_duration x multiplier^(trips-1)`` capped at ``max_open_duration_s``. So a healed
