@@ -18,12 +18,13 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from agent_failover.activities.models import (
     AttemptFailure,
     CachedAnswer,
     CacheLookupInput,
+    CacheLookupResult,
     CacheStoreInput,
     CallModelInput,
     CallModelResult,
@@ -36,6 +37,7 @@ from agent_failover.activities.models import (
     ProbeResult,
     RoleContext,
     RoleContextInput,
+    context_windows,
 )
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.errors import (
@@ -225,6 +227,7 @@ class LLMActivities:
                 f"({admission.reason.value if admission.reason else 'open'})",
                 type=BREAKER_REJECTED,
                 non_retryable=True,
+                category=ApplicationErrorCategory.BENIGN,
             )
         budgets = Budgets(
             connect_s=min(self._connect_s, inp.timeout_ms / 1000),
@@ -475,6 +478,7 @@ class LLMActivities:
         )
         breakers = [await self._health.breaker(r) for r in routes]
         status = await self._health.status()
+        windows = context_windows(self._policy, snap)
         return HealthTable(
             taken_at=inp.now,
             # Recent samples are for SLA streaks, not for the status table (and this table
@@ -483,24 +487,38 @@ class LLMActivities:
             breakers=breakers,
             store=status.backend,
             store_degraded=not status.healthy,
+            store_error=status.last_error,
+            store_degraded_since=status.degraded_since,
+            context_windows={r: windows[r] for r in routes if r in windows},
         )
 
     # -- response cache -----------------------------------------------------------------
 
     @activity.defn(name="cache_lookup")
-    async def cache_lookup(self, inp: CacheLookupInput) -> CachedAnswer | None:
-        """The cached answer for this key if it is younger than the staleness budget."""
+    async def cache_lookup(self, inp: CacheLookupInput) -> CacheLookupResult:
+        """The cached answer for this key if it is younger than the staleness budget,
+        else an explicit miss saying why (no entry, or too old)."""
         entry = await self._cache.get(inp.key, now=inp.now)
-        hit = entry is not None and inp.now - entry.stored_at <= inp.max_staleness_s
+        if entry is None:
+            self._cache_lookups.add(1, {"hit": False})
+            return CacheLookupResult(hit=False, miss_reason="no entry")
+        age_s = max(0.0, inp.now - entry.stored_at)
+        hit = age_s <= inp.max_staleness_s
         self._cache_lookups.add(1, {"hit": hit})
-        if not hit or entry is None:
-            return None
-        return CachedAnswer(
-            content=entry.content,
-            data=entry.data,
-            model=entry.model,
-            route=entry.route,
-            age_s=max(0.0, inp.now - entry.stored_at),
+        if not hit:
+            return CacheLookupResult(
+                hit=False,
+                miss_reason=f"stale: {age_s:.0f}s old > {inp.max_staleness_s:.0f}s allowed",
+            )
+        return CacheLookupResult(
+            hit=True,
+            answer=CachedAnswer(
+                content=entry.content,
+                data=entry.data,
+                model=entry.model,
+                route=entry.route,
+                age_s=age_s,
+            ),
         )
 
     @activity.defn(name="cache_store")
@@ -677,4 +695,8 @@ def _to_application_error(
         type=err.error_class.value,
         non_retryable=not retry_same_route,
         next_retry_delay=timedelta(seconds=err.retry_after) if err.retry_after else None,
+        # A classified provider failure is what failover expects: the SDK then logs it at
+        # DEBUG instead of a WARNING with a traceback per attempt (breaker transitions
+        # and the failover history say what matters).
+        category=ApplicationErrorCategory.BENIGN,
     )

@@ -158,6 +158,26 @@ class CachedAnswer(BaseModel):
     age_s: float
 
 
+class CacheLookupResult(BaseModel):
+    """What ``cache_lookup`` found: a hit with its answer, or an explicit miss and why.
+
+    A miss is a value, not a null payload, so the Temporal UI shows what happened.
+    Histories written before this type hold a bare :class:`CachedAnswer` (a hit) or null;
+    the first still decodes here (as a hit), the second decodes as ``None``.
+    """
+
+    hit: bool
+    answer: CachedAnswer | None = None
+    miss_reason: str | None = Field(default=None, description="'no entry' or 'stale: ...'")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_answer(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "hit" not in data and "content" in data:
+            return {"hit": True, "answer": data}
+        return data
+
+
 class CacheStoreInput(BaseModel):
     key: str
     role: str
@@ -183,12 +203,39 @@ class HealthTableInput(BaseModel):
     window_s: float = 60.0
 
 
+class ContextWindow(BaseModel):
+    """A route's context window: as configured, and as learned from a provider's own
+    "maximum context length is N tokens" (None until one was seen)."""
+
+    configured: int
+    learned: int | None = None
+
+    @property
+    def effective(self) -> int:
+        return self.learned if self.learned is not None else self.configured
+
+
 class HealthTable(BaseModel):
     taken_at: float
     rows: list[RouteHealth]
     breakers: list[Breaker]
     store: str
     store_degraded: bool = False
+    #: Why the shared store is degraded and since when (Redis lost: a local view is served).
+    store_error: str | None = None
+    store_degraded_since: float | None = None
+    context_windows: dict[str, ContextWindow] = Field(default_factory=dict)
+
+
+def context_windows(policy: PolicyConfig, snapshot: HealthSnapshot) -> dict[str, ContextWindow]:
+    """Per route: the configured window and, when the health store learned one, that."""
+    return {
+        route: ContextWindow(
+            configured=ep.context_window,
+            learned=getattr(snapshot.get(route), "learned_context_window", None),
+        )
+        for route, ep in policy.endpoints.items()
+    }
 
 
 class PipelineRolesInput(BaseModel):

@@ -14,9 +14,10 @@ worker of a client it is given to):
   always the ``HealthMonitorWorkflow``;
 * when the worker runs: connects the stores (Redis at ``REDIS_URL``), starts one extra
   worker per bulkhead (``<task queue>-llm-<bulkhead>``, its own slot limit; ``bulkheads=``
-  picks which, so other processes can serve the rest: :meth:`FailoverPlugin.bulkhead_worker`),
-  starts the health monitor once per deployment (idempotent by workflow id), and on
-  shutdown stops them and closes the HTTP client and the stores.
+  picks which, so other processes can serve the rest: :meth:`FailoverPlugin.bulkhead_worker`;
+  they drain for the worker's ``graceful_shutdown_timeout``), keeps the health monitor running
+  once per deployment (idempotent by workflow id; started again if it ever ends), and on
+  shutdown drains them and closes the HTTP client and the stores.
 
 User workflows call ``resilient_complete`` from workflow code; nothing else is needed::
 
@@ -31,6 +32,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,7 +41,6 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.converter import DataConverter, DefaultPayloadConverter, PayloadCodec
 from temporalio.plugin import SimplePlugin
-from temporalio.service import RPCError
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
@@ -263,23 +264,37 @@ class FailoverPlugin(SimplePlugin):
         acts = self.activities_for(base)
         acts.bind_stores(stores.health, stores.cache)
         standalone = task_queue in self._standalone
-        bulkheads = [] if standalone else self._bulkhead_workers(worker.client, task_queue, acts)
+        # Bulkhead workers drain model calls for as long as the worker they serve does.
+        grace = worker.config().get("graceful_shutdown_timeout")
+        bulkheads = (
+            [] if standalone else self._bulkhead_workers(worker.client, task_queue, acts, grace)
+        )
         tasks = [asyncio.create_task(w.run()) for w in bulkheads]
+        stop_supervisor = asyncio.Event()
+        supervisor = (
+            asyncio.create_task(self._keep_monitor(worker.client, task_queue, stop_supervisor))
+            if self._start_monitor and not standalone
+            else None
+        )
         self._running += 1
         try:
-            if self._start_monitor and not standalone:
-                await self._ensure_monitor(worker.client, task_queue)
             await next(worker)
         finally:
-            for w in bulkheads:
-                await w.shutdown()
+            if supervisor is not None:
+                stop_supervisor.set()  # it returns after its current short call
+                await asyncio.gather(supervisor, return_exceptions=True)
+            await asyncio.gather(*(w.shutdown() for w in bulkheads), return_exceptions=True)
             await asyncio.gather(*tasks, return_exceptions=True)
             self._running -= 1
             if self._running == 0:
                 await self._close_stores()
 
     def _bulkhead_workers(
-        self, client: Client, task_queue: str, acts: LLMActivities
+        self,
+        client: Client,
+        task_queue: str,
+        acts: LLMActivities,
+        grace: timedelta | None = None,
     ) -> list[Worker]:
         workers = []
         for bulkhead in self.bulkheads:
@@ -291,17 +306,16 @@ class FailoverPlugin(SimplePlugin):
                     task_queue=queue,
                     activities=_bulkhead_acts(acts),
                     max_concurrent_activities=self._slots.get(bulkhead, 16),
+                    graceful_shutdown_timeout=grace or timedelta(),
                 )
             )
         return workers
 
-    async def _ensure_monitor(self, client: Client, task_queue: str) -> None:
-        from agent_failover.service import ensure_monitor  # service imports this module
+    async def _keep_monitor(self, client: Client, task_queue: str, stop: asyncio.Event) -> None:
+        """Start the monitor once per deployment, and again whenever it ends."""
+        from agent_failover.service import keep_monitor_running  # service imports this module
 
-        try:
-            await ensure_monitor(client, self.policy, task_queue=task_queue)
-        except RPCError as exc:
-            log.warning("could not start the health monitor: %s", exc)
+        await keep_monitor_running(client, self.policy, task_queue=task_queue, stop=stop)
 
     async def _connect(self, client: Client) -> Stores:
         if self._stores is None:

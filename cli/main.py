@@ -1,7 +1,10 @@
 """``failover``: the command line of agent-failover.
 
 Commands talk to a Temporal cluster at ``--address`` / ``TEMPORAL_ADDRESS``; when a
-``failover dev`` stack is running they find it through ``.failover/stack.json``.
+``failover dev`` (or ``demo``) stack is running they find it through
+``.failover/stack.json``. Every failure ends in one line on stderr saying what failed
+and what to do next (exit 1; exit 2 for bad input), never a traceback (``-v`` shows it);
+``dev`` and ``demo`` stop everything they started on Ctrl-C and SIGTERM alike.
 """
 
 from __future__ import annotations
@@ -9,48 +12,63 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
-import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
 
+from agent_failover.cli.errors import EXIT_BAD_INPUT, CliError, guarded
 from agent_failover.config import DEFAULT_POLICY_PATH
+
+T = TypeVar("T")
 
 app = typer.Typer(
     help="Failover and graceful degradation for multi-agent LLM pipelines on Temporal.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,
 )
 config_app = typer.Typer(help="Check policy files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 # Tables are wide; when output is piped (CI logs, files) do not squeeze them to 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 150)
-err = Console(stderr=True)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+
+class _State:
+    verbose = False
+
+
+state = _State()
 
 
 @app.callback()
 def _setup(
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Log every activity failure.")
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Show details: every log line, HTTP request and traceback."
+        ),
     ] = False,
 ) -> None:
-    """Logging: breaker transitions and warnings; expected activity failures only with -v."""
+    """Quiet by default: warnings only (breaker transitions, Redis lost); -v for everything."""
     import logging
 
-    from rich.logging import RichHandler
+    from agent_failover.logs import configure_logging, forward_core_logs
 
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(message)s",
-        handlers=[RichHandler(console=err, show_path=False, markup=False)],
-    )
-    if not verbose:
-        # Failed attempts are the point of failover; they are shown in tables instead.
-        logging.getLogger("temporalio.activity").setLevel(logging.ERROR)
-        logging.getLogger("temporalio.workflow").setLevel(logging.ERROR)
+    state.verbose = verbose
+    configure_logging(logging.WARNING, verbose=verbose, fmt="%(levelname)s %(message)s")
+    forward_core_logs()
+    for name in ("temporalio.workflow", "temporalio.activity"):
+        # In-process workers (dev, demo): escalations and failed attempts are what the
+        # tables and the progress line show; their log lines only repeat them.
+        logging.getLogger(name).setLevel(logging.NOTSET if verbose else logging.ERROR)
+
+
+def _guard(body: Callable[[], T], address: str | None = None) -> T:
+    return guarded(body, err, verbose=state.verbose, address=address)
 
 
 AddressOpt = Annotated[
@@ -59,6 +77,14 @@ AddressOpt = Annotated[
         "--address",
         help="Temporal frontend host:port (default: TEMPORAL_ADDRESS, "
         "then the running `failover dev` stack, then 127.0.0.1:7233).",
+    ),
+]
+TaskQueueOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--task-queue",
+        help="The deployment's workflow task queue (default: FAILOVER_TASK_QUEUE, then the "
+        "running `failover dev` stack's, then agent-failover).",
     ),
 ]
 
@@ -77,28 +103,36 @@ def _address(address: str | None) -> str | None:
     return stack["temporal_address"] if stack else None
 
 
+def _shown_address(address: str | None) -> str:
+    from agent_failover.connect import connect_config
+
+    return _address(address) or connect_config()["target_host"]
+
+
+def _task_queue(task_queue: str | None) -> str:
+    if task_queue:
+        return task_queue
+    if os.environ.get("FAILOVER_TASK_QUEUE"):
+        return os.environ["FAILOVER_TASK_QUEUE"]
+    from agent_failover.cli.devstack import read_stack_file
+
+    stack = read_stack_file() or {}
+    return stack.get("task_queue") or "agent-failover"
+
+
 async def _client(address: str | None):
     from agent_failover.codec import CodecConfigError
-    from agent_failover.connect import connect_client, connect_config
+    from agent_failover.connect import connect_client
 
-    addr = _address(address)
     try:
-        return await connect_client(addr)
+        return await connect_client(_address(address))
     except CodecConfigError as exc:
-        err.print(f"[red]invalid payload codec settings[/]: {exc}")
-        raise typer.Exit(2) from exc
-    except RuntimeError as exc:
-        addr = addr or connect_config()["target_host"]
-        err.print(
-            f"[red]cannot reach Temporal at {addr}[/]: {exc}\n"
-            "Start a local stack with [bold]failover dev[/] or pass --address / TEMPORAL_ADDRESS."
-        )
-        raise typer.Exit(1) from exc
-
-
-TaskQueueOpt = Annotated[
-    str, typer.Option("--task-queue", help="The deployment's workflow task queue.")
-]
+        raise CliError(f"invalid payload codec settings: {exc}", EXIT_BAD_INPUT) from None
+    except RuntimeError:
+        raise CliError(
+            f"cannot reach Temporal at {_shown_address(address)}: start a local stack with "
+            "`failover dev`, or pass --address / set TEMPORAL_ADDRESS"
+        ) from None
 
 
 @config_app.command("check")
@@ -108,11 +142,11 @@ def config_check(
     """Validate a policy file: prints OK, or every error with its field path (exit 2)."""
     from agent_failover.config.loader import check_policy_file
 
-    ok, lines = check_policy_file(file)
+    ok, lines = _guard(lambda: check_policy_file(file))
     for line in lines:
-        (console if ok else err).print(line, markup=False, highlight=False)
+        (console if ok else err).print(line, markup=False, highlight=False, soft_wrap=True)
     if not ok:
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 @app.command()
@@ -124,7 +158,19 @@ def sim(
     """Run the provider simulator (Anthropic, OpenAI, Gemini wire formats) in the foreground."""
     from agent_failover.testing.sim.server import run_simulator_blocking
 
-    run_simulator_blocking(port, config, scenario)
+    def body() -> None:
+        try:
+            run_simulator_blocking(port, config, scenario)
+        except OSError as exc:
+            import errno
+
+            if exc.errno == errno.EADDRINUSE:
+                raise CliError(
+                    f"port {port} is already in use: stop what holds it or pass --port"
+                ) from None
+            raise
+
+    _guard(body)
 
 
 @app.command()
@@ -168,40 +214,18 @@ def dev(
     sim_port: Annotated[int, typer.Option(help="Simulator port.")] = 8400,
     policy: Annotated[Path | None, typer.Option(help="Policy YAML.")] = None,
 ) -> None:
-    """Embedded Temporal (with Web UI) + Redis + simulator + worker, until Ctrl-C."""
-    from agent_failover.cli.devstack import start_stack
+    """Embedded Temporal (with Web UI) + Redis + simulator + worker, until Ctrl-C or SIGTERM."""
+    from agent_failover.cli.local import run_dev
 
-    async def _run() -> None:
-        with console.status("starting simulator, Temporal dev server, Redis and worker…"):
-            stack = await start_stack(
-                policy_path=policy, temporal_port=port, ui_port=ui_port, sim_port=sim_port
-            )
-        console.print(f"Temporal   [bold]{stack.address}[/]   Web UI [link]{stack.ui}[/link]")
-        console.print(f"Simulator  [bold]{stack.sim.url}[/]   admin {stack.sim.url}/_admin/")
-        console.print(f"Redis      [bold]{stack.deps.stores.backend}[/]")
-        console.print(
-            'Try: [bold]failover run "Compare two databases for a ledger"[/]  (Ctrl-C stops)'
-        )
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        import signal
-
-        for s in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(s, stop.set)
-        try:
-            await stop.wait()
-        finally:
-            with console.status("stopping…"):
-                await stack.stop()
-
-    asyncio.run(_run())
+    code = _guard(lambda: asyncio.run(run_dev(console, err, port, ui_port, sim_port, policy)))
+    raise typer.Exit(code)
 
 
 @app.command()
 def run(
     task: Annotated[str, typer.Argument(help="What the pipeline should do.")],
     address: AddressOpt = None,
-    task_queue: TaskQueueOpt = "agent-failover",
+    task_queue: TaskQueueOpt = None,
     no_escalate: Annotated[
         bool, typer.Option("--no-escalate", help="Never pause for a human.")
     ] = False,
@@ -210,74 +234,22 @@ def run(
     ] = False,
 ) -> None:
     """Start a pipeline, show its progress, print the answer and the per-step table."""
-    from agent_failover.cli.devstack import ui_url
-    from agent_failover.cli.render import steps_table
-    from agent_failover.workflows.models import (
-        PipelineInput,
-        PipelineOptions,
-        PipelineResult,
-        PipelineStatus,
-    )
-    from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+    from agent_failover.cli.pipeline_run import build_input, run_pipeline
 
-    try:
-        inp = PipelineInput(
-            task=task,
-            options=PipelineOptions(
-                escalate_on_critical_degraded=not no_escalate,
-                suppress_degraded_sections=suppress_degraded,
-            ),
-        )
-    except Exception as exc:  # pydantic ValidationError: show the field, not a traceback
-        err.print(f"[red]invalid input[/]: {exc}")
-        raise typer.Exit(2) from exc
+    inp = _guard(lambda: build_input(task, no_escalate, suppress_degraded))
+    tq = _task_queue(task_queue)
 
-    async def _run() -> None:
+    async def body() -> None:
         client = await _client(address)
-        wid = f"pipeline-{uuid.uuid4().hex[:12]}"
-        handle = await client.start_workflow(
-            AgentPipelineWorkflow.run,
-            inp,
-            id=wid,
-            task_queue=task_queue,
-            result_type=PipelineResult,
-        )
-        started = time.monotonic()
-        with console.status("running") as st:
-            result_task = asyncio.create_task(handle.result())
-            while not result_task.done():
-                try:
-                    s: PipelineStatus = await handle.query(
-                        AgentPipelineWorkflow.status, result_type=PipelineStatus
-                    )
-                    st.update(
-                        f"{s.phase} · {len(s.completed_steps)} steps done · "
-                        f"{s.summary.substitutions} substitutions · escalation {s.escalation.value}"
-                        f" · {time.monotonic() - started:.1f}s"
-                    )
-                except Exception:
-                    pass
-                await asyncio.wait([result_task], timeout=0.5)
-            result = result_task.result()
-        console.rule("answer")
-        console.print(result.answer, markup=False)
-        console.print(steps_table(result))
-        s = result.summary
-        console.print(
-            f"confidence {result.confidence:.2f} · substitutions {s.substitutions} · worst tier "
-            f"{s.worst_tier} · degraded steps {len(s.degraded_steps)}"
-        )
-        ui = ui_url(_address(address))
-        if ui:
-            console.print(f"Temporal UI: [link]{ui}/namespaces/default/workflows/{wid}[/link]")
+        await run_pipeline(console, client, inp, tq, _address(address))
 
-    asyncio.run(_run())
+    _guard(lambda: asyncio.run(body()), address=_shown_address(address))
 
 
 @app.command()
 def status(
     address: AddressOpt = None,
-    task_queue: TaskQueueOpt = "agent-failover",
+    task_queue: TaskQueueOpt = None,
     from_store: Annotated[
         bool,
         typer.Option(
@@ -298,109 +270,56 @@ def status(
     ] = None,
     window_s: Annotated[float, typer.Option(help="With --from-store: rolling window.")] = 60.0,
 ) -> None:
-    """The health table: breaker state, p50/p95/p99, error rate, last probe.
+    """The health table: breaker state, p50/p95/p99 (ms), error rate, last probe and its age,
+    context windows, and whether the shared store is degraded.
 
     By default it asks the deployment's health monitor (only Temporal access needed); the
-    monitor refreshes the table every probe round.
+    monitor refreshes the table every probe round. It answers within seconds when no
+    worker runs, and says so when the monitor is not running.
     """
+    from agent_failover.cli.health import show_monitor_status, table_from_store
     from agent_failover.cli.render import health_table
-    from agent_failover.workflows.models import MonitorTable
-    from agent_failover.workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
 
-    async def _run() -> None:
+    async def body() -> None:
         if from_store:
-            console.print(
-                health_table(await _table_from_store(redis_url, namespace, policy, window_s))
-            )
+            table = await table_from_store(redis_url, namespace, policy, window_s)
+            console.print(health_table(table))
             return
         client = await _client(address)
-        monitor = client.get_workflow_handle(monitor_workflow_id(task_queue))
-        try:
-            table: MonitorTable = await monitor.query(
-                HealthMonitorWorkflow.health, result_type=MonitorTable
-            )
-        except Exception as exc:
-            err.print(
-                f"[red]no health monitor for task queue {task_queue!r}[/] ({exc}).\n"
-                "Is a worker running? Or read the store directly with --from-store."
-            )
-            raise typer.Exit(1) from exc
-        if table.table is None:
-            err.print("the health monitor has not finished its first round yet; try again")
-            raise typer.Exit(1)
-        console.print(health_table(table.table))
-        console.print(
-            f"health monitor: probing {'paused' if table.paused else 'active'}, "
-            f"{table.rounds} rounds"
-        )
+        await show_monitor_status(console, client, _task_queue(task_queue))
 
-    asyncio.run(_run())
-
-
-async def _table_from_store(
-    redis_url: str | None, namespace: str | None, policy: Path | None, window_s: float
-):
-    """The health table read straight from the shared store (needs Redis access)."""
-    from agent_failover.activities.models import HealthTable
-    from agent_failover.cli.devstack import read_stack_file
-    from agent_failover.config.loader import load_policy_or_exit
-    from agent_failover.stores.factory import connect_stores
-
-    stack = read_stack_file() or {}
-    if stack.get("sim_url") and not os.environ.get("SIM_URL"):
-        os.environ["SIM_URL"] = stack["sim_url"]
-    pol = load_policy_or_exit(policy or os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH))
-    url = redis_url or os.environ.get("REDIS_URL") or stack.get("redis_url")
-    ns = namespace or stack.get("namespace") or os.environ.get("FAILOVER_REDIS_NAMESPACE")
-    try:
-        stores = await connect_stores(url, embedded_fallback=False, namespace=ns or "failover")
-    except Exception as exc:
-        err.print(f"[red]cannot reach the health store at {url}[/]: {exc}")
-        raise typer.Exit(1) from exc
-    try:
-        now = time.time()
-        routes = sorted(pol.endpoints)
-        snap = await stores.health.snapshot(routes, now=now, window_s=window_s, min_calls=1)
-        return HealthTable(
-            taken_at=now,
-            rows=[snap.get(r) for r in routes],
-            breakers=[await stores.health.breaker(r) for r in routes],
-            store=stores.backend,
-        )
-    finally:
-        await stores.close()
+    _guard(lambda: asyncio.run(body()), address=_shown_address(address))
 
 
 @app.command()
 def force(
     route: Annotated[str, typer.Argument(help="Route (endpoint name).")],
-    state: Annotated[str, typer.Argument(help="open, closed or release.")],
+    state_: Annotated[str, typer.Argument(metavar="STATE", help="open, closed or release.")],
     address: AddressOpt = None,
-    task_queue: TaskQueueOpt = "agent-failover",
+    task_queue: TaskQueueOpt = None,
 ) -> None:
-    """Operator override of a route's breaker (through the health monitor)."""
+    """Operator override of a route's breaker, through the health monitor (an unknown
+    route is refused with the known names)."""
+    from agent_failover.cli.ops import override_route
     from agent_failover.resilience.contracts import BreakerState
-    from agent_failover.workflows.models import ForceRouteSignal
-    from agent_failover.workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
 
     mapping = {
         "open": BreakerState.FORCED_OPEN,
         "closed": BreakerState.FORCED_CLOSED,
         "release": None,
     }
-    if state not in mapping:
-        err.print(f"[red]state must be open, closed or release, not {state!r}[/]")
-        raise typer.Exit(2)
+    if state_ not in mapping:
+        err.print(f"error: state must be open, closed or release, not {state_!r}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    tq = _task_queue(task_queue)
 
-    async def _run() -> None:
+    async def body() -> None:
         client = await _client(address)
-        handle = client.get_workflow_handle(monitor_workflow_id(task_queue))
-        await handle.signal(
-            HealthMonitorWorkflow.force_route, ForceRouteSignal(route=route, state=mapping[state])
-        )
-        console.print(f"sent: {route} → {state}")
+        done = await override_route(client, tq, route, mapping[state_])
+        change = "unchanged" if not done.changed else f"{done.from_state.value} →"
+        console.print(f"{route}: {change} {done.to_state.value}", highlight=False)
 
-    asyncio.run(_run())
+    _guard(lambda: asyncio.run(body()), address=_shown_address(address))
 
 
 @app.command()
@@ -414,27 +333,32 @@ def resolve(
     note: Annotated[str, typer.Option(help="Why (audit).")] = "",
     address: AddressOpt = None,
 ) -> None:
-    """Resolve a pipeline paused for a human (escalation)."""
+    """Resolve a pipeline paused for a human (escalation); refused unless it is waiting."""
+    from pydantic import ValidationError
+
+    from agent_failover.cli.errors import validation_lines
+    from agent_failover.cli.ops import resolve_escalation
     from agent_failover.workflows.models import EscalationDecision
-    from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 
     try:
         decision = EscalationDecision(action=action, output=output, operator=operator, note=note)
-    except Exception as exc:
-        err.print(f"[red]invalid decision[/]: {exc}")
-        raise typer.Exit(2) from exc
+    except ValidationError as exc:
+        err.print("\n".join(f"error: {ln}" for ln in validation_lines(exc)), markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     if decision.action.value == "provide_output" and not decision.output:
-        err.print("[red]provide_output needs --output TEXT[/]")
-        raise typer.Exit(2)
+        err.print("error: provide_output needs --output TEXT", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT)
 
-    async def _run() -> None:
+    async def body() -> None:
         client = await _client(address)
-        await client.get_workflow_handle(workflow_id).signal(
-            AgentPipelineWorkflow.resolve_escalation, decision
+        receipt = await resolve_escalation(client, workflow_id, decision)
+        console.print(
+            f"{workflow_id}: {receipt.action.value} accepted for step {receipt.step} "
+            f"(role {receipt.role})",
+            highlight=False,
         )
-        console.print(f"sent {decision.action.value} to {workflow_id}")
 
-    asyncio.run(_run())
+    _guard(lambda: asyncio.run(body()), address=_shown_address(address))
 
 
 @app.command()
@@ -442,13 +366,31 @@ def demo(
     serve: Annotated[
         bool, typer.Option("--serve", help="Keep the stack (and Web UI) up afterwards.")
     ] = False,
+    keep_state: Annotated[
+        bool,
+        typer.Option(
+            "--keep-state",
+            help="Keep earlier demos' runs in the Temporal database (default: start clean).",
+        ),
+    ] = False,
     ui_port: Annotated[int, typer.Option(help="Temporal Web UI port.")] = 8233,
     port: Annotated[int, typer.Option(help="Temporal gRPC port.")] = 7233,
 ) -> None:
     """The outage demo: healthy runs, region down, provider down, everything down, recovery."""
     from agent_failover.cli.demo import run_demo
 
-    code = asyncio.run(run_demo(console, serve=serve, temporal_port=port, ui_port=ui_port))
+    code = _guard(
+        lambda: asyncio.run(
+            run_demo(
+                console,
+                serve=serve,
+                temporal_port=port,
+                ui_port=ui_port,
+                clean=not keep_state,
+                verbose=state.verbose,
+            )
+        )
+    )
     raise typer.Exit(code)
 
 

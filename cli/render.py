@@ -6,7 +6,7 @@ from rich.table import Table
 
 from agent_failover.activities.models import HealthTable
 from agent_failover.resilience.contracts import AgentOutput
-from agent_failover.workflows.models import PipelineResult
+from agent_failover.workflows.models import MonitorTable, PipelineResult
 
 TIER_STYLE = {0: "green", 1: "yellow", 2: "dark_orange", 3: "red"}
 
@@ -44,20 +44,60 @@ def steps_table(result: PipelineResult, title: str = "Pipeline steps") -> Table:
     return t
 
 
-def health_table(table: HealthTable) -> Table:
-    """Breaker state and rolling latency/error figures per route."""
-    t = Table(title=f"Route health (store: {table.store})", title_justify="left")
-    for col in ("route", "breaker", "reason", "calls", "err %", "p50", "p95", "p99", "last probe"):
-        t.add_column(col)
+def age(seconds: float) -> str:
+    """'3 s ago', '4 min ago', '2 h ago' (never negative)."""
+    s = max(0.0, seconds)
+    if s < 120:
+        return f"{s:.0f} s ago"
+    if s < 7200:
+        return f"{s / 60:.0f} min ago"
+    return f"{s / 3600:.0f} h ago"
+
+
+def _probe(row, now: float) -> str:
+    if row.last_probe_at is None:
+        return "-"
+    return f"{'ok' if row.last_probe_ok else 'failed'}, {age(now - row.last_probe_at)}"
+
+
+def _window(table: HealthTable, route: str) -> str:
+    w = table.context_windows.get(route)
+    if w is None:
+        return "-"
+    if w.learned is None:
+        return f"{w.configured:,}"
+    return f"{w.learned:,} learned ({w.configured:,} configured)"
+
+
+def health_table(table: HealthTable, now: float | None = None) -> Table:
+    """Breaker state, rolling latency (ms) and error figures, last probe and its age,
+    context window (learned, else configured) per route; the title says whether the
+    shared store is degraded."""
+    now = table.taken_at if now is None else now
+    title = f"Route health (store: {table.store})"
+    if table.store_degraded:
+        since = (
+            f" for {age(now - table.store_degraded_since)[:-4]}"
+            if table.store_degraded_since
+            else ""
+        )
+        title += (
+            f"\n[red]store DEGRADED: Redis unreachable{since}"
+            f"{f' ({table.store_error})' if table.store_error else ''}; "
+            "serving this worker's local view until it returns[/]"
+        )
+    t = Table(title=title, title_justify="left")
+    cols = ("route", "breaker", "reason", "calls", "err %", "p50 ms", "p95 ms", "p99 ms")
+    for col in (*cols, "last probe", "context window"):
+        t.add_column(
+            col, justify="right" if col.endswith(("ms", "%")) or col == "calls" else "left"
+        )
     for row in table.rows:
         st = row.stats
         state = row.breaker.value
         style = "green" if state in ("closed", "forced_closed") else "red"
         if state == "half_open":
             style = "yellow"
-        probe = "-"
-        if row.last_probe_at is not None:
-            probe = "ok" if row.last_probe_ok else "failed"
         t.add_row(
             row.route,
             f"[{style}]{state}[/]",
@@ -67,6 +107,15 @@ def health_table(table: HealthTable) -> Table:
             _ms(st.p50_ms),
             _ms(st.p95_ms),
             _ms(st.p99_ms),
-            probe,
+            _probe(row, now),
+            _window(table, row.route),
         )
     return t
+
+
+def monitor_footer(mt: MonitorTable, now: float) -> str:
+    """One line on the monitor itself: probing state, interval, rounds, table age."""
+    probing = "paused" if mt.paused else "active"
+    every = f" every {mt.interval_s:g} s" if mt.interval_s else ""
+    taken = f"; table from {age(now - mt.table.taken_at)}" if mt.table else ""
+    return f"health monitor: running, probing {probing}{every}, {mt.rounds} rounds{taken}"

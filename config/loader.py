@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -29,22 +30,113 @@ from agent_failover.resilience.config import (
 log = logging.getLogger("agent_failover.policy")
 
 
+#: Deeper than this is not a policy (the real one nests 5 levels); it is a mistake or an
+#: attack on the parser's recursion.
+MAX_NESTING = 32
+#: Nodes visited when aliases are expanded; guards against "billion laughs" documents.
+MAX_NODES = 200_000
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    """SafeLoader that stops composing past :data:`MAX_NESTING` levels."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_NESTING:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"nested deeper than {MAX_NESTING} levels",
+                    self.peek_event().start_mark,
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _where(p: Path, mark: Any) -> str:
+    return f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
+
+
+def _check_tree(root: Any, p: Path) -> list[tuple[str, str]]:
+    """Duplicate mapping keys, with the field path and both lines; bounded alias expansion."""
+    errors: list[tuple[str, str]] = []
+    visited = 0
+    stack: list[tuple[Any, str]] = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        visited += 1
+        if visited > MAX_NODES:
+            return [(str(p), f"too large once aliases are expanded (over {MAX_NODES} nodes)")]
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[str, int] = {}
+            for key_node, value_node in node.value:
+                key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"
+                where = f"{path}.{key}" if path else key
+                line = key_node.start_mark.line + 1
+                if key in first_line and key != "<<":
+                    errors.append(
+                        (
+                            where,
+                            f"duplicate key (lines {first_line[key]} and {line}); "
+                            "the second would silently replace the first",
+                        )
+                    )
+                first_line.setdefault(key, line)
+                stack.append((value_node, where))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(node.value))
+    return errors
+
+
+def _read_text(p: Path) -> str:
+    """The file as UTF-8 text (a BOM is accepted), or a PolicyError saying where it is not."""
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise PolicyError([(str(p), f"cannot read policy file: {exc.strerror or exc}")]) from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise PolicyError(
+            [
+                (
+                    f"{p}:{line}",
+                    f"not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}; "
+                    "save the file as UTF-8",
+                )
+            ]
+        ) from None
+
+
 def load_policy(
     path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
 ) -> PolicyConfig:
     """Read and validate a YAML policy file; raise :class:`PolicyError` with field paths."""
     p = Path(path)
+    text = _read_text(p)
+    loader = _LimitedLoader(text)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PolicyError([(str(p), f"cannot read policy file: {exc.strerror or exc}")]) from None
-    try:
-        data = yaml.safe_load(text)
+        root = loader.get_single_node()
+        if root is not None:
+            dupes = _check_tree(root, p)
+            if dupes:
+                raise PolicyError(list(dict.fromkeys(dupes)))
+        data = loader.construct_document(root) if root is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
         problem = getattr(exc, "problem", None) or str(exc)
-        raise PolicyError([(where, f"invalid YAML: {problem}")]) from None
+        raise PolicyError([(_where(p, mark), f"invalid YAML: {problem}")]) from None
+    except RecursionError:
+        raise PolicyError([(str(p), "invalid YAML: nested too deeply")]) from None
+    finally:
+        loader.dispose()
     return parse_policy(data, env=env)
 
 
@@ -86,7 +178,7 @@ def load_policy_or_exit(path: str | os.PathLike[str]) -> PolicyConfig:
     try:
         policy = load_policy(Path(path))
     except PolicyError as exc:
-        print(f"invalid policy {path}:\n{exc}", file=sys.stderr)
+        print(f"error: invalid policy {path}:\n{exc}", file=sys.stderr)
         raise SystemExit(2) from exc
     for w in policy.warnings:
         log.warning("policy: %s", w)

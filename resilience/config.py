@@ -17,6 +17,7 @@ import json
 import math
 import os
 import re
+import typing
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
@@ -741,17 +742,57 @@ def parse_policy(data: Any, *, env: Mapping[str, str] | None = None) -> PolicyCo
     _inject_names(data, "roles", errors)
     if errors:
         raise PolicyError(errors)
+    # pydantic's lax mode would read `true` as 1 and `false` as 0 for a number.
+    bools = _bool_as_number_errors(data, PolicyConfig, "")
     try:
         cfg = PolicyConfig.model_validate(data)
     except ValidationError as exc:
         # Field errors stop pydantic before the cross-reference check runs; repeat the
         # name checks on the raw data so one run reports every problem.
-        errors = _validation_errors(exc) + _raw_reference_errors(data)
+        # A boolean's own error says it better than the range check of its 0 or 1.
+        seen = {path for path, _ in bools}
+        errors = bools + [e for e in _validation_errors(exc) if e[0] not in seen]
+        errors += _raw_reference_errors(data)
         raise PolicyError(list(dict.fromkeys(errors))) from None
+    except PolicyError as exc:
+        raise PolicyError(bools + exc.errors) from None
+    if bools:
+        raise PolicyError(bools)
     errors = load_time_errors(cfg)
     if errors:
         raise PolicyError(errors)
     return cfg
+
+
+def _numeric_only(annotation: Any) -> bool:
+    """The annotation takes numbers (int/float, maybe None) but never a bool."""
+    args = typing.get_args(annotation) or (annotation,)
+    types = {a for a in args if a is not type(None)}
+    return bool(types) and bool not in types and types <= {int, float}
+
+
+def _bool_as_number_errors(value: Any, model: Any, path: str) -> list[tuple[str, str]]:
+    """Every YAML boolean sitting where the schema wants a number, with its field path."""
+    if not (isinstance(value, dict) and isinstance(model, type) and issubclass(model, BaseModel)):
+        return []
+    out: list[tuple[str, str]] = []
+    for key, item in value.items():
+        field = model.model_fields.get(key) if isinstance(key, str) else None
+        if field is None:
+            continue
+        where = f"{path}.{key}" if path else str(key)
+        ann = field.annotation
+        if isinstance(item, bool) and _numeric_only(ann):
+            out.append((where, f"expected a number, got a boolean ({str(item).lower()})"))
+            continue
+        origin, args = typing.get_origin(ann), typing.get_args(ann)
+        if origin is dict and len(args) == 2 and isinstance(item, dict):
+            for k, v in item.items():
+                out += _bool_as_number_errors(v, args[1], f"{where}.{k}")
+        else:
+            sub = next((a for a in (args or (ann,)) if isinstance(a, type)), None)
+            out += _bool_as_number_errors(item, sub, where)
+    return out
 
 
 def _raw_reference_errors(data: dict[str, Any]) -> list[tuple[str, str]]:

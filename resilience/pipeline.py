@@ -20,11 +20,28 @@ DEGRADED_SECTION_PENALTY = 0.15
 APPROVE, REVISE, UNREVIEWED = "approve", "revise", "unreviewed"
 
 
+#: What "substitutions" means wherever a summary prints it.
+SUBSTITUTIONS_LEGEND = (
+    "substitutions = steps not answered by a tier-0 route "
+    "(standby, smaller model, cache, static, human)"
+)
+
+
 class FailoverSummary(BaseModel):
+    """Counts over a pipeline's finished steps.
+
+    ``substitutions``: steps answered by anything but a tier-0 route (tier 1 or 2, the
+    cache, the static fallback, an operator's text). ``failed_attempts``: attempts that
+    failed on some route, whoever answered in the end. ``failover_count`` (the
+    FailoverCount search attribute): steps that either failed an attempt or were
+    substituted.
+    """
+
     substitutions: int = 0
     worst_tier: int = 0
     degraded_steps: list[str] = Field(default_factory=list)
     failover_count: int = 0
+    failed_attempts: int = 0
 
 
 class Subtask(BaseModel):
@@ -182,16 +199,23 @@ def _flag(out: AgentOutput) -> str:
 
 
 def summarize(steps: list[tuple[str, AgentOutput]]) -> FailoverSummary:
-    """Substitutions, worst tier and degraded steps over every step so far."""
+    """Substitutions, failed attempts, worst tier and degraded steps over every step so far."""
     s = FailoverSummary()
     for step, out in steps:
-        subs = out.substitutions
-        s.substitutions += subs
-        s.failover_count += 1 if (subs or out.tier > 0) else 0
+        failed = out.substitutions  # attempts that failed on a route
+        substituted = is_substituted(out)
+        s.failed_attempts += failed
+        s.substitutions += 1 if substituted else 0
+        s.failover_count += 1 if (failed or substituted) else 0
         s.worst_tier = max(s.worst_tier, out.tier)
         if is_section_degraded(out):
             s.degraded_steps.append(step)
     return s
+
+
+def is_substituted(out: AgentOutput) -> bool:
+    """The step was not answered by one of its tier-0 routes."""
+    return out.tier > 0 or out.capability is Capability.STATIC or out.route == "human"
 
 
 def final_answer(

@@ -65,6 +65,11 @@ class EscalationDesk:
     def open(self) -> bool:
         return self.state is EscalationState.PENDING
 
+    @property
+    def decided(self) -> bool:
+        """The open round already has its decision (it closes at the next wake-up)."""
+        return self.rounds in self._decisions
+
     def resolve(self, decision: EscalationDecision) -> bool:
         """A human's decision for the open round; False (ignored) when nothing is pending."""
         if not self.open or self.rounds in self._decisions:
@@ -90,10 +95,12 @@ class EscalationDesk:
             ", ".join(b.step for b in self._blocked),
         )
         round_no = self.rounds
-        left = self._opened_at + timeout_s - workflow.now().timestamp()
+        left = max(self._opened_at + timeout_s - workflow.now().timestamp(), 0.0)
         try:
             await workflow.wait_condition(
-                lambda: round_no in self._decisions, timeout=timedelta(seconds=max(left, 0.0))
+                lambda: round_no in self._decisions,
+                timeout=timedelta(seconds=left),
+                timeout_summary=f"escalation round {round_no}: wait {left:.0f}s for a human",
             )
         except TimeoutError:
             self._decisions.setdefault(round_no, None)

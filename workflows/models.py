@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -140,6 +141,15 @@ class EscalationDecision(BaseModel):
         return v.strip() if v is not None else None
 
 
+class EscalationReceipt(BaseModel):
+    """The answer of the ``resolve`` update: the decision was accepted for this step."""
+
+    workflow_id: str
+    step: str
+    role: str
+    action: EscalationAction
+
+
 class EscalationState(StrEnum):
     NONE = "none"
     PENDING = "pending"
@@ -253,8 +263,23 @@ class MonitorInput(BaseModel):
 
 
 class ForceRouteSignal(BaseModel):
+    """An operator override of one route: forced open/closed, or released (``state`` null).
+
+    The input of the monitor's ``override_route`` update (and of the older
+    ``force_route`` signal, kept so running monitors keep accepting it).
+    """
+
     route: str
     state: BreakerState | None = None
+
+
+class RouteOverride(BaseModel):
+    """What an ``override_route`` update did: the breaker state before and after."""
+
+    route: str
+    from_state: BreakerState
+    to_state: BreakerState
+    changed: bool
 
 
 class MonitorTable(BaseModel):
@@ -262,3 +287,69 @@ class MonitorTable(BaseModel):
     rounds: int
     results: dict[str, ProbeResult]
     table: HealthTable | None = None
+    routes: list[str] = Field(default_factory=list)
+    interval_s: float | None = None
+
+
+def iso_time(ts: float | None) -> str | None:
+    """Epoch seconds as an ISO 8601 UTC timestamp with milliseconds (None stays None)."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="milliseconds")
+
+
+class AttemptView(BaseModel):
+    """One attempt of a step as the ``failover_history`` query shows it (ISO times)."""
+
+    route: str
+    tier: int
+    outcome: str
+    started_at: str
+    finished_at: str | None = None
+    latency_ms: float | None = None
+    ttft_ms: float | None = None
+    hedge: bool = False
+    error: str | None = None
+    note: str = ""
+
+    @classmethod
+    def of(cls, a: AttemptRecord) -> AttemptView:
+        return cls(
+            route=a.route,
+            tier=a.tier,
+            outcome=a.outcome,
+            started_at=iso_time(a.started_at) or "",
+            finished_at=iso_time(a.finished_at),
+            latency_ms=a.latency_ms,
+            ttft_ms=a.ttft_ms,
+            hedge=a.hedge,
+            error=a.error,
+            note=a.note,
+        )
+
+
+class StepHistory(BaseModel):
+    """One finished step in the ``failover_history`` query: who answered, why, and every
+    attempt in order (skipped routes, failures, the cache lookup)."""
+
+    step: str
+    role: str
+    tier: int
+    capability: str
+    route: str | None
+    reason_codes: list[str]
+    confidence: float
+    attempts: list[AttemptView]
+
+    @classmethod
+    def of(cls, step: str, out: AgentOutput) -> StepHistory:
+        return cls(
+            step=step,
+            role=out.role,
+            tier=out.tier,
+            capability=out.capability.value,
+            route=out.route,
+            reason_codes=[c.value for c in out.reason_codes],
+            confidence=out.confidence,
+            attempts=[AttemptView.of(a) for a in out.attempts],
+        )

@@ -9,8 +9,12 @@ breaker to half-open at once, and while any route is half-open the rounds come e
 so a healed route takes traffic again within about 1.5 probe intervals. A
 latency-demoted route earns its way back the same way. It
 continues-as-new every ``iterations_per_run`` rounds or when the server suggests it, so
-its history stays bounded. Signals force a route open or
-closed, release it, and pause or resume probing; the ``health`` query returns the table.
+its history stays bounded. The ``override_route`` update forces a route open or closed
+or releases it; its validator refuses a route the monitor does not probe (naming the
+known ones) before anything reaches history, and nothing an operator sends can fail the
+monitor: the older ``force_route`` signal, kept so running monitors keep replaying,
+ignores unknown routes and a failed override is logged. Signals pause or resume probing;
+the ``health`` query returns the table.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.models import (
@@ -29,9 +34,15 @@ with workflow.unsafe.imports_passed_through():
         ProbeInput,
         ProbeResult,
     )
+    from agent_failover.resilience.breaker import Transition
     from agent_failover.resilience.contracts import BreakerState
     from agent_failover.workflows.inputs import workflow_input
-    from agent_failover.workflows.models import ForceRouteSignal, MonitorInput, MonitorTable
+    from agent_failover.workflows.models import (
+        ForceRouteSignal,
+        MonitorInput,
+        MonitorTable,
+        RouteOverride,
+    )
 
 
 def monitor_workflow_id(task_queue: str) -> str:
@@ -51,13 +62,21 @@ def _fast(inp: MonitorInput) -> float:
     return max(MIN_HALF_OPEN_INTERVAL_S, inp.interval_s / HALF_OPEN_SPEEDUP)
 
 
+FORCE_TIMEOUT = timedelta(seconds=10)
+#: Error type of an override the health store could not apply (fails the update only).
+OVERRIDE_FAILED = "override_failed"
 # Probes are themselves the retry loop: a failed probe is data, not something to repeat.
 _NO_RETRY = RetryPolicy(maximum_attempts=1)
 
 
 @workflow.defn(name="HealthMonitorWorkflow")
 class HealthMonitorWorkflow:
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, inp: MonitorInput) -> None:
+        # The input is read here, not in run(), so an update validator arriving in the
+        # very first task already knows the routes.
+        self._routes = list(inp.routes)
+        self._interval_s = inp.interval_s
         self._paused = False
         self._results: dict[str, ProbeResult] = {}
         self._forces: list[ForceRouteSignal] = []
@@ -82,9 +101,12 @@ class HealthMonitorWorkflow:
                 await self._probe_all(inp.routes, inp.interval_s, _fast(inp))
                 self._rounds += 1
             await self._refresh_table(inp.routes)
+            wait_s = self._next_wait(inp)
             try:
                 await workflow.wait_condition(
-                    lambda: self._wake, timeout=timedelta(seconds=self._next_wait(inp))
+                    lambda: self._wake,
+                    timeout=timedelta(seconds=wait_s),
+                    timeout_summary=f"next probe round in {wait_s:g}s",
                 )
             except TimeoutError:
                 pass
@@ -143,23 +165,69 @@ class HealthMonitorWorkflow:
                 result_type=HealthTable,
                 start_to_close_timeout=timedelta(seconds=10),
                 retry_policy=_NO_RETRY,
+                summary=f"health table of {len(routes)} routes",
             )
         except Exception as exc:
             workflow.logger.warning("health table refresh failed: %s", exc)
 
+    async def _force(self, sig: ForceRouteSignal) -> Transition:
+        target = sig.state.value if sig.state else "released"
+        return await workflow.execute_activity(
+            "force_route",
+            ForceRouteInput(route=sig.route, state=sig.state, now=workflow.now().timestamp()),
+            result_type=Transition,
+            start_to_close_timeout=FORCE_TIMEOUT,
+            retry_policy=_NO_RETRY,
+            summary=f"operator: {sig.route} → {target}",
+        )
+
     async def _apply_forces(self) -> None:
         while self._forces:
             sig = self._forces.pop(0)
-            await workflow.execute_activity(
-                "force_route",
-                ForceRouteInput(route=sig.route, state=sig.state, now=workflow.now().timestamp()),
-                start_to_close_timeout=timedelta(seconds=10),
-                retry_policy=_NO_RETRY,
+            try:
+                await self._force(sig)
+            except ActivityError as exc:
+                # An operator's override must never end the monitor: log it and go on.
+                workflow.logger.warning("override of %s failed: %s", sig.route, exc.cause or exc)
+
+    @workflow.update(name="override_route")
+    async def override_route(self, req: ForceRouteSignal) -> RouteOverride:
+        """Force a route open/closed (``state``) or release it (``state`` null); wait until
+        the health store applied it and return the breaker state before and after."""
+        try:
+            t = await self._force(req)
+        except ActivityError as exc:
+            raise ApplicationError(
+                f"could not apply the override of {req.route}: {exc.cause or exc}",
+                type=OVERRIDE_FAILED,
+            ) from None
+        # Refresh the table now rather than at the next round, so `status` shows it.
+        self._wake = True
+        return RouteOverride(
+            route=req.route,
+            from_state=t.from_state,
+            to_state=t.to_state,
+            changed=t.from_state is not t.to_state,
+        )
+
+    @override_route.validator
+    def _known_route(self, req: ForceRouteSignal) -> None:
+        # Rejected here, the request never enters history and the monitor never sees it.
+        if req.route not in self._routes:
+            raise ValueError(
+                f"unknown route {req.route!r}; known routes: {', '.join(self._routes)}"
             )
 
     @workflow.signal(name="force_route")
     def force_route(self, sig: ForceRouteSignal) -> None:
-        """Force a route open/closed (state) or release it (state null)."""
+        """Older signal form of ``override_route`` (unknown routes are ignored, logged)."""
+        if sig.route not in self._routes:
+            workflow.logger.warning(
+                "ignored override of unknown route %r (known: %s)",
+                sig.route,
+                ", ".join(self._routes),
+            )
+            return
         self._forces.append(sig)
         self._wake = True
 
@@ -175,5 +243,10 @@ class HealthMonitorWorkflow:
     @workflow.query(name="health")
     def health(self) -> MonitorTable:
         return MonitorTable(
-            paused=self._paused, rounds=self._rounds, results=self._results, table=self._table
+            paused=self._paused,
+            rounds=self._rounds,
+            results=self._results,
+            table=self._table,
+            routes=self._routes,
+            interval_s=self._interval_s,
         )

@@ -5,11 +5,15 @@ workflow keeps a visible record as it goes: ``status`` and ``failover_history`` 
 and the search attributes FailoverCount, WorstTier, Degraded and EscalationState, so
 "every pipeline that degraded" is one filter in the Temporal UI. When a critical role
 can only be answered by its static fallback, or answers below its ``min_confidence``, the
-pipeline pauses for a human with its state serialized and waits for
-``resolve_escalation``: one escalation per run, which every blocked step joins
-(:mod:`workflows.escalation`). Nobody answering within the timeout ends the run the way
-``escalation_timeout_action`` says: fail with the reason (default), accept degraded, or
-abort with compensation. A static critic never approves: its verdict is ``unreviewed``.
+pipeline pauses for a human with its state serialized and waits for a decision: one
+escalation per run, which every blocked step joins (:mod:`workflows.escalation`). The
+decision arrives through the ``resolve`` update, whose validator refuses one that does not
+apply (nothing pending, already decided, ``provide_output`` without text or for a failed
+compensation) before it reaches history; the older ``resolve_escalation`` signal is kept
+for running workflows and ignores what does not apply. Nobody answering within the
+timeout ends the run the way ``escalation_timeout_action`` says: fail with the reason
+(default), accept degraded, or abort with compensation. A static critic never approves:
+its verdict is ``unreviewed``.
 
 With ``options.actions`` the pipeline then applies side effects as a saga: each action is a
 ``run_tool`` activity keyed by :func:`resilience.saga.idempotency_key`; each success
@@ -82,6 +86,7 @@ with workflow.unsafe.imports_passed_through():
         BlockedStep,
         EscalationAction,
         EscalationDecision,
+        EscalationReceipt,
         EscalationState,
         EscalationTimeoutAction,
         PendingEscalation,
@@ -90,6 +95,7 @@ with workflow.unsafe.imports_passed_through():
         PipelineResult,
         PipelineStatus,
         Section,
+        StepHistory,
         StepResult,
     )
     from agent_failover.workflows.resilient import LOCAL_ACTIVITY_RETRY, resilient_complete
@@ -579,9 +585,41 @@ class AgentPipelineWorkflow:
     def _upsert(self) -> None:
         upsert_failover_search_attributes(self._summary(), escalation_state=self._desk.state.value)
 
+    @workflow.update(name="resolve")
+    def resolve(self, decision: EscalationDecision) -> EscalationReceipt:
+        """A human's decision on the open escalation; refused unless it applies."""
+        pending = self._desk.pending  # the validator made sure there is one
+        self._desk.resolve(decision)
+        return EscalationReceipt(
+            workflow_id=workflow.info().workflow_id,
+            step=", ".join(b.step for b in self._desk.blocked())
+            or (pending.step if pending else ""),
+            role=pending.role if pending else "",
+            action=decision.action,
+        )
+
+    @resolve.validator
+    def _decision_applies(self, decision: EscalationDecision) -> None:
+        pending = self._desk.pending
+        if not self._desk.open or pending is None:
+            raise ValueError(
+                f"not waiting for a decision (escalation {self._desk.state.value}, "
+                f"phase {self._phase})"
+            )
+        if self._desk.decided:
+            raise ValueError("this escalation already has a decision")
+        if decision.action is EscalationAction.PROVIDE_OUTPUT:
+            if any(b.role == SAGA for b in self._desk.blocked()):
+                raise ValueError(
+                    "provide_output does not apply to a failed compensation; "
+                    "use retry, accept_degraded or abort"
+                )
+            if not decision.output:
+                raise ValueError("provide_output needs the output text")
+
     @workflow.signal(name="resolve_escalation")
     def resolve_escalation(self, decision: EscalationDecision) -> None:
-        """A human's decision on the pending escalation (ignored when nothing is pending)."""
+        """Older signal form of ``resolve`` (ignored when nothing is pending)."""
         self._desk.resolve(decision)
 
     @workflow.query(name="status")
@@ -597,8 +635,9 @@ class AgentPipelineWorkflow:
         )
 
     @workflow.query(name="failover_history")
-    def failover_history(self) -> dict[str, list[AttemptRecord]]:
-        return self._history()
+    def failover_history(self) -> list[StepHistory]:
+        """Every finished step: who answered, reason codes, attempts with ISO timestamps."""
+        return [StepHistory.of(s.step, s.output) for s in self._steps]
 
 
 def _cause(exc: ActivityError) -> str:

@@ -24,8 +24,8 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.llm import POLICY_ERROR, LLMActivities
     from agent_failover.activities.models import (
-        CachedAnswer,
         CacheLookupInput,
+        CacheLookupResult,
         CacheStoreInput,
         CacheWrite,
         CallModelInput,
@@ -375,8 +375,18 @@ class _ResilientCall:
     async def _hedged(self, first: PlannedAttempt, hedge: PlannedAttempt) -> list[_AttemptResult]:
         """Start ``first``; if it has not answered by the hedge delay, race ``hedge`` too."""
         h1, p1, t1 = self._start(first)
-        done, _ = await workflow.wait([h1], timeout=hedge.start_offset_ms / 1000)
-        if done:
+        # A named timer (not wait(timeout=)) so the Temporal UI says what it waits for.
+        delay = asyncio.create_task(
+            workflow.sleep(
+                hedge.start_offset_ms / 1000,
+                summary=f"hedge: {hedge.route} starts unless {first.route} answers first",
+            )
+        )
+        done, _ = await workflow.wait([h1, delay], return_when=asyncio.FIRST_COMPLETED)
+        if h1 in done:
+            # Awaited so the timer's cancel command precedes whatever comes next.
+            delay.cancel()
+            await asyncio.gather(delay, return_exceptions=True)
             r1 = await self._collect(first, h1, p1, t1)
             if r1.result is not None:
                 return [r1]
@@ -516,7 +526,7 @@ class _ResilientCall:
                 ),
                 task_queue=self.ctx.task_queue,
                 start_to_close_timeout=timedelta(seconds=10),
-                summary=f"{self.role_name}: cache the answer",
+                summary=f"{self.role_name}: cache the answer of {output.route}",
             )
         return output
 
@@ -560,13 +570,15 @@ class _ResilientCall:
             reasons.append(ReasonCode.MODEL_UNAVAILABLE)
         now = workflow.now().timestamp()
         if p.cache is not None and p.cache.enabled:
-            cached: CachedAnswer | None = await workflow.execute_activity_method(
+            lookup: CacheLookupResult | None = await workflow.execute_activity_method(
                 LLMActivities.cache_lookup,
                 CacheLookupInput(key=key, now=now, max_staleness_s=p.cache.max_staleness_s),
                 task_queue=self.ctx.task_queue,
                 start_to_close_timeout=timedelta(seconds=10),
-                summary=f"{self.role_name}: cached answer lookup",
+                summary=f"{self.role_name}: cached answer after every live route failed",
             )
+            # A null payload is how histories written before the explicit miss read.
+            cached = lookup.answer if lookup else None
             self.attempts.append(
                 AttemptRecord(
                     route="cache",
@@ -574,7 +586,9 @@ class _ResilientCall:
                     started_at=now,
                     finished_at=workflow.now().timestamp(),
                     outcome="ok" if cached else "miss",
-                    note=f"age {cached.age_s:.0f}s" if cached else "no fresh entry",
+                    note=f"age {cached.age_s:.0f}s"
+                    if cached
+                    else (lookup.miss_reason if lookup else None) or "no fresh entry",
                 )
             )
             if cached is not None:

@@ -55,3 +55,13 @@ async def start_worker(name: str, env: dict[str, str], log_dir: Path) -> WorkerP
             stderr=subprocess.STDOUT,
         )
     return WorkerProc(name, proc, log)
+
+
+async def wait_polling(client, task_queue: str, timeout_s: float = 60.0) -> None:
+    """Wait until a worker polls ``task_queue`` (`failover run` refuses a queue nobody
+    polls, and a process needs a few seconds to import and connect)."""
+    from agent_failover.cli.ops import live_pollers
+
+    async with asyncio.timeout(timeout_s):
+        while not await live_pollers(client, task_queue):  # noqa: ASYNC110 - another process
+            await asyncio.sleep(0.2)

@@ -20,7 +20,7 @@ from agent_failover.stores.cache import SEALED_PREFIX
 from agent_failover.stores.redis_link import fail_fast_client
 from agent_failover.testing.sim.server import RunningSimulator
 from agent_failover.workflows.monitor import monitor_workflow_id
-from tests.deploy.procs import WorkerProc, start_worker
+from tests.deploy.procs import WorkerProc, start_worker, wait_polling
 from tests.stores.conftest import _delete_namespace
 
 pytestmark = [pytest.mark.devserver, pytest.mark.redis]
@@ -73,6 +73,7 @@ async def test_main_and_bulkhead_processes_share_redis_and_temporal(
     try:
         for name, role in ROLES.items():
             procs[name] = await start_worker(name, {**env, "FAILOVER_WORKER_ROLE": role}, tmp_path)
+        await wait_polling(dev_env.client, tq)
         # --address: without it `run` cannot print the UI link when TEMPORAL_ADDRESS is set
         # (fixed on the CLI rework branch).
         args = ["run", "Compare two queues", "--task-queue", tq, "--no-escalate"]

@@ -129,3 +129,64 @@ async def test_worker_serves_pipelines_and_drains_on_sigterm(
             proc.kill()
             await proc.wait()
         await client.get_workflow_handle(monitor_workflow_id(tq)).terminate()
+
+
+async def _call_model_started(handle) -> bool:
+    from temporalio.api.enums.v1 import PendingActivityState
+
+    desc = await handle.describe()
+    return any(
+        a.activity_type.name == "call_model"
+        and a.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+        for a in desc.raw_description.pending_activities
+    )
+
+
+@pytest.mark.parametrize(("grace", "completed"), [("20", 1), ("0", 0)], ids=["grace", "no-grace"])
+async def test_sigterm_drains_in_flight_activities_for_the_grace_period(
+    dev_env: WorkflowEnvironment,
+    simulator: RunningSimulator,
+    sim_admin,
+    grace: str,
+    completed: int,
+) -> None:
+    """SIGTERM stops polling but lets a running model call finish within
+    FAILOVER_SHUTDOWN_GRACE_S (its result reaches history); with 0 it is cut off."""
+    from temporalio.api.enums.v1 import EventType
+
+    from tests.chaos.helpers import eventually
+
+    await sim_admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.5}])
+    tq = f"drain-{uuid.uuid4().hex[:8]}"
+    env = _env(
+        dev_env,
+        simulator,
+        FAILOVER_TASK_QUEUE=tq,
+        FAILOVER_REDIS_NAMESPACE=tq,
+        FAILOVER_SHUTDOWN_GRACE_S=grace,
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "worker.py", cwd=ROOT, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    client = dev_env.client
+    handle = await client.start_workflow(
+        AgentPipelineWorkflow.run,
+        PipelineInput(task="drain me"),
+        id=f"drain-{uuid.uuid4().hex[:8]}",
+        task_queue=tq,
+    )
+    try:
+        await eventually(lambda: _call_model_started(handle), timeout_s=60)
+        proc.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, err.decode()
+        events = (await handle.fetch_history()).events
+        done = [e for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED]
+        assert len(done) == completed
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await handle.terminate()
+        await client.get_workflow_handle(monitor_workflow_id(tq)).terminate()

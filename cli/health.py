@@ -1,0 +1,78 @@
+"""``failover status``: the health table from the monitor, or straight from the store.
+
+From the monitor (default) only Temporal access is needed; the command says so when the
+monitor is not running or no worker answers, within seconds. ``--from-store`` reads
+Redis directly with the policy's route list, for when no worker runs at all.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from rich.console import Console
+from temporalio.client import Client
+
+from agent_failover.cli.errors import CliError
+
+
+async def show_monitor_status(console: Console, client: Client, task_queue: str) -> None:
+    """Print the monitor's table and a footer on probing (rounds, interval, age)."""
+    from agent_failover.cli.ops import monitor_table
+    from agent_failover.cli.render import health_table, monitor_footer
+
+    table = await monitor_table(client, task_queue)
+    if table.table is None:
+        raise CliError(
+            "the health monitor has not finished its first probe round yet: try again in "
+            f"{table.interval_s or 10:g} s"
+        )
+    console.print(health_table(table.table, now=time.time()))
+    console.print(monitor_footer(table, now=time.time()), highlight=False)
+
+
+async def table_from_store(
+    redis_url: str | None, namespace: str | None, policy: Path | None, window_s: float
+):
+    """The health table read straight from the shared store (needs Redis access)."""
+    from agent_failover.activities.models import HealthTable, context_windows
+    from agent_failover.cli.devstack import load_policy_for_cli, read_stack_file
+    from agent_failover.config import DEFAULT_POLICY_PATH
+    from agent_failover.stores.factory import connect_stores
+
+    stack = read_stack_file() or {}
+    env = dict(os.environ)
+    if stack.get("sim_url") and not env.get("SIM_URL"):
+        env["SIM_URL"] = stack["sim_url"]  # the demo policy's base URLs read it
+    pol = load_policy_for_cli(policy or env.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH), env)
+    url = redis_url or os.environ.get("REDIS_URL") or stack.get("redis_url")
+    ns = namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE") or stack.get("redis_namespace")
+    try:
+        stores = await connect_stores(url, embedded_fallback=False, namespace=ns or "failover")
+    except Exception as exc:
+        from redis.exceptions import RedisError
+
+        if not isinstance(exc, RedisError | OSError):
+            raise
+        raise CliError(
+            f"cannot reach the health store at {url or 'redis://127.0.0.1:6379/0'}: "
+            "pass --redis-url / set REDIS_URL, or ask the monitor (drop --from-store)"
+        ) from None
+    try:
+        now = time.time()
+        routes = sorted(pol.endpoints)
+        snap = await stores.health.snapshot(routes, now=now, window_s=window_s, min_calls=1)
+        status = await stores.health.status()
+        return HealthTable(
+            taken_at=now,
+            rows=[snap.get(r) for r in routes],
+            breakers=[await stores.health.breaker(r) for r in routes],
+            store=stores.backend,
+            store_degraded=not status.healthy,
+            store_error=status.last_error,
+            store_degraded_since=status.degraded_since,
+            context_windows=context_windows(pol, snap),
+        )
+    finally:
+        await stores.close()

@@ -1,0 +1,65 @@
+"""Child processes that never outlive the process that started them.
+
+The embedded Temporal dev server and ``redis-server`` are separate binaries. If the
+Python process that started them dies without running its cleanup (SIGKILL, a crash, an
+unhandled signal), they would keep their ports, re-parented to PID 1. On Linux,
+:func:`spawn_tied` starts them through a tiny launcher that asks the kernel to send the
+child SIGTERM when its parent exits (``prctl(PR_SET_PDEATHSIG)``), then ``exec``s the
+binary, so the PID returned is the binary's own. Elsewhere it is a plain ``Popen``: the
+signal handlers of ``failover dev`` / ``failover demo`` still stop everything.
+:func:`stop_process` is the matching graceful stop (SIGTERM, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+#: Seconds a child gets to exit after SIGTERM before it is killed.
+DEFAULT_STOP_TIMEOUT_S = 10.0
+
+# Runs in a fresh interpreter (-I: no site, no user env), so nothing of the parent's state
+# (threads, locks) is involved, unlike a preexec_fn. PDEATHSIG survives execv. If the
+# parent is already gone by the time prctl runs, the launcher's parent id changed: exit.
+_LAUNCHER = (
+    "import ctypes, os, signal, sys\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.prctl(1, signal.SIGTERM, 0, 0, 0)\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit(1)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def tied_command(args: Sequence[str], parent_pid: int) -> list[str]:
+    """``args`` wrapped in the launcher (Linux), or unchanged elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return list(args)
+    return [sys.executable, "-I", "-c", _LAUNCHER, str(parent_pid), *args]
+
+
+def spawn_tied(args: Sequence[str], **popen_kwargs: Any) -> subprocess.Popen[bytes]:
+    """Start ``args`` as a child that receives SIGTERM when this process exits.
+
+    The tie is to the calling *thread* (a kernel rule), so call it from the main thread
+    or from a thread that lives as long as the child should.
+    """
+    import os
+
+    return subprocess.Popen(tied_command(args, os.getpid()), **popen_kwargs)
+
+
+def stop_process(
+    proc: subprocess.Popen[bytes], timeout_s: float = DEFAULT_STOP_TIMEOUT_S
+) -> int | None:
+    """SIGTERM, wait up to ``timeout_s``, then SIGKILL; return the exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout_s)
+    return proc.returncode

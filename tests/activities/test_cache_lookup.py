@@ -1,0 +1,66 @@
+"""`cache_lookup` answers with a value either way: a hit with its answer, or an explicit
+miss saying why; histories written before (a bare answer or null) still decode."""
+
+from __future__ import annotations
+
+import httpx
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from agent_failover.activities.llm import LLMActivities
+from agent_failover.activities.models import CachedAnswer, CacheLookupInput, CacheLookupResult
+from agent_failover.config import DEFAULT_POLICY_PATH
+from agent_failover.config.loader import load_policy
+from agent_failover.stores.cache import CachedEntry, MemoryResponseCache
+from agent_failover.stores.health import MemoryHealthStore
+
+T0 = 1_000_000.0
+
+
+def _acts(cache: MemoryResponseCache) -> LLMActivities:
+    policy = load_policy(DEFAULT_POLICY_PATH, env={"SIM_URL": "http://sim.test"})
+    return LLMActivities(
+        policy,
+        httpx.AsyncClient(),
+        MemoryHealthStore(),
+        cache,
+        task_queue_for=lambda role: "q",
+    )
+
+
+async def test_no_entry_is_an_explicit_miss() -> None:
+    """Nothing stored: hit false with the reason, not a null payload."""
+    res = await _acts(MemoryResponseCache()).cache_lookup(
+        CacheLookupInput(key="k", now=T0, max_staleness_s=60)
+    )
+    assert res == CacheLookupResult(hit=False, miss_reason="no entry")
+    payload = pydantic_data_converter.payload_converter.to_payload(res)
+    assert payload.metadata["encoding"] != b"binary/null"
+
+
+async def test_too_old_is_a_stale_miss_with_ages() -> None:
+    """An entry older than the staleness budget is a miss that says how old it is."""
+    cache = MemoryResponseCache()
+    await cache.put("k", CachedEntry(role="r", content="old", stored_at=T0), ttl_s=10_000)
+    res = await _acts(cache).cache_lookup(
+        CacheLookupInput(key="k", now=T0 + 500, max_staleness_s=100)
+    )
+    assert not res.hit and res.answer is None
+    assert res.miss_reason == "stale: 500s old > 100s allowed"
+
+
+async def test_fresh_entry_is_a_hit_with_its_age() -> None:
+    cache = MemoryResponseCache()
+    await cache.put("k", CachedEntry(role="r", content="good", stored_at=T0), ttl_s=10_000)
+    res = await _acts(cache).cache_lookup(
+        CacheLookupInput(key="k", now=T0 + 30, max_staleness_s=60)
+    )
+    assert res.hit and res.answer is not None
+    assert res.answer.content == "good" and res.answer.age_s == 30
+
+
+def test_a_bare_answer_from_an_older_history_decodes_as_a_hit() -> None:
+    """Replay safety: the previous result type (a bare CachedAnswer) still reads as a hit."""
+    old = CachedAnswer(content="c", age_s=3.0)
+    payload = pydantic_data_converter.payload_converter.to_payload(old)
+    res = pydantic_data_converter.payload_converter.from_payload(payload, CacheLookupResult)
+    assert res == CacheLookupResult(hit=True, answer=old)

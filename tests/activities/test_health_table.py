@@ -1,0 +1,46 @@
+"""The `health_table` activity (what `failover status` shows): a degraded store is
+reported with its error, and every route carries its context window."""
+
+from __future__ import annotations
+
+import httpx
+
+from agent_failover.activities.llm import LLMActivities
+from agent_failover.activities.models import HealthTableInput
+from agent_failover.config import DEFAULT_POLICY_PATH
+from agent_failover.config.loader import load_policy
+from agent_failover.stores.cache import MemoryResponseCache
+from agent_failover.stores.health import MemoryHealthStore, RedisHealthStore
+from agent_failover.stores.redis_link import fail_fast_client
+from agent_failover.testing.servers import free_port
+
+ROUTES = ["anthropic-us-east", "cheap-mini"]
+
+
+def _acts(health) -> LLMActivities:
+    policy = load_policy(DEFAULT_POLICY_PATH, env={"SIM_URL": "http://sim.test"})
+    return LLMActivities(
+        policy, httpx.AsyncClient(), health, MemoryResponseCache(), task_queue_for=lambda r: "q"
+    )
+
+
+async def test_lost_redis_is_reported_with_its_error() -> None:
+    """Redis gone: the table still comes back (a local view), flagged and explained."""
+    store = RedisHealthStore(fail_fast_client(f"redis://127.0.0.1:{free_port()}/0"), namespace="t")
+    try:
+        table = await _acts(store).health_table(HealthTableInput(routes=ROUTES, now=1000.0))
+    finally:
+        await store.close()
+    assert table.store_degraded and table.store_error and table.store_degraded_since
+    assert [r.route for r in table.rows] == ROUTES
+
+
+async def test_context_windows_are_the_configured_ones_until_learned() -> None:
+    table = await _acts(MemoryHealthStore()).health_table(
+        HealthTableInput(routes=ROUTES, now=1000.0)
+    )
+    assert not table.store_degraded
+    assert {r: (w.configured, w.learned) for r, w in table.context_windows.items()} == {
+        "anthropic-us-east": (200_000, None),
+        "cheap-mini": (32_000, None),
+    }

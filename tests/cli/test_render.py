@@ -1,0 +1,78 @@
+"""What `failover status` and `failover run` print: units on every figure, probe ages,
+the degraded store, context windows (learned, else configured), the substitutions legend."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from agent_failover.activities.models import ContextWindow, HealthTable
+from agent_failover.cli.render import age, health_table, monitor_footer
+from agent_failover.resilience.breaker import Breaker
+from agent_failover.resilience.contracts import RouteHealth, WindowStats
+from agent_failover.workflows.models import MonitorTable
+
+NOW = 1_800_000_000.0
+
+
+def _text(renderable) -> str:
+    console = Console(width=200, record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def _table(**kw) -> HealthTable:
+    row = RouteHealth(
+        route="openai-us",
+        stats=WindowStats(calls=4, p50_ms=20.0, p95_ms=41.0, p99_ms=50.0),
+        last_probe_at=NOW - 3,
+        last_probe_ok=True,
+    )
+    return HealthTable(
+        taken_at=NOW - 1,
+        rows=[row],
+        breakers=[Breaker(route="openai-us")],
+        store="redis://127.0.0.1:6379/0",
+        **kw,
+    )
+
+
+def test_percentiles_have_units_and_the_probe_its_age() -> None:
+    text = _text(health_table(_table(), now=NOW))
+    for header in ("p50 ms", "p95 ms", "p99 ms", "err %", "last probe", "context window"):
+        assert header in text
+    assert "ok, 3 s ago" in text and "DEGRADED" not in text
+
+
+def test_degraded_store_is_said_in_the_title() -> None:
+    table = _table(
+        store_degraded=True,
+        store_error="ConnectionError: refused",
+        store_degraded_since=NOW - 42,
+    )
+    text = _text(health_table(table, now=NOW))
+    assert "store DEGRADED: Redis unreachable for 42 s (ConnectionError: refused)" in text
+    assert "local view" in text
+
+
+def test_context_window_learned_else_configured() -> None:
+    configured = _table(context_windows={"openai-us": ContextWindow(configured=128_000)})
+    assert "128,000" in _text(health_table(configured, now=NOW))
+    learned = _table(
+        context_windows={"openai-us": ContextWindow(configured=128_000, learned=32_768)}
+    )
+    assert "32,768 learned (128,000 configured)" in _text(health_table(learned, now=NOW))
+
+
+def test_ages_read_naturally() -> None:
+    assert [age(3), age(-1), age(600), age(10_000)] == [
+        "3 s ago",
+        "0 s ago",
+        "10 min ago",
+        "3 h ago",
+    ]
+
+
+def test_monitor_footer_says_running_interval_rounds_and_table_age() -> None:
+    mt = MonitorTable(paused=False, rounds=7, results={}, table=_table(), interval_s=3)
+    line = monitor_footer(mt, now=NOW)
+    assert line == "health monitor: running, probing active every 3 s, 7 rounds; table from 1 s ago"
