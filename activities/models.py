@@ -204,14 +204,16 @@ class HealthTableInput(BaseModel):
 
 
 class ContextWindow(BaseModel):
-    """A route's context window: as configured, and as learned from a provider's own
-    "maximum context length is N tokens" (None until one was seen)."""
+    """A route's context window: as configured (None: not configured, so not assumed),
+    and as learned from a provider's own "maximum context length is N tokens" (None until
+    one was seen)."""
 
-    configured: int
+    configured: int | None = None
     learned: int | None = None
 
     @property
-    def effective(self) -> int:
+    def effective(self) -> int | None:
+        """What the planner goes by: the learned window, else the configured one."""
         return self.learned if self.learned is not None else self.configured
 
 
@@ -232,7 +234,7 @@ def context_windows(policy: PolicyConfig, snapshot: HealthSnapshot) -> dict[str,
     return {
         route: ContextWindow(
             configured=ep.context_window,
-            learned=getattr(snapshot.get(route), "learned_context_window", None),
+            learned=snapshot.get(route).context_window,
         )
         for route, ep in policy.endpoints.items()
     }

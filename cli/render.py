@@ -64,9 +64,13 @@ def _window(table: HealthTable, route: str) -> str:
     w = table.context_windows.get(route)
     if w is None:
         return "-"
+    if w.configured is None:
+        configured = "not configured"
+    else:
+        configured = f"{w.configured:,} configured"
     if w.learned is None:
-        return f"{w.configured:,}"
-    return f"{w.learned:,} learned ({w.configured:,} configured)"
+        return f"{w.configured:,}" if w.configured is not None else "unknown"
+    return f"{w.learned:,} learned ({configured})"
 
 
 def health_table(table: HealthTable, now: float | None = None) -> Table:

@@ -44,3 +44,13 @@ async def test_context_windows_are_the_configured_ones_until_learned() -> None:
         "anthropic-us-east": (200_000, None),
         "cheap-mini": (32_000, None),
     }
+
+
+async def test_a_learned_window_is_reported_beside_the_configured_one() -> None:
+    """What the store learned from a provider's "maximum context length is N" shows up."""
+    health = MemoryHealthStore()
+    await health.learn_context_window("cheap-mini", 16_384, 999.0)
+    table = await _acts(health).health_table(HealthTableInput(routes=ROUTES, now=1000.0))
+    assert table.context_windows["cheap-mini"].learned == 16_384
+    assert table.context_windows["cheap-mini"].effective == 16_384
+    assert table.context_windows["anthropic-us-east"].learned is None

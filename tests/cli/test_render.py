@@ -76,3 +76,10 @@ def test_monitor_footer_says_running_interval_rounds_and_table_age() -> None:
     mt = MonitorTable(paused=False, rounds=7, results={}, table=_table(), interval_s=3)
     line = monitor_footer(mt, now=NOW)
     assert line == "health monitor: running, probing active every 3 s, 7 rounds; table from 1 s ago"
+
+
+def test_context_window_not_configured_is_never_assumed() -> None:
+    unknown = _table(context_windows={"openai-us": ContextWindow()})
+    assert "unknown" in _text(health_table(unknown, now=NOW))
+    learned = _table(context_windows={"openai-us": ContextWindow(learned=64_000)})
+    assert "64,000 learned (not configured)" in _text(health_table(learned, now=NOW))
