@@ -72,11 +72,16 @@ _NO_RETRY = RetryPolicy(maximum_attempts=1)
 @workflow.defn(name="HealthMonitorWorkflow")
 class HealthMonitorWorkflow:
     @workflow.init
-    def __init__(self, inp: MonitorInput) -> None:
-        # The input is read here, not in run(), so an update validator arriving in the
-        # very first task already knows the routes.
-        self._routes = list(inp.routes)
-        self._interval_s = inp.interval_s
+    def __init__(self, *args: Any) -> None:
+        # The routes are read here, not in run(), so an update validator arriving in the
+        # very first task already knows them. Leniently: a bad input is run()'s to report.
+        first = args[0] if len(args) == 1 else None
+        if isinstance(first, MonitorInput):
+            first = first.model_dump()
+        known = first.get("routes") if isinstance(first, dict) else None
+        self._routes = [str(r) for r in known] if isinstance(known, list) else []
+        interval = first.get("interval_s") if isinstance(first, dict) else None
+        self._interval_s = float(interval) if isinstance(interval, int | float) else None
         self._paused = False
         self._results: dict[str, ProbeResult] = {}
         self._forces: list[ForceRouteSignal] = []
@@ -89,6 +94,7 @@ class HealthMonitorWorkflow:
         # Untyped on purpose (see workflows.inputs): a bad start fails the run at once
         # instead of failing its workflow task forever. Callers pass a MonitorInput.
         inp = workflow_input(MonitorInput, args, workflow_name="HealthMonitorWorkflow")
+        self._routes, self._interval_s = list(inp.routes), inp.interval_s
         self._paused = inp.paused
         self._results = dict(inp.last_results)
         self._rounds = inp.rounds

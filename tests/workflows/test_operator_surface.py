@@ -27,6 +27,7 @@ from agent_failover.workflows.models import (
     EscalationAction,
     EscalationDecision,
     EscalationState,
+    EscalationTimeoutAction,
     ForceRouteSignal,
     MonitorInput,
     PipelineInput,
@@ -179,7 +180,11 @@ async def test_history_query_and_event_summaries(harness: Harness, sim_admin: Si
         AgentPipelineWorkflow.run,
         PipelineInput(
             task="everything down",
-            options=PipelineOptions(revision_rounds=0, escalation_timeout_s=1),
+            options=PipelineOptions(
+                revision_rounds=0,
+                escalation_timeout_s=1,
+                escalation_timeout_action=EscalationTimeoutAction.ACCEPT_DEGRADED,
+            ),
         ),
         id=wid,
         task_queue=harness.task_queue,
@@ -196,7 +201,7 @@ async def test_history_query_and_event_summaries(harness: Harness, sim_admin: Si
     kinds = {k for k, _ in summaries}
     assert {"ActivityTaskScheduled", "MarkerRecorded", "TimerStarted"} <= kinds
     assert [k for k, s in summaries if not s] == [], summaries
-    assert any(s.startswith("escalation at planner: wait 1s") for _, s in summaries)
+    assert any(s.startswith("escalation round 1: wait 1s for a human") for _, s in summaries)
     assert any("cached answer after every live route failed" in s for _, s in summaries)
 
 
