@@ -413,20 +413,28 @@ def drill(
     from agent_failover.cli.drill import run_drill_command
     from agent_failover.testing.drill import load_drill
 
-    try:
-        spec = load_drill(scenario).scaled(scale)
-        if rate is not None:
-            spec = spec.model_copy(
-                update={
-                    "drill": spec.drill.model_validate(
-                        {**spec.drill.model_dump(), "rate_per_s": rate}
-                    )
-                }
-            )
-    except ValueError as exc:
-        err.print(f"[red]invalid drill[/]: {exc}")
-        raise typer.Exit(2) from exc
-    asyncio.run(run_drill_command(spec, console, policy_path=policy, json_path=out, png_path=png))
+    def load():
+        try:
+            spec = load_drill(scenario).scaled(scale)
+            if rate is not None:
+                spec = spec.model_copy(
+                    update={
+                        "drill": spec.drill.model_validate(
+                            {**spec.drill.model_dump(), "rate_per_s": rate}
+                        )
+                    }
+                )
+        except ValueError as exc:
+            lines = str(exc).strip().splitlines() or [type(exc).__name__]
+            raise CliError("invalid drill: " + "\n  ".join(lines), EXIT_BAD_INPUT) from None
+        return spec
+
+    spec = _guard(load)
+    _guard(
+        lambda: asyncio.run(
+            run_drill_command(spec, console, policy_path=policy, json_path=out, png_path=png)
+        )
+    )
 
 
 def main() -> None:  # pragma: no cover - console entry convenience
