@@ -15,7 +15,7 @@ COPY telemetry ./telemetry
 COPY cli ./cli
 COPY config ./config
 COPY testing ./testing
-RUN pip install --no-cache-dir '/src[sim,otlp,crypto,clouds]'
+RUN pip install --no-cache-dir '/src[sim,otlp,prometheus,crypto,clouds]'
 # Run outside the source tree so `import agent_failover` is the installed package.
 WORKDIR /app
 COPY config/*.yaml ./config/

@@ -65,8 +65,7 @@ from agent_failover.resilience.ratelimit import RateLimitWait, cooldown_s, same_
 from agent_failover.resilience.sla import evaluate_sla
 from agent_failover.stores.cache import CachedEntry, ResponseCache
 from agent_failover.stores.health import HealthStore
-from agent_failover.telemetry import names
-from agent_failover.telemetry.setup import meter
+from agent_failover.telemetry import record
 
 log = logging.getLogger(__name__)
 
@@ -101,14 +100,6 @@ class LLMActivities:
         self._cache = cache
         self._task_queue_for = task_queue_for
         self._connect_s = connect_timeout_s
-        m = meter()
-        self._attempts = m.create_counter(names.ATTEMPTS)
-        self._latency = m.create_histogram(names.ATTEMPT_LATENCY, unit="ms")
-        self._ttft = m.create_histogram(names.TTFT, unit="ms")
-        self._transitions = m.create_counter(names.BREAKER_TRANSITIONS)
-        self._probes = m.create_counter(names.PROBES)
-        self._probes_skipped = m.create_counter(names.PROBES_SKIPPED)
-        self._cache_lookups = m.create_counter(names.CACHE_LOOKUPS)
 
     def bind_stores(self, health: HealthStore, cache: ResponseCache) -> None:
         """Attach the stores when they are connected after construction (the plugin's case:
@@ -156,6 +147,7 @@ class LLMActivities:
             # ever read the newest restore_after observations, so only those enter history.
             update: dict[str, Any] = {"recent": rh.recent[-role.sla.restore_after :]}
             if verdict.demoted != rh.sla_demoted:
+                record.sla_changed(inp.role, route, verdict.demoted, rh.stats)
                 await self._health.set_sla_demoted(inp.role, route, verdict.demoted, at=inp.now)
                 update |= {"sla_demoted": verdict.demoted, "sla_since": inp.now}
             snap.routes[route] = rh.model_copy(update=update)
@@ -269,10 +261,7 @@ class LLMActivities:
         await self._record(outcome, settings)
         if inp.cache is not None:
             await self._cache_answer(inp, reply, data, outcome.at)
-        self._attempts.add(1, {"route": inp.route, "role": inp.role, "outcome": "ok"})
-        self._latency.record(reply.latency_ms, {"route": inp.route, "role": inp.role})
-        if reply.ttft_ms is not None:
-            self._ttft.record(reply.ttft_ms, {"route": inp.route})
+        record.attempt_answered(inp.role, endpoint, reply)
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
         )
@@ -330,8 +319,12 @@ class LLMActivities:
         if isinstance(err, ContextLengthError) and err.context_window is not None:
             # The provider's statement beats the configured window, for every worker.
             await self._health.learn_context_window(inp.route, err.context_window, at)
-        self._attempts.add(
-            1, {"route": inp.route, "role": inp.role, "outcome": err.error_class.value}
+        record.attempt_failed(
+            inp.role,
+            self._policy.endpoint(inp.route),
+            err.error_class.value,
+            elapsed_ms,
+            semantic=err.classification.semantic,
         )
 
     async def _record(self, outcome: CallOutcome, settings: Any) -> Transition | None:
@@ -344,15 +337,7 @@ class LLMActivities:
                 transition.to_state.value,
                 transition.reason.value,
             )
-            self._transitions.add(
-                1,
-                {
-                    "route": transition.route,
-                    "from": transition.from_state.value,
-                    "to": transition.to_state.value,
-                    "reason": transition.reason.value,
-                },
-            )
+            record.breaker_transition(transition)
         return transition
 
     @staticmethod
@@ -420,8 +405,8 @@ class LLMActivities:
                 rate_limit=self._policy.rate_limit,
             )
         transition = await self._record(outcome, settings)
-        self._probes.add(1, {"route": inp.route, "ok": outcome.ok})
         b = await self._health.breaker(inp.route)
+        record.probe(inp.route, outcome.ok, b.state.value)
         return ProbeResult(
             route=inp.route,
             ok=outcome.ok,
@@ -435,7 +420,7 @@ class LLMActivities:
         )
 
     def _skipped_probe(self, route: str, state: Any, decision: ProbeDecision) -> ProbeResult:
-        self._probes_skipped.add(1, {"route": route, "reason": decision.reason.value})
+        record.probe_skipped(route, decision.reason.value, getattr(state, "value", str(state)))
         return ProbeResult(
             route=route, ok=False, skipped=True, breaker=state, reason=decision.reason.value
         )
@@ -477,6 +462,8 @@ class LLMActivities:
             routes, now=inp.now, window_s=inp.window_s, min_calls=1, role=None
         )
         breakers = [await self._health.breaker(r) for r in routes]
+        for b in breakers:
+            record.breaker_state(b.route, b.state.value)
         status = await self._health.status()
         windows = context_windows(self._policy, snap)
         return HealthTable(
@@ -500,11 +487,11 @@ class LLMActivities:
         else an explicit miss saying why (no entry, or too old)."""
         entry = await self._cache.get(inp.key, now=inp.now)
         if entry is None:
-            self._cache_lookups.add(1, {"hit": False})
+            record.cache_lookup(False)
             return CacheLookupResult(hit=False, miss_reason="no entry")
         age_s = max(0.0, inp.now - entry.stored_at)
         hit = age_s <= inp.max_staleness_s
-        self._cache_lookups.add(1, {"hit": hit})
+        record.cache_lookup(hit)
         if not hit:
             return CacheLookupResult(
                 hit=False,

@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 import httpx
 from temporalio.client import Client
+from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.converter import DataConverter, DefaultPayloadConverter, PayloadCodec
 from temporalio.plugin import SimplePlugin
@@ -54,6 +55,7 @@ from agent_failover.resilience.config import PolicyConfig
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.factory import DEFAULT_NAMESPACE, Stores, connect_stores
 from agent_failover.stores.health import MemoryHealthStore
+from agent_failover.telemetry.setup import tracing_enabled
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 
@@ -78,6 +80,7 @@ PASSTHROUGH_MODULES = (
     "agent_failover.telemetry",
     "agent_failover.config",
     "agent_failover.workflows.models",
+    "opentelemetry",
 )
 
 StoresArg = Stores | Literal["redis", "memory"]
@@ -138,8 +141,10 @@ class FailoverPlugin(SimplePlugin):
         bulkheads: Iterable[str] | None = None,
         codec: CodecArg = None,
         http: httpx.AsyncClient | None = None,
+        tracing: bool | None = None,
     ) -> None:
         self.policy = _resolve_policy(policy)
+        self.tracing = _resolve_tracing(tracing)
         self.codec = _resolve_codec(codec)
         self._stores_arg = stores
         self._redis_url = redis_url
@@ -167,6 +172,7 @@ class FailoverPlugin(SimplePlugin):
             data_converter=self._data_converter,
             workflows=workflows,
             workflow_runner=with_passthrough,
+            interceptors=[self.tracing] if self.tracing is not None else None,
         )
 
     def policy_bulkheads(self) -> tuple[str, ...]:
@@ -198,6 +204,10 @@ class FailoverPlugin(SimplePlugin):
         if task_queue in self._standalone:
             acts = self.activities_for(self._standalone[task_queue])
             config["activities"] = [*(config.get("activities") or []), *_bulkhead_acts(acts)]
+            config["interceptors"] = [
+                *(config.get("interceptors") or []),
+                *self._tracing_for(config["client"]),
+            ]
             return config
         config = super().configure_worker(config)
         acts = self.activities_for(task_queue)
@@ -218,6 +228,14 @@ class FailoverPlugin(SimplePlugin):
                     "codec, so history would be clear text; connect with "
                     "agent_failover.connect_client() or Client.connect(..., plugins=[plugin])"
                 )
+
+    def _tracing_for(self, client: Client) -> list[OpenTelemetryInterceptor]:
+        """Our tracing interceptor for a worker we configure by hand, unless its client
+        already carries it (a client's interceptors apply to its workers)."""
+        if self.tracing is None:
+            return []
+        on_client = client.config(active_config=True).get("interceptors") or []
+        return [] if self.tracing in on_client else [self.tracing]
 
     def activities_for(self, task_queue: str) -> LLMActivities:
         """The activities object serving workers on ``task_queue`` (one per queue)."""
@@ -307,6 +325,8 @@ class FailoverPlugin(SimplePlugin):
                     activities=_bulkhead_acts(acts),
                     max_concurrent_activities=self._slots.get(bulkhead, 16),
                     graceful_shutdown_timeout=grace or timedelta(),
+                    # Model calls are where the attempt spans' children run: traced too.
+                    interceptors=self._tracing_for(client),
                 )
             )
         return workers
@@ -344,6 +364,28 @@ class FailoverPlugin(SimplePlugin):
 def _bulkhead_acts(acts: LLMActivities) -> list[Callable[..., Any]]:
     """What a bulkhead queue serves: the model calls and the cache around them."""
     return [acts.call_model, acts.cache_lookup, acts.cache_store]
+
+
+def _resolve_tracing(tracing: bool | None) -> OpenTelemetryInterceptor | None:
+    """Temporal's replay-safe tracing interceptor, when tracing is on.
+
+    None (default): on when :func:`agent_failover.telemetry.setup_telemetry` (or the user)
+    installed Temporal's replay-safe tracer provider, else off at no cost. True: on, an
+    error if that provider is missing (the interceptor would fail every workflow task).
+    """
+    enabled = tracing_enabled()
+    if tracing is True and not enabled:
+        raise ValueError(
+            "FailoverPlugin(tracing=True) needs Temporal's replay-safe tracer provider: "
+            "call agent_failover.telemetry.setup.setup_telemetry() (OTEL_TRACES_EXPORTER) "
+            "or trace.set_tracer_provider(temporalio.contrib.opentelemetry."
+            "create_tracer_provider()) first"
+        )
+    if not (tracing if tracing is not None else enabled):
+        return None
+    # Temporal's own spans (StartWorkflow, RunWorkflow, StartActivity, RunActivity) join the
+    # failover spans: one trace from the client's start to every model attempt.
+    return OpenTelemetryInterceptor(add_temporal_spans=True)
 
 
 def _resolve_codec(codec: CodecArg) -> PayloadCodec | None:

@@ -25,6 +25,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agent_failover.stores.status import StoreStatus
+from agent_failover.telemetry import record
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,7 @@ class RedisLink:
         if self._degraded_since is not None:
             return False
         self._degraded_since = self._last_attempt
+        record.store_outage(self.name)
         log.warning(
             "%s: Redis at %s unreachable (%s); serving from a local view until it returns",
             self.name,

@@ -1,22 +1,99 @@
-"""Instrument and span names, in one place so dashboards and code agree."""
+"""Instrument, span and event names, in one place so dashboards and code agree.
+
+The GenAI client metrics and attributes come from ``opentelemetry-semantic-conventions``
+(re-exported here, never hand-written); the ``failover.*`` names are this project's.
+Durations are in seconds, as the GenAI conventions and Prometheus expect.
+"""
+
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _genai
+from opentelemetry.semconv._incubating.metrics import gen_ai_metrics as _genai_metrics
+from opentelemetry.semconv.attributes import error_attributes as _error
 
 METER_NAME = "agent_failover"
 TRACER_NAME = "agent_failover"
 
-#: Counter: one per model call attempt, attributes route, role, outcome (ok or error class).
+# -- GenAI semantic conventions (attribute keys and metric names) ------------------------
+GEN_AI_OPERATION_NAME = _genai.GEN_AI_OPERATION_NAME
+GEN_AI_PROVIDER_NAME = _genai.GEN_AI_PROVIDER_NAME
+GEN_AI_REQUEST_MODEL = _genai.GEN_AI_REQUEST_MODEL
+GEN_AI_RESPONSE_MODEL = _genai.GEN_AI_RESPONSE_MODEL
+GEN_AI_USAGE_INPUT_TOKENS = _genai.GEN_AI_USAGE_INPUT_TOKENS
+GEN_AI_USAGE_OUTPUT_TOKENS = _genai.GEN_AI_USAGE_OUTPUT_TOKENS
+GEN_AI_RESPONSE_FINISH_REASONS = _genai.GEN_AI_RESPONSE_FINISH_REASONS
+GEN_AI_TOKEN_TYPE = _genai.GEN_AI_TOKEN_TYPE
+GEN_AI_REQUEST_MAX_TOKENS = _genai.GEN_AI_REQUEST_MAX_TOKENS
+GEN_AI_AGENT_NAME = _genai.GEN_AI_AGENT_NAME
+ERROR_TYPE = _error.ERROR_TYPE
+#: The ``gen_ai.operation.name`` of a chat completion.
+OPERATION_CHAT = _genai.GenAiOperationNameValues.CHAT.value
+#: The ``gen_ai.operation.name`` of one resilient call (an agent role invoked).
+OPERATION_INVOKE_AGENT = _genai.GenAiOperationNameValues.INVOKE_AGENT.value
+
+#: Histogram (s): duration of one model call attempt (GenAI client metric).
+GEN_AI_CLIENT_OPERATION_DURATION = _genai_metrics.GEN_AI_CLIENT_OPERATION_DURATION
+#: Histogram ({token}): input and output tokens per attempt (GenAI client metric).
+GEN_AI_CLIENT_TOKEN_USAGE = _genai_metrics.GEN_AI_CLIENT_TOKEN_USAGE
+#: Histogram (s): time to the first streamed chunk (GenAI client metric).
+GEN_AI_CLIENT_TIME_TO_FIRST_CHUNK = _genai_metrics.GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK
+
+# -- failover attributes ---------------------------------------------------------------
+ATTR_ROLE = "failover.role"
+ATTR_TIER = "failover.tier"
+ATTR_ROUTE = "failover.route"
+ATTR_ATTEMPT = "failover.attempt"
+ATTR_REASON_CODES = "failover.reason_codes"
+ATTR_HEDGE = "failover.hedge"
+ATTR_OUTCOME = "failover.outcome"
+ATTR_CAPABILITY = "failover.capability"
+
+# -- failover metrics --------------------------------------------------------------------
+#: Counter: model call attempts, attributes route, role, outcome (ok or error class).
 ATTEMPTS = "failover.attempts"
-#: Histogram (ms): latency of a model call attempt, attributes route, role, outcome.
-ATTEMPT_LATENCY = "failover.attempt.latency"
-#: Histogram (ms): time to first token, attributes route.
-TTFT = "failover.attempt.ttft"
+#: Counter: substitutions (an attempt failed and the call moved on), attributes role,
+#: from_tier, to_tier, reason.
+SUBSTITUTIONS = "failover.substitutions"
+#: Counter: answers, attributes role, tier, capability (full/degraded/static).
+ANSWERS = "failover.answers"
+#: Histogram: attempts it took to answer one call (1 = the first route answered).
+CASCADE_DEPTH = "failover.cascade.depth"
+#: Observable gauge: breaker state per route (0 closed, 1 half-open, 2 open).
+BREAKER_STATE = "failover.breaker.state"
 #: Counter: breaker transitions, attributes route, from, to, reason.
 BREAKER_TRANSITIONS = "failover.breaker.transitions"
+#: Histogram (s): from a breaker opening to its closing again, attribute route.
+RESTORATION_TIME = "failover.restoration.duration"
+#: Counter: semantic validation of answers, attributes route, result (pass/fail).
+VALIDATIONS = "failover.validations"
+#: Counter: hedges, attributes role, event (fired/won/cancelled).
+HEDGES = "failover.hedges"
 #: Counter: health probes, attributes route, ok.
 PROBES = "failover.probes"
 #: Counter: probe rounds that sent nothing (recent real traffic, open, cooling down),
 #: attributes route, reason.
 PROBES_SKIPPED = "failover.probes.skipped"
-#: Counter: cache lookups, attributes role, hit.
 CACHE_LOOKUPS = "failover.cache.lookups"
+#: Histogram (s): age of the cached answers served.
+CACHE_AGE = "failover.cache.age"
+#: Counter: compensations, attribute outcome (run/failed).
+COMPENSATIONS = "failover.compensations"
+#: Counter: escalations, attribute event (opened/resolved), action.
+ESCALATIONS = "failover.escalations"
 #: Counter: store degradations (shared store unreachable), attributes store.
 STORE_DEGRADED = "failover.store.degraded"
+#: Counter (USD): cost of answered attempts, attributes route, role.
+COST = "failover.cost"
+
+# -- span events -------------------------------------------------------------------------
+EV_SUBSTITUTION = "failover.substitution"
+EV_BREAKER_TRANSITION = "failover.breaker.transition"
+EV_SLA_DEMOTED = "failover.sla.demoted"
+EV_SLA_RESTORED = "failover.sla.restored"
+EV_HEDGE_FIRED = "failover.hedge.fired"
+EV_HEDGE_WON = "failover.hedge.won"
+EV_HEDGE_CANCELLED = "failover.hedge.cancelled"
+EV_CACHE_SERVED = "failover.cache.served"
+EV_STATIC_SERVED = "failover.static.served"
+EV_ESCALATION_OPENED = "failover.escalation.opened"
+EV_ESCALATION_RESOLVED = "failover.escalation.resolved"
+EV_COMPENSATION_RUN = "failover.compensation.run"
+EV_COMPENSATION_FAILED = "failover.compensation.failed"

@@ -65,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
         plan,
     )
     from agent_failover.resilience.triage import bound_request_bytes, minimal_input_tokens, triage
+    from agent_failover.workflows import observe
     from agent_failover.workflows.errors import FailoverExhausted
 
 #: Extra time Temporal allows beyond the activity's own budget before it times it out.
@@ -145,8 +146,15 @@ class _ResilientCall:
         self.state = CallState()
         self.hedges_used = 0
         self.cache_in_call = False
+        self.obs = observe.CallTelemetry()
 
     async def run(self) -> AgentOutput:
+        with observe.call_span(self):
+            out = await self._run()
+            observe.answered(self, out)
+            return out
+
+    async def _run(self) -> AgentOutput:
         started = workflow.now()
         self.started_at = started.timestamp()
         ctx: RoleContext = await workflow.execute_local_activity_method(
@@ -290,6 +298,7 @@ class _ResilientCall:
         # Temporal's own retry of a RETRY-class error must still end inside the role's budget.
         left_ms = self.ctx.role.total_budget_ms - (now - self.started_at) * 1000
         overall = max(timeout, timedelta(milliseconds=left_ms))
+        token = observe.attempt_started(self, attempt, request.max_tokens)
         handle = workflow.start_activity_method(
             LLMActivities.call_model,
             CallModelInput(
@@ -316,6 +325,7 @@ class _ResilientCall:
             ),
             summary=f"{self.role_name} → {attempt.route} (tier {attempt.tier})",
         )
+        observe.attempt_scheduled(self, handle, token)
         return handle, used_prefill, now
 
     def _cache_write(self, attempt: PlannedAttempt) -> CacheWrite | None:
@@ -355,7 +365,9 @@ class _ResilientCall:
             rec.http_status = details.get("status")
             rec.provider_code = details.get("provider_code")
             rec.retry_after_s = details.get("retry_after_s")
-            return _AttemptResult(attempt, rec, None, error_type, details, used_prefill)
+            r = _AttemptResult(attempt, rec, None, error_type, details, used_prefill)
+            observe.attempt_finished(self, handle, r)
+            return r
         rec.finished_at = workflow.now().timestamp()
         rec.outcome = "ok"
         rec.latency_ms = result.reply.latency_ms
@@ -366,7 +378,9 @@ class _ResilientCall:
             # A same-route retry inside the activity: a 500 after backoff, or a 429 whose
             # short Retry-After was waited out (the Temporal UI shows the failed attempt).
             rec.note = f"{rec.note} answered on same-route attempt {result.attempt}".strip()
-        return _AttemptResult(attempt, rec, result, None, {}, used_prefill)
+        r = _AttemptResult(attempt, rec, result, None, {}, used_prefill)
+        observe.attempt_finished(self, handle, r)
+        return r
 
     async def _single(self, attempt: PlannedAttempt) -> list[_AttemptResult]:
         handle, used_prefill, t0 = self._start(attempt)
@@ -393,6 +407,7 @@ class _ResilientCall:
             # The primary failed before the hedge was due: plain sequential failover.
             return [r1, *await self._single(hedge)]
         self.hedges_used += 1
+        observe.hedge(self, "fired", h1, hedge)
         h2, p2, t2 = self._start(hedge)
         handles = {h1: (first, p1, t1), h2: (hedge, p2, t2)}
         results: list[_AttemptResult] = []
@@ -407,6 +422,7 @@ class _ResilientCall:
                     for loser in pending:
                         la, _, lt = handles[loser]
                         loser.cancel()
+                        observe.hedge(self, "cancelled", loser, la)
                         results.append(
                             _AttemptResult(
                                 la,
@@ -422,6 +438,7 @@ class _ResilientCall:
                             )
                         )
                     r.record.note = (r.record.note + " won the hedge race").strip()
+                    observe.hedge(self, "won", h, a)
                     self.state.add_reason(ReasonCode.HEDGED)
                     return results
         return results
@@ -459,6 +476,7 @@ class _ResilientCall:
             elif s.code is SkipReason.SLA_DEMOTED:
                 # Demoted routes stay in the plan, moved last: a reason, not a skip.
                 self.state.add_reason(ReasonCode.SLA_DEMOTED)
+                observe.sla_demoted(self, s.route, s.reason)
                 continue
             elif s.code is not SkipReason.CONTEXT_TOO_SMALL:
                 continue
@@ -592,6 +610,7 @@ class _ResilientCall:
                 )
             )
             if cached is not None:
+                observe.cache_served(self, cached.age_s)
                 return cached_output(
                     role,
                     content=cached.content,
