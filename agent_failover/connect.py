@@ -21,6 +21,7 @@ from temporalio.converter import PayloadCodec
 from temporalio.envconfig import ClientConfig
 
 from agent_failover.codec import AesGcmCodec, codec_from_env, failover_data_converter
+from agent_failover.telemetry.setup import tracing_enabled
 
 #: Where ``failover dev`` serves Temporal; used when no profile or variable names one.
 DEFAULT_TEMPORAL_ADDRESS = "127.0.0.1:7233"
@@ -71,4 +72,17 @@ async def connect_client(
     elif codec is True:
         codec = AesGcmCodec.from_env(env)
     converter = failover_data_converter(codec or None)
-    return await Client.connect(**cfg, data_converter=converter, plugins=list(plugins))
+    return await Client.connect(
+        **cfg, data_converter=converter, plugins=list(plugins), interceptors=tracing_interceptors()
+    )
+
+
+def tracing_interceptors() -> list[Any]:
+    """Temporal's tracing interceptor when tracing is on (a replay-safe tracer provider is
+    installed, see :mod:`agent_failover.telemetry.setup`): workflow starts, signals and
+    queries join the trace, and the client's workers trace without another interceptor."""
+    if not tracing_enabled():
+        return []
+    from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor
+
+    return [OpenTelemetryInterceptor(add_temporal_spans=True)]

@@ -210,6 +210,8 @@ class FailoverPlugin(SimplePlugin):
             ]
             return config
         config = super().configure_worker(config)
+        if self.tracing is not None and _client_traces(config["client"]):
+            config["interceptors"] = [i for i in config["interceptors"] if i is not self.tracing]
         acts = self.activities_for(task_queue)
         ours: list[Callable[..., Any]] = acts.all()
         if self._include_pipeline:
@@ -231,11 +233,11 @@ class FailoverPlugin(SimplePlugin):
 
     def _tracing_for(self, client: Client) -> list[OpenTelemetryInterceptor]:
         """Our tracing interceptor for a worker we configure by hand, unless its client
-        already carries it (a client's interceptors apply to its workers)."""
-        if self.tracing is None:
+        already traces (a client's interceptors apply to its workers: twice would
+        duplicate every span)."""
+        if self.tracing is None or _client_traces(client):
             return []
-        on_client = client.config(active_config=True).get("interceptors") or []
-        return [] if self.tracing in on_client else [self.tracing]
+        return [self.tracing]
 
     def activities_for(self, task_queue: str) -> LLMActivities:
         """The activities object serving workers on ``task_queue`` (one per queue)."""
@@ -364,6 +366,11 @@ class FailoverPlugin(SimplePlugin):
 def _bulkhead_acts(acts: LLMActivities) -> list[Callable[..., Any]]:
     """What a bulkhead queue serves: the model calls and the cache around them."""
     return [acts.call_model, acts.cache_lookup, acts.cache_store]
+
+
+def _client_traces(client: Client) -> bool:
+    on_client = client.config(active_config=True).get("interceptors") or []
+    return any(isinstance(i, OpenTelemetryInterceptor) for i in on_client)
 
 
 def _resolve_tracing(tracing: bool | None) -> OpenTelemetryInterceptor | None:

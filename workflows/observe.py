@@ -144,11 +144,10 @@ def hedge(call: _ResilientCall, kind: str, handle: Any, attempt: PlannedAttempt)
     ``cancelled`` (the loser's span, which ends here: the loser is never collected)."""
     spans = call.obs.spans
     # The winner's span is already closed when it wins: its event goes on the call's span.
-    span = {
-        "fired": spans.get(handle),
-        "won": call.obs.span,
-        "cancelled": spans.pop(handle, None),
-    }[kind]
+    if kind == "won":
+        span: trace.Span | None = call.obs.span
+    else:
+        span = spans.pop(handle, None) if kind == "cancelled" else spans.get(handle)
     name = {
         "fired": names.EV_HEDGE_FIRED,
         "won": names.EV_HEDGE_WON,
