@@ -12,8 +12,9 @@ from typing import Any
 from agent_failover.telemetry.setup import TelemetryConfigError
 
 
-def prometheus_reader() -> Any:
-    """An OpenTelemetry metric reader that Prometheus scrapes through :func:`serve_metrics`."""
+def prometheus_reader(registry: Any) -> Any:
+    """An OpenTelemetry metric reader collected into ``registry`` (a ``prometheus_client``
+    ``CollectorRegistry``: one per setup, so a second setup in one process cannot clash)."""
     try:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
     except ImportError as exc:
@@ -21,16 +22,25 @@ def prometheus_reader() -> Any:
             "the Prometheus endpoint needs the [prometheus] extra: "
             "pip install 'agent-failover[prometheus]'"
         ) from exc
-    return PrometheusMetricReader()
+    return PrometheusMetricReader(registry=registry)
 
 
-def serve_metrics(host: str, port: int) -> Any:
-    """Serve the default registry on ``host:port`` in a daemon thread; returns the server
+def new_registry() -> Any:
+    """A fresh ``prometheus_client`` registry (None when the extra is missing)."""
+    try:
+        from prometheus_client import CollectorRegistry
+    except ImportError:
+        return None
+    return CollectorRegistry(auto_describe=True)
+
+
+def serve_metrics(host: str, port: int, registry: Any) -> Any:
+    """Serve ``registry`` on ``host:port`` in a daemon thread; returns the server
     (``server_port`` is the bound port, ``shutdown()`` stops it)."""
     from prometheus_client import start_http_server
 
     try:
-        server, _thread = start_http_server(port, addr=host)
+        server, _thread = start_http_server(port, addr=host, registry=registry)
     except OSError as exc:
         raise TelemetryConfigError(
             f"FAILOVER_METRICS_PORT: cannot listen on {host}:{port} ({exc})"

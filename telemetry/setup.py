@@ -171,7 +171,12 @@ def setup_telemetry(
         for p in processors:
             out.tracer_provider.add_span_processor(p)
         trace.set_tracer_provider(out.tracer_provider)
-    readers = [*metric_readers, *_metric_readers(config)]
+    registry = None
+    if "prometheus" in config.metrics:
+        from agent_failover.telemetry.prometheus import new_registry
+
+        registry = new_registry()
+    readers = [*metric_readers, *_metric_readers(config, registry)]
     if readers:
         from temporalio.contrib.opentelemetry import ReplaySafeMeterProvider
 
@@ -181,7 +186,7 @@ def setup_telemetry(
     if "prometheus" in config.metrics and config.metrics_port is not None:
         from agent_failover.telemetry.prometheus import serve_metrics
 
-        out.metrics_server = serve_metrics(config.metrics_host, config.metrics_port)
+        out.metrics_server = serve_metrics(config.metrics_host, config.metrics_port, registry)
         out.metrics_port = out.metrics_server.server_port
     return out
 
@@ -195,7 +200,7 @@ def _span_processors(mode: str, extra: SpanExporter | None) -> list[Any]:
     return processors
 
 
-def _metric_readers(config: TelemetryConfig) -> list[MetricReader]:
+def _metric_readers(config: TelemetryConfig, registry: Any) -> list[MetricReader]:
     readers: list[MetricReader] = []
     if "console" in config.metrics:
         readers.append(
@@ -208,7 +213,7 @@ def _metric_readers(config: TelemetryConfig) -> list[MetricReader]:
     if "prometheus" in config.metrics:
         from agent_failover.telemetry.prometheus import prometheus_reader
 
-        readers.append(prometheus_reader())
+        readers.append(prometheus_reader(registry))
     return readers
 
 

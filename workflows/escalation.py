@@ -25,6 +25,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from agent_failover.workflows import observe
     from agent_failover.workflows.models import (
         BlockedStep,
         EscalationAction,
@@ -85,6 +86,7 @@ class EscalationDesk:
             self._opened_at = workflow.now().timestamp()
             self.state = EscalationState.PENDING
         self._blocked.append(blocked)
+        observe.escalation("opened", blocked.step, blocked.role, blocked.reason)
         self.pending = self._snapshot(list(self._blocked)).model_copy(
             update={"opened_at": self._opened_at, "timeout_s": timeout_s}
         )
@@ -105,6 +107,8 @@ class EscalationDesk:
         except TimeoutError:
             self._decisions.setdefault(round_no, None)
         decision = self._decisions[round_no]
+        outcome = "timed out" if decision is None else decision.action.value
+        observe.escalation("resolved", blocked.step, blocked.role, outcome)
         self._close(round_no, decision)
         return decision
 

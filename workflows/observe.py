@@ -206,3 +206,21 @@ def answered(call: _ResilientCall, out: AgentOutput) -> None:
 
 def _codes(out: AgentOutput) -> list[str]:
     return [c.value for c in out.reason_codes]
+
+
+def escalation(kind: str, step: str, role: str, detail: str) -> None:
+    """An escalation ``opened`` (waiting for a human) or ``resolved`` (decision or timeout)."""
+    event(
+        names.EV_ESCALATION_OPENED if kind == "opened" else names.EV_ESCALATION_RESOLVED,
+        {"failover.step": step, "failover.role": role, "failover.detail": detail[:200]},
+    )
+    instruments().escalations.add(1, {"event": kind, "role": role})
+
+
+def compensation(kind: str, step: str, tool: str, error: str | None = None) -> None:
+    """A saga compensation that ``run`` (undone) or ``failed`` (it will escalate)."""
+    event(
+        names.EV_COMPENSATION_RUN if kind == "run" else names.EV_COMPENSATION_FAILED,
+        {"failover.step": step, "failover.tool": tool, "failover.error": (error or "")[:200]},
+    )
+    instruments().compensations.add(1, {"outcome": kind, "tool": tool})

@@ -77,6 +77,7 @@ with workflow.unsafe.imports_passed_through():
         idempotency_key,
         render_args,
     )
+    from agent_failover.workflows import observe
     from agent_failover.workflows.escalation import EscalationDesk
     from agent_failover.workflows.inputs import workflow_input
     from agent_failover.workflows.models import (
@@ -99,7 +100,10 @@ with workflow.unsafe.imports_passed_through():
         StepResult,
     )
     from agent_failover.workflows.resilient import LOCAL_ACTIVITY_RETRY, resilient_complete
-    from agent_failover.workflows.search_attributes import upsert_failover_search_attributes
+    from agent_failover.workflows.search_attributes import (
+        set_failover_details,
+        upsert_failover_search_attributes,
+    )
 
 
 #: Roles the pipeline stages use; specialists are every other role in the policy.
@@ -211,6 +215,7 @@ class AgentPipelineWorkflow:
         self._phase = "done"
         self._pending = []
         summary = self._summary()
+        self._details(summary)
         return PipelineResult(
             answer=answer,
             confidence=confidence,
@@ -521,7 +526,9 @@ class AgentPipelineWorkflow:
                 10.0,
             )
         except ActivityError as exc:
+            observe.compensation("failed", eff.step, eff.compensation_tool, _cause(exc))
             return _cause(exc)
+        observe.compensation("run", eff.step, eff.compensation_tool)
         return None
 
     async def _unwind(self) -> list[CompensationEntry]:
@@ -583,7 +590,18 @@ class AgentPipelineWorkflow:
         return {s.step: s.output.attempts for s in self._steps}
 
     def _upsert(self) -> None:
-        upsert_failover_search_attributes(self._summary(), escalation_state=self._desk.state.value)
+        summary = self._summary()
+        upsert_failover_search_attributes(summary, escalation_state=self._desk.state.value)
+        self._details(summary)
+
+    def _details(self, summary: FailoverSummary | None = None) -> None:
+        # Current details are metadata, not a command: updating them never affects replay.
+        set_failover_details(
+            [(s.step, s.output) for s in self._steps],
+            summary or self._summary(),
+            escalation_state=self._desk.state.value,
+            phase=self._phase,
+        )
 
     @workflow.update(name="resolve")
     def resolve(self, decision: EscalationDecision) -> EscalationReceipt:

@@ -24,6 +24,7 @@ from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.contracts import AgentOutput
+    from agent_failover.resilience.details import step_table
     from agent_failover.resilience.pipeline import FailoverSummary, summarize
 
 FAILOVER_COUNT = SearchAttributeKey.for_int("FailoverCount")
@@ -42,12 +43,16 @@ def upsert_failover_search_attributes(
     """Upsert the four attributes from a workflow's answers so far; returns the summary.
 
     Call from workflow code after each ``resilient_complete`` (or once at the end).
-    ``outputs`` may also be a precomputed :class:`FailoverSummary`.
+    Given the answers, it also keeps the run's current details (the markdown step table
+    the Temporal UI shows) up to date. ``outputs`` may also be a precomputed
+    :class:`FailoverSummary` (then the details are the caller's: :func:`set_failover_details`).
     """
     if isinstance(outputs, FailoverSummary):
         summary = outputs
     else:
-        summary = summarize([(str(i), out) for i, out in enumerate(outputs)])
+        steps = [(f"{i + 1}. {out.role}", out) for i, out in enumerate(outputs)]
+        summary = summarize(steps)
+        set_failover_details(steps, summary, escalation_state=escalation_state)
     workflow.upsert_search_attributes(
         [
             FAILOVER_COUNT.value_set(summary.failover_count),
@@ -57,6 +62,22 @@ def upsert_failover_search_attributes(
         ]
     )
     return summary
+
+
+def set_failover_details(
+    steps: Iterable[tuple[str, AgentOutput]],
+    summary: FailoverSummary | None = None,
+    *,
+    escalation_state: str = "none",
+    phase: str | None = None,
+) -> None:
+    """Show the run's steps (tier, route, reason codes, latency) as markdown in the
+    Temporal UI (``workflow.set_current_details``). Call from workflow code."""
+    steps = list(steps)
+    summary = summary if summary is not None else summarize(steps)
+    workflow.set_current_details(
+        step_table(steps, summary, escalation=escalation_state, phase=phase)
+    )
 
 
 async def register_search_attributes(client: Client) -> list[str]:
