@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterable
+from typing import Any
 
 #: Third-party loggers that log every request or poll at INFO.
 CHATTY_LOGGERS = ("httpx", "httpcore", "aiohttp.access")
@@ -63,12 +64,13 @@ class DemoteBenign(logging.Filter):
         return True
 
 
-def forward_core_logs() -> bool:
+def forward_core_logs(metrics: Any = None) -> bool:
     """Send the Temporal core's logs through Python logging (tried once per process).
 
     Must run before the first Temporal client or worker is created; returns False if
     it already ran or the default runtime was already set (then the core keeps logging
-    on its own).
+    on its own). ``metrics`` (a ``temporalio.runtime.MetricBuffer``) also collects the
+    SDK's own metrics for :func:`agent_failover.telemetry.sdk.export_sdk_metrics`.
     """
     global _core_attempted
     if _core_attempted:
@@ -87,7 +89,8 @@ def forward_core_logs() -> bool:
             logging=LoggingConfig(
                 filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
                 forwarding=LogForwardingConfig(logger=logging.getLogger(CORE_LOGGER)),
-            )
+            ),
+            metrics=metrics,
         )
     )
     try:

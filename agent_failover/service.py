@@ -328,16 +328,28 @@ def _fail(message: str, code: int) -> SystemExit:
 
 async def main() -> None:
     from agent_failover.logs import configure_logging, forward_core_logs
+    from agent_failover.telemetry.sdk import export_sdk_metrics, sdk_metrics_buffer
+    from agent_failover.telemetry.setup import setup_telemetry
 
     try:
         configure_logging(os.environ.get("LOG_LEVEL", "INFO"))
-        forward_core_logs()
+        # Before any client: OTEL_* decide traces and metrics (the plugin traces only then).
+        telemetry = setup_telemetry("agent-failover-worker")
+        buffer = sdk_metrics_buffer(telemetry)
+        forward_core_logs(metrics=buffer)
         grace_s = shutdown_grace_s()
     except ValueError as exc:
         raise _fail(str(exc), 2) from None
-    from agent_failover.telemetry.setup import setup_telemetry
+    if telemetry.metrics_port is not None:
+        log.info("metrics: Prometheus scrape endpoint on port %d", telemetry.metrics_port)
+    try:
+        async with export_sdk_metrics(telemetry, buffer):
+            await _serve(grace_s)
+    finally:
+        telemetry.shutdown()
 
-    setup_telemetry("agent-failover-worker")
+
+async def _serve(grace_s: float) -> None:
     policy = load_policy_or_exit(os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH))
     role, codec = _role_and_codec_or_exit(policy)
     address = connect_config()["target_host"]

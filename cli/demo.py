@@ -43,6 +43,7 @@ from agent_failover.workflows.models import (
     PipelineStatus,
 )
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from agent_failover.workflows.search_attributes import pipeline_summary
 
 ANTHROPIC = ("anthropic-us-east", "anthropic-eu-west")
 #: The primary's model behind other clouds' regional endpoints (tier-1 standbys).
@@ -147,6 +148,7 @@ async def _run_pipeline(stack: DevStack, phase: Phase, task: str, console: Conso
         id=wid,
         task_queue=stack.task_queue,
         result_type=PipelineResult,
+        static_summary=pipeline_summary(task),
     )
     result_task = asyncio.create_task(handle.result())
     try:

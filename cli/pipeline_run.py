@@ -61,6 +61,7 @@ async def run_pipeline(
     """Start, follow and print one pipeline."""
     from agent_failover.workflows.models import PipelineResult
     from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+    from agent_failover.workflows.search_attributes import pipeline_summary
 
     await require_worker(client, task_queue)
     wid = f"pipeline-{uuid.uuid4().hex[:12]}"
@@ -70,6 +71,7 @@ async def run_pipeline(
         id=wid,
         task_queue=task_queue,
         result_type=PipelineResult,
+        static_summary=pipeline_summary(inp.task),
     )
     link = _ui_link(address, client.namespace, wid)
     console.print(f"started {wid} on task queue {task_queue}", highlight=False)

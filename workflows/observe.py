@@ -160,6 +160,13 @@ def hedge(call: _ResilientCall, kind: str, handle: Any, attempt: PlannedAttempt)
     instruments().hedges.add(1, {"role": call.role_name, "event": kind})
 
 
+def skipped(call: _ResilientCall, route: str, tier: int, reason: str) -> None:
+    """A route the plan skipped (breaker open, cooling down): the first one skipped is
+    what whichever route answers substitutes for."""
+    if call.obs.last_failed is None and call.obs.attempt_no == 0:
+        call.obs.last_failed = (route, tier, reason)
+
+
 def sla_demoted(call: _ResilientCall, route: str, reason: str) -> None:
     """A route the plan moved last because its p95/p99 breach the role's SLA."""
     stats = call.ctx.snapshot.get(route).stats

@@ -471,6 +471,7 @@ class _ResilientCall:
                 SkipReason.COOLING_DOWN,
                 SkipReason.HALF_OPEN,
             ):
+                observe.skipped(self, s.route, s.tier, s.code.value)
                 self.state.add_reason(ReasonCode.BREAKER_OPEN)
                 self.state.add_reason(ReasonCode.MODEL_UNAVAILABLE)
             elif s.code is SkipReason.SLA_DEMOTED:

@@ -64,6 +64,19 @@ def upsert_failover_search_attributes(
     return summary
 
 
+#: Characters of the task shown in a run's static summary (the UI shows one line).
+SUMMARY_TASK_CHARS = 160
+
+
+def pipeline_summary(task: str) -> str:
+    """The static summary to start a pipeline with (``start_workflow(static_summary=...)``):
+    what it was asked; how it went (worst tier, steps) is in its current details."""
+    text = " ".join(task.split())
+    if len(text) > SUMMARY_TASK_CHARS:
+        text = text[: SUMMARY_TASK_CHARS - 1] + "…"
+    return f"pipeline: {text}"
+
+
 def set_failover_details(
     steps: Iterable[tuple[str, AgentOutput]],
     summary: FailoverSummary | None = None,

@@ -30,13 +30,18 @@ class Captured:
     reader: InMemoryMetricReader
 
 
+#: The Prometheus endpoint of the tests: loopback, a free port.
+SCRAPE_CONFIG = TelemetryConfig(metrics=("prometheus",), metrics_port=0, metrics_host="127.0.0.1")
+
+
 @pytest.fixture
 def captured() -> Iterator[Captured]:
-    """Tracing and metrics on (in memory only), off again after the test."""
+    """Tracing and metrics on (in memory, plus the Prometheus endpoint on 127.0.0.1),
+    off again after the test."""
     reset_breaker_states()
     spans, reader = InMemorySpanExporter(), InMemoryMetricReader()
     tel = setup_telemetry(
-        "telemetry-test", config=TelemetryConfig(), span_exporter=spans, metric_readers=[reader]
+        "telemetry-test", config=SCRAPE_CONFIG, span_exporter=spans, metric_readers=[reader]
     )
     try:
         yield Captured(tel, spans, reader)
