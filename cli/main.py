@@ -292,6 +292,52 @@ def status(
 
 
 @app.command()
+def report(
+    since: Annotated[
+        str, typer.Option(help="Window: runs started in the last 30m, 1h, 2d...")
+    ] = "1h",
+    address: AddressOpt = None,
+    limit: Annotated[int, typer.Option(min=1, help="Runs read at most (newest first).")] = 500,
+    metrics_url: Annotated[
+        str | None,
+        typer.Option(
+            help="A worker's scrape endpoint (http://host:9464/metrics): adds breaker "
+            "states and times to restoration."
+        ),
+    ] = None,
+) -> None:
+    """The dashboard's figures as tables: degraded-mode rate, substitutions, cascade depth
+    and validation pass rate by role; attempts, p50/p95/p99 and TTFT by route; escalations
+    and side effects. Reads the runs carrying the failover search attributes from Temporal.
+    """
+    from agent_failover.cli.report import build_report, parse_since, report_tables
+    from agent_failover.cli.report_fetch import fetch_breakers, fetch_runs
+
+    async def body() -> None:
+        try:
+            window = parse_since(since)
+        except ValueError as exc:
+            raise CliError(str(exc), EXIT_BAD_INPUT) from None
+        client = await _client(address)
+        runs, truncated = await fetch_runs(client, window, limit)
+        for table in report_tables(build_report(runs), since):
+            console.print(table)
+        if truncated:
+            console.print(f"(the newest {limit} runs only: raise --limit for more)")
+        if metrics_url:
+            from rich.table import Table
+
+            breakers = Table(title=f"breakers ({metrics_url})")
+            for col in ("route", "state", "mean time to restoration"):
+                breakers.add_column(col)
+            for row in await fetch_breakers(metrics_url):
+                breakers.add_row(*row)
+            console.print(breakers)
+
+    _guard(lambda: asyncio.run(body()), address=_shown_address(address))
+
+
+@app.command()
 def force(
     route: Annotated[str, typer.Argument(help="Route (endpoint name).")],
     state_: Annotated[str, typer.Argument(metavar="STATE", help="open, closed or release.")],

@@ -8,6 +8,7 @@ from collections import defaultdict
 import httpx
 import pytest
 
+from agent_failover.cli.report_fetch import fetch_breakers
 from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.telemetry import names
@@ -139,3 +140,6 @@ async def test_prometheus_endpoint_serves_the_series_over_http(
     ):
         assert f"\n{series}{{" in text, series
     assert 'failover_route="' not in text and f'route="{PRIMARY}"' in text
+    # `failover report --metrics-url` reads the breaker states from the same endpoint
+    breakers = {r[0]: r[1] for r in await fetch_breakers(f"http://127.0.0.1:{port}/metrics")}
+    assert breakers[PRIMARY] == "open"
