@@ -7,6 +7,9 @@ worker of a client it is given to):
   and, when the payload codec is on (``codec=``, default: on when ``FAILOVER_CODEC_KEYS``
   is set), the AES-GCM codec of :mod:`agent_failover.codec` with encoded failure
   attributes; the Redis response cache then stores answers encrypted too;
+* when tracing is on (``tracing=``, default: on when Temporal's replay-safe tracer provider
+  is installed, e.g. by ``setup_telemetry``), adds Temporal's ``OpenTelemetryInterceptor``
+  to the worker and its bulkhead workers (unless their client already traces);
 * adds our modules to the workflow sandbox's passthrough list (ours only: a user module
   that happens to be called ``activities`` is never passed through);
 * registers the failover activities (``role_context``, ``call_model``, cache, probes...)
@@ -125,7 +128,8 @@ class FailoverPlugin(SimplePlugin):
     ``codec``: None (on when ``FAILOVER_CODEC_KEYS`` is set), True (on, keys from the
     environment, an error if they are missing), False (off), or a ``PayloadCodec``.
     ``bulkheads``: which bulkhead task queues run beside the main worker (None: all of
-    the policy's; ``()``: none, other processes serve them).
+    the policy's; ``()``: none, other processes serve them). ``tracing``: None (on when a
+    replay-safe tracer provider is installed), True (on, an error without one), False.
     """
 
     def __init__(
