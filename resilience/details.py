@@ -17,6 +17,10 @@ from agent_failover.resilience.pipeline import FailoverSummary
 MAX_ROWS = 40
 #: Reason codes shown per row.
 MAX_CODES = 4
+#: Failed routes named per row; the rest are counted.
+MAX_FAILED = 2
+#: Characters per cell at most.
+MAX_CELL = 120
 TIER_NAMES = {0: "primary", 1: "standby", 2: "fallback", 3: "degraded"}
 
 
@@ -52,7 +56,7 @@ def step_table(
 
 def _row(step: str, out: AgentOutput) -> str:
     codes = [c.value for c in out.reason_codes]
-    shown = ", ".join(codes[:MAX_CODES]) + (" …" if len(codes) > MAX_CODES else "")
+    shown = ", ".join(codes[:MAX_CODES]) + _more(len(codes) - MAX_CODES)
     failed = [
         f"{a.route} ({a.outcome})"
         for a in out.attempts
@@ -66,11 +70,15 @@ def _row(step: str, out: AgentOutput) -> str:
         out.capability.value,
         _cell(shown or "–"),
         latency,
-        _cell(", ".join(failed[:3]) + (" …" if len(failed) > 3 else "") or "–"),
+        _cell(", ".join(failed[:MAX_FAILED]) + _more(len(failed) - MAX_FAILED) or "–"),
     ]
     return "| " + " | ".join(cells) + " |"
 
 
+def _more(n: int) -> str:
+    return f" +{n} more" if n > 0 else ""
+
+
 def _cell(text: str) -> str:
-    # A pipe inside a cell would split the row; model/route names are short already.
-    return text.replace("|", "\\|").replace("\n", " ")[:80]
+    # A pipe inside a cell would split the row; the length bound keeps history small.
+    return text.replace("|", "\\|").replace("\n", " ")[:MAX_CELL]
