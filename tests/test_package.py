@@ -17,10 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
     "resilience": {"resilience"},
     "providers": {"providers"},
-    "stores": {"stores", "resilience", "providers"},
+    # telemetry is a leaf (it imports only itself and OpenTelemetry), so any layer may
+    # record to it: stores count their outages, workflows their substitutions.
+    "stores": {"stores", "resilience", "providers", "telemetry"},
     "telemetry": {"telemetry"},
     "activities": {"activities", "providers", "stores", "resilience", "telemetry"},
-    "workflows": {"workflows", "activities", "providers", "resilience"},
+    "workflows": {"workflows", "activities", "providers", "resilience", "telemetry"},
 }
 #: The provider vocabulary the pure core may use: value types with no IO.
 PURE_PROVIDER_MODULES = {"models", "endpoint", "errors", "tokens"}
