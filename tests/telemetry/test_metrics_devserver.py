@@ -52,21 +52,22 @@ def _sum(pts: list, **attrs: object) -> float:
 async def test_failover_metrics_after_a_primary_outage(
     traced: Harness, sim_admin: SimAdmin, captured: Captured
 ) -> None:
-    """Primary throttled with Retry-After, two calls: attempts by outcome, a substitution
-    tier 0 → 1 once (the breaker skips the primary the second time), answers by tier,
-    cascade depth, the GenAI duration/tokens/TTFC, the breaker's transition and gauge."""
-    await sim_admin.set_faults(PRIMARY, [{"kind": "rate_limit", "retry_after": 60}])
+    """Primary rejects our key (its breaker opens at once), two calls: attempts by outcome,
+    a substitution tier 0 → 1 each time (failed, then skipped by the open breaker), answers
+    by tier, cascade depth, the GenAI duration/tokens/TTFC, the breaker's transition and
+    gauge."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "auth_error"}])
     outs = [await _call(traced) for _ in range(2)]
     assert [o.tier for o in outs] == [1, 1]
     pts = points(captured)
-    assert _sum(pts[names.ATTEMPTS], route=PRIMARY, outcome="rate_limited") == 1
+    assert _sum(pts[names.ATTEMPTS], route=PRIMARY, outcome="auth") == 1
     assert _sum(pts[names.ATTEMPTS], outcome="ok") == 2
-    assert _sum(pts[names.SUBSTITUTIONS], from_tier=0, to_tier=1, reason="rate_limited") == 1
+    assert _sum(pts[names.SUBSTITUTIONS], from_tier=0, to_tier=1, reason="auth") == 1
     assert _sum(pts[names.ANSWERS], role="plain", tier=1, capability="full") == 2
     depth = [p for p in pts[names.CASCADE_DEPTH] if p.attributes["role"] == "plain"]
     assert sum(p.count for p in depth) == 2 and sum(p.sum for p in depth) == 3
     dur = pts[names.GEN_AI_CLIENT_OPERATION_DURATION]
-    assert any(p.attributes.get(names.ERROR_TYPE) == "rate_limited" for p in dur)
+    assert any(p.attributes.get(names.ERROR_TYPE) == "auth" for p in dur)
     ok = [p for p in dur if names.ERROR_TYPE not in p.attributes]
     assert sum(p.count for p in ok) == 2 and all(p.sum > 0 for p in ok)
     assert all(p.attributes[names.GEN_AI_OPERATION_NAME] == "chat" for p in dur)
@@ -94,7 +95,7 @@ async def test_hedge_cache_and_static_metrics(
     )
     assert first.capability.value == "full"
     for route in traced.policy.endpoints:
-        await sim_admin.set_faults(route, [{"kind": "rate_limit", "retry_after": 60}])
+        await sim_admin.set_faults(route, [{"kind": "auth_error"}])
     cached = await traced.client.execute_workflow(
         ResilientCallWorkflow.run,
         CallInput(role="hedged", request=request),
@@ -119,7 +120,7 @@ async def test_prometheus_endpoint_serves_the_series_over_http(
 ) -> None:
     """The worker's scrape endpoint (127.0.0.1, a free port) serves our series and the
     GenAI ones in Prometheus' text format after a failover."""
-    await sim_admin.set_faults(PRIMARY, [{"kind": "rate_limit", "retry_after": 60}])
+    await sim_admin.set_faults(PRIMARY, [{"kind": "auth_error"}])
     await _call(traced)
     port = captured.telemetry.metrics_port
     assert port

@@ -121,7 +121,7 @@ async def test_endpoint_serves_every_dashboard_series(
     )
     assert ok_undo.compensated
     for route in traced.policy.endpoints:
-        await sim_admin.set_faults(route, [{"kind": "rate_limit", "retry_after": 60}])
+        await sim_admin.set_faults(route, [{"kind": "auth_error"}])
     await hedged_call()
     # A shared store losing its backend is counted where the link notices it.
     from agent_failover.telemetry import record

@@ -114,11 +114,11 @@ async def test_hedge_events_fired_won_cancelled(
 async def test_every_route_down_serves_static_with_breaker_events(
     traced: Harness, sim_admin: SimAdmin, captured: Captured
 ) -> None:
-    """Every live route throttles with Retry-After: the calls end on the static fallback
+    """Every live route rejects our key: the calls end on the static fallback
     (a substitution to ``static`` and a static-served event each), and the breakers'
     trips are span events of the attempts' activities."""
     for route in ALL:
-        await sim_admin.set_faults(route, [{"kind": "rate_limit", "retry_after": 60}])
+        await sim_admin.set_faults(route, [{"kind": "auth_error"}])
     outs = [await _call(traced) for _ in range(3)]
     assert all(o.capability.value in ("static", "degraded") for o in outs)
     spans = list(captured.spans.get_finished_spans())
@@ -128,4 +128,4 @@ async def test_every_route_down_serves_static_with_breaker_events(
     assert any(e["failover.to"] in ("static", "cache") for e in subs)
     trips = _events(spans, names.EV_BREAKER_TRANSITION)
     assert trips and all(e["failover.breaker.to"] == "open" for e in trips)
-    assert all(e["failover.breaker.reason"] == "rate_limited" for e in trips)
+    assert all(e["failover.breaker.reason"] == "auth_failure" for e in trips)
