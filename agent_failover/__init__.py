@@ -51,6 +51,10 @@ _EXPORTS: dict[str, str] = {
     "upsert_failover_search_attributes": "agent_failover.workflows.search_attributes",
     "register_search_attributes": "agent_failover.workflows.search_attributes",
     "SEARCH_ATTRIBUTES": "agent_failover.workflows.search_attributes",
+    "set_failover_details": "agent_failover.workflows.search_attributes",
+    "pipeline_summary": "agent_failover.workflows.search_attributes",
+    # telemetry (OTEL_* environment; off unless configured)
+    "setup_telemetry": "agent_failover.telemetry.setup",
     # the worker side
     "FailoverPlugin": "agent_failover.plugin",
     "connect_client": "agent_failover.connect",
@@ -86,8 +90,11 @@ __all__ = [
     "__version__",
     "connect_client",
     "load_policy",
+    "pipeline_summary",
     "register_search_attributes",
     "resilient_complete",
+    "set_failover_details",
+    "setup_telemetry",
     "upsert_failover_search_attributes",
 ]
 
@@ -113,11 +120,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ReasonCode,
     )
     from agent_failover.resilience.options import CallOptions, OnExhausted, RosterOverride
+    from agent_failover.telemetry.setup import setup_telemetry
     from agent_failover.workflows.errors import FailoverExhausted
     from agent_failover.workflows.resilient import resilient_complete
     from agent_failover.workflows.search_attributes import (
         SEARCH_ATTRIBUTES,
+        pipeline_summary,
         register_search_attributes,
+        set_failover_details,
         upsert_failover_search_attributes,
     )
 

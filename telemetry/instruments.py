@@ -18,6 +18,8 @@ from typing import Any
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.metrics import _internal as _metrics_internal
+from opentelemetry.metrics._internal import _ProxyMeterProvider
 
 from agent_failover.telemetry import names
 
@@ -82,10 +84,19 @@ class Instruments:
 _cache: tuple[object, Instruments] | None = None
 
 
+def enabled() -> bool:
+    """True once a real meter provider is installed; recorders return at once otherwise
+    (nothing configured must cost nothing on the hot path)."""
+    # The installed provider itself (None until one is set), without the environment
+    # read get_meter_provider() makes on every call.
+    provider = _metrics_internal._METER_PROVIDER
+    return provider is not None and not isinstance(provider, _ProxyMeterProvider)
+
+
 def instruments() -> Instruments:
     """The instruments of the current global meter provider (built on first use)."""
     global _cache
-    provider = metrics.get_meter_provider()
+    provider = _metrics_internal._METER_PROVIDER  # None until set: the proxy's instruments
     cached = _cache
     if cached is not None and cached[0] is provider:
         return cached[1]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_failover.telemetry import names
-from agent_failover.telemetry.instruments import instruments, note_breaker_state
+from agent_failover.telemetry.instruments import enabled, instruments, note_breaker_state
 from agent_failover.telemetry.spans import event, provider_name
 
 
@@ -31,6 +31,8 @@ def genai_attributes(endpoint: Any, response_model: str | None = None) -> dict[s
 
 def attempt_answered(role: str, endpoint: Any, reply: Any) -> None:
     """An attempt that answered: duration, tokens, time to first chunk, cost, validation."""
+    if not enabled():
+        return
     inst = instruments()
     attrs = genai_attributes(endpoint, reply.model)
     inst.duration.record(reply.latency_ms / 1000, attrs)
@@ -49,6 +51,8 @@ def attempt_failed(
     role: str, endpoint: Any, error_class: str, elapsed_ms: float, *, semantic: bool
 ) -> None:
     """An attempt that failed with a classified error (``error.type`` is its class)."""
+    if not enabled():
+        return
     inst = instruments()
     attrs = {**genai_attributes(endpoint), names.ERROR_TYPE: error_class}
     inst.duration.record(elapsed_ms / 1000, attrs)

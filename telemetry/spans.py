@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.trace import NoOpTracer, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import INVALID_SPAN, NoOpTracer, Span, SpanKind, Status, StatusCode
+from temporalio.contrib.opentelemetry import ReplaySafeTracerProvider
 
 from agent_failover.telemetry import names
 
@@ -32,10 +33,10 @@ _NOOP = NoOpTracer()
 
 def workflow_tracer() -> trace.Tracer:
     """The tracer for workflow code: real only under the replay-safe provider."""
-    from temporalio.contrib.opentelemetry import ReplaySafeTracerProvider
-
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, ReplaySafeTracerProvider):
+    # The installed provider itself (None until one is set): get_tracer_provider() reads
+    # the environment on every call, which the hot path of a no-telemetry run should not.
+    provider = trace._TRACER_PROVIDER  # type: ignore[attr-defined]
+    if provider is not None and type(provider) is ReplaySafeTracerProvider:
         return provider.get_tracer(names.TRACER_NAME)
     return _NOOP
 
@@ -56,7 +57,11 @@ def start_attempt_span(
     hedge: bool,
     max_tokens: int | None = None,
 ) -> Span:
-    """The span of one attempt: ``chat {gen_ai.request.model}``, a client span."""
+    """The span of one attempt: ``chat {gen_ai.request.model}``, a client span (the
+    no-op span, built for nothing, when tracing is off)."""
+    tracer = workflow_tracer()
+    if tracer is _NOOP:
+        return INVALID_SPAN
     attrs: dict[str, Any] = {
         names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
         names.GEN_AI_PROVIDER_NAME: provider,
@@ -69,7 +74,7 @@ def start_attempt_span(
     }
     if max_tokens:
         attrs[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
-    return workflow_tracer().start_span(
+    return tracer.start_span(
         f"{names.OPERATION_CHAT} {model}", kind=SpanKind.CLIENT, attributes=attrs
     )
 
