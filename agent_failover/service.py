@@ -336,7 +336,8 @@ async def main() -> None:
         # Before any client: OTEL_* decide traces and metrics (the plugin traces only then).
         telemetry = setup_telemetry("agent-failover-worker")
         buffer = sdk_metrics_buffer(telemetry)
-        forward_core_logs(metrics=buffer)
+        if not forward_core_logs(metrics=buffer):
+            buffer = None  # the runtime was set before us: no SDK metrics to drain
         grace_s = shutdown_grace_s()
     except ValueError as exc:
         raise _fail(str(exc), 2) from None

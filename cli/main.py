@@ -46,6 +46,7 @@ state = _State()
 
 @app.callback()
 def _setup(
+    ctx: typer.Context,
     verbose: Annotated[
         bool,
         typer.Option(
@@ -59,6 +60,10 @@ def _setup(
     from agent_failover.logs import configure_logging, forward_core_logs
 
     state.verbose = verbose
+    if ctx.invoked_subcommand == "worker":
+        # The worker sets up its own logging and Temporal runtime (with the SDK metrics
+        # buffer when metrics are exported): the runtime can be set once per process.
+        return
     configure_logging(logging.WARNING, verbose=verbose, fmt="%(levelname)s %(message)s")
     forward_core_logs()
     for name in ("temporalio.workflow", "temporalio.activity"):
