@@ -28,7 +28,9 @@ _PROVIDER_NAMES = {
     ("gemini", "gcp"): "gcp.vertex_ai",
     ("bedrock", "aws"): "aws.bedrock",
 }
-_NOOP = NoOpTracer()
+#: The tracer of a run without tracing (callers compare against it to skip work).
+NOOP_TRACER = NoOpTracer()
+_NOOP = NOOP_TRACER
 
 
 def workflow_tracer() -> trace.Tracer:
@@ -56,6 +58,7 @@ def start_attempt_span(
     attempt: int,
     hedge: bool,
     max_tokens: int | None = None,
+    parent: Span | None = None,
 ) -> Span:
     """The span of one attempt: ``chat {gen_ai.request.model}``, a client span (the
     no-op span, built for nothing, when tracing is off)."""
@@ -74,8 +77,9 @@ def start_attempt_span(
     }
     if max_tokens:
         attrs[names.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+    context = trace.set_span_in_context(parent) if parent is not None else None
     return tracer.start_span(
-        f"{names.OPERATION_CHAT} {model}", kind=SpanKind.CLIENT, attributes=attrs
+        f"{names.OPERATION_CHAT} {model}", context=context, kind=SpanKind.CLIENT, attributes=attrs
     )
 
 

@@ -23,12 +23,14 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.telemetry import names
     from agent_failover.telemetry.instruments import instruments
     from agent_failover.telemetry.spans import (
+        NOOP_TRACER,
         end_attempt_span,
         event,
         provider_name,
         start_attempt_span,
         workflow_tracer,
     )
+
 
 if TYPE_CHECKING:
     from agent_failover.resilience.planner import PlannedAttempt
@@ -48,18 +50,31 @@ class CallTelemetry:
 
 @contextmanager
 def call_span(call: _ResilientCall) -> Iterator[trace.Span]:
-    """The span of one resilient call (``invoke_agent {role}``), current while it runs."""
+    """The span of one resilient call (``invoke_agent {role}``); its attempts are its
+    children. It is never made the current span: a context attached across an ``await``
+    would be detached in another context when an evicted workflow's coroutine is closed."""
+    tracer = workflow_tracer()
+    if tracer is NOOP_TRACER:
+        yield trace.INVALID_SPAN
+        return
     role = call.role_name
-    with workflow_tracer().start_as_current_span(
+    span = tracer.start_span(
         f"{names.OPERATION_INVOKE_AGENT} {role}",
         attributes={
             names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
             names.GEN_AI_AGENT_NAME: role,
             names.ATTR_ROLE: role,
         },
-    ) as span:
-        call.obs.span = span
+    )
+    call.obs.span = span
+    try:
         yield span
+    except GeneratorExit:
+        raise  # evicted from the worker's cache: the run goes on (replayed) elsewhere
+    except BaseException:
+        span.end()
+        raise
+    span.end()
 
 
 def attempt_started(call: _ResilientCall, attempt: PlannedAttempt, max_tokens: int | None) -> Any:
@@ -81,15 +96,22 @@ def attempt_started(call: _ResilientCall, attempt: PlannedAttempt, max_tokens: i
         attempt=obs.attempt_no,
         hedge=attempt.hedge,
         max_tokens=max_tokens,
+        parent=obs.span,
     )
     obs.pending = span
+    if not span.is_recording():
+        return None
+    # Current only while the activity is scheduled (no await until attempt_scheduled), so
+    # Temporal's interceptor makes the activity a child of the attempt.
     return otel_context.attach(trace.set_span_in_context(span))
 
 
 def attempt_scheduled(call: _ResilientCall, handle: Any, token: Any) -> None:
-    """The activity is scheduled: remember its span by handle, restore the call's context."""
-    otel_context.detach(token)
-    call.obs.spans[handle] = call.obs.pending
+    """The activity is scheduled: remember its span by handle, restore the context."""
+    if token is not None:
+        otel_context.detach(token)
+    if call.obs.pending.is_recording():
+        call.obs.spans[handle] = call.obs.pending
 
 
 def attempt_finished(call: _ResilientCall, handle: Any, r: _AttemptResult) -> None:
