@@ -4,6 +4,7 @@ server, one time-skipping server per test session; the simulator is reset betwee
 
 from __future__ import annotations
 
+import gc
 import os
 
 # Cloud credential chains must never look for an instance metadata server from a test
@@ -23,6 +24,22 @@ from agent_failover.testing.servers import start_dev_server, start_time_skipping
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import RunningSimulator, start_simulator
 from tests.workflows.helpers import with_test_roles
+
+#: Test folders whose tests build Temporal workers (sandboxed workflow validation).
+_WORKER_TIERS = ("workflows", "chaos", "deploy", "examples", "cli", "contrib", "telemetry", "drill")
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage_before_workers(request: pytest.FixtureRequest) -> None:
+    """Finalize the previous tests' garbage before a test builds workers.
+
+    On Python 3.10/3.11 a finalizer that imports (a never-awaited coroutine's warning) can
+    run inside the workflow sandbox's module lock and fail validation with ``KeyError:
+    <thread id>`` (temporalio/sdk-python#585, fix pending in #1833). Collecting first keeps
+    such finalizers out of the sandbox's imports.
+    """
+    if any(part in _WORKER_TIERS for part in request.node.path.parts):
+        gc.collect()
 
 
 @pytest_asyncio.fixture(scope="session")
