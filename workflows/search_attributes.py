@@ -17,6 +17,7 @@ per namespace; ``failover dev`` and the test servers do it), or
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from temporalio import workflow
 from temporalio.client import Client
@@ -93,6 +94,11 @@ def set_failover_details(
     )
 
 
+def search_attribute_types() -> dict[str, Any]:
+    """Name -> indexed value type of every attribute, as the operator service takes them."""
+    return {k.name: k._indexed_value_type for k in SEARCH_ATTRIBUTES}
+
+
 async def register_search_attributes(client: Client) -> list[str]:
     """Add the attributes to the client's namespace; returns the names it had to add.
 
@@ -108,7 +114,7 @@ async def register_search_attributes(client: Client) -> list[str]:
         ListSearchAttributesRequest(namespace=client.namespace)
     )
     present = set(listed.custom_attributes)
-    missing = {k.name: k._indexed_value_type for k in SEARCH_ATTRIBUTES if k.name not in present}
+    missing = {n: t for n, t in search_attribute_types().items() if n not in present}
     if missing:
         await client.operator_service.add_search_attributes(
             AddSearchAttributesRequest(namespace=client.namespace, search_attributes=missing)
