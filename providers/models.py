@@ -49,6 +49,9 @@ class Message(BaseModel):
     tool_name: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     priority: Priority = Priority.SUPPORTING
+    #: A checkpoint (the task statement, a key decision): context triage never drops it,
+    #: and summarization keeps it verbatim.
+    pinned: bool = False
 
 
 #: ``tool_choice`` values that are modes rather than a tool's name.

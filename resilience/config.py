@@ -92,6 +92,16 @@ APPROVING_VERDICTS = frozenset({"approve", "approved", "accept", "accepted", "pa
 DEFAULT_POLICY_VERSION = 1
 #: Bulkhead (own task queue and activity slots) of roles that do not name one.
 DEFAULT_BULKHEAD = "core"
+#: Longest system prompt (or few-shot text) one prompt variant may hold: it enters history.
+MAX_PROMPT_CHARS = 16_000
+#: Most prompt variants (models plus providers) one role may define.
+MAX_PROMPT_VARIANTS = 32
+#: Most few-shot examples one variant may carry.
+MAX_FEW_SHOT = 8
+#: Time the summarization of dropped context may take before plain triage is used instead.
+DEFAULT_SUMMARIZE_BUDGET_MS = 3_000.0
+#: Tokens the summary of dropped context may use.
+DEFAULT_SUMMARIZE_MAX_TOKENS = 256
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -320,6 +330,61 @@ class Roster(BaseModel):
         return None
 
 
+class FewShotExample(BaseModel):
+    """One worked example shown to the model in the system prompt (input, then answer)."""
+
+    model_config = _STRICT
+
+    user: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
+    assistant: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
+
+
+class PromptVariant(BaseModel):
+    """A role's system prompt for one model or provider (None: the role's default text)."""
+
+    model_config = _STRICT
+
+    system_prompt: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
+    few_shot: list[FewShotExample] = Field(default_factory=list, max_length=MAX_FEW_SHOT)
+
+
+class PromptRegistry(BaseModel):
+    """Per-role prompt variants: the default few-shot block, then overrides.
+
+    A call on a route uses the variant of the route's model (``models``, keyed by the
+    endpoint's ``model`` or ``model_family``), else of its provider (``providers``,
+    keyed by ``provider_name`` or ``provider``), else the role's default
+    (``system_prompt`` plus ``few_shot``).
+    """
+
+    model_config = _STRICT
+
+    few_shot: list[FewShotExample] = Field(default_factory=list, max_length=MAX_FEW_SHOT)
+    models: dict[str, PromptVariant] = Field(default_factory=dict)
+    providers: dict[str, PromptVariant] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_size(self) -> PromptRegistry:
+        n = len(self.models) + len(self.providers)
+        if n > MAX_PROMPT_VARIANTS:
+            raise ValueError(f"{n} prompt variants; at most {MAX_PROMPT_VARIANTS} per role")
+        return self
+
+    @property
+    def has_variants(self) -> bool:
+        return bool(self.models or self.providers)
+
+
+class SummarizeSettings(BaseModel):
+    """Summarize the context triage would drop, on the cheapest healthy route, first."""
+
+    model_config = _STRICT
+
+    enabled: bool = False
+    budget_ms: float = Field(default=DEFAULT_SUMMARIZE_BUDGET_MS, gt=0.0, le=120_000.0)
+    max_tokens: int = Field(default=DEFAULT_SUMMARIZE_MAX_TOKENS, ge=16, le=4_096)
+
+
 class RolePolicy(BaseModel):
     """Everything the planner needs about one agent role."""
 
@@ -350,6 +415,8 @@ class RolePolicy(BaseModel):
     )
     roster: Roster
     system_prompt: str | None = None
+    prompts: PromptRegistry = Field(default_factory=PromptRegistry)
+    summarize: SummarizeSettings = Field(default_factory=SummarizeSettings)
     content_filter: ContentFilterMode = Field(
         default=ContentFilterMode.REFUSE,
         description="a content refusal is returned (refuse) or shopped to another model",
@@ -604,6 +671,29 @@ def _cross_reference_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
                 if route not in cfg.endpoints:
                     errors.append((f"{base}.roster.tier{tier}[{i}]", f"unknown endpoint {route!r}"))
         errors.extend(_static_fallback_errors(role, f"{base}.roster.static"))
+        errors.extend(_prompt_key_errors(cfg, role, f"{base}.prompts"))
+    return errors
+
+
+def _prompt_key_errors(cfg: PolicyConfig, role: RolePolicy, path: str) -> list[tuple[str, str]]:
+    """A prompt variant keyed to a model or provider none of the role's routes serve is a
+    typo: it would never be selected, silently."""
+    eps = [cfg.endpoints[r] for r in role.roster.routes() if r in cfg.endpoints]
+    models = {m for ep in eps for m in (ep.model, ep.family)}
+    providers = {p for ep in eps for p in (ep.provider_name, ep.provider.value) if p}
+    errors = [
+        (f"{path}.models.{k}", f"no route of the role serves this model (known: {sorted(models)})")
+        for k in role.prompts.models
+        if k not in models
+    ]
+    errors += [
+        (
+            f"{path}.providers.{k}",
+            f"no route of the role is at this provider (known: {sorted(providers)})",
+        )
+        for k in role.prompts.providers
+        if k not in providers
+    ]
     return errors
 
 

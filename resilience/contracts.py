@@ -133,6 +133,8 @@ class ReasonCode(StrEnum):
     STREAM_INTERRUPTED = "STREAM_INTERRUPTED"
     SEMANTIC_FAILURE = "SEMANTIC_FAILURE"
     CONTEXT_TRUNCATED = "CONTEXT_TRUNCATED"
+    #: Context that did not fit was summarized (on the cheapest healthy route), not dropped.
+    CONTEXT_SUMMARIZED = "CONTEXT_SUMMARIZED"
     CONTEXT_TOO_LONG = "CONTEXT_TOO_LONG"
     CONTENT_FILTERED = "CONTENT_FILTERED"
     SMALLER_MODEL = "SMALLER_MODEL"
@@ -169,6 +171,12 @@ class AttemptRecord(BaseModel):
     http_status: int | None = None
     provider_code: str | None = None
     retry_after_s: float | None = None
+    #: The role's prompt variant this attempt was sent (``model:<m>``, ``provider:<p>``,
+    #: ``default``, or ``caller`` when the request brought its own system prompt).
+    prompt_variant: str | None = None
+    #: How a JSON schema was asked for: ``native`` (the wire's schema support) or
+    #: ``prompt`` (written into the prompt, the answer validated); None without a schema.
+    structured_output: str | None = None
 
 
 class AgentOutput(BaseModel):

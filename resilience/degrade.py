@@ -15,8 +15,8 @@ static fallback               0.20
 ============================  ==========================================================
 
 Live answers are then multiplied by a penalty per quality-reducing reason code
-(``CONTEXT_TRUNCATED`` x0.85, ``UPSTREAM_DEGRADED`` x0.90, ``PREFILL_CONTINUATION``
-x0.95). Codes that only describe the failover path (``BREAKER_OPEN``, ``RATE_LIMITED``,
+(``CONTEXT_TRUNCATED`` x0.85, ``CONTEXT_SUMMARIZED`` x0.92, ``UPSTREAM_DEGRADED`` x0.90,
+``PREFILL_CONTINUATION`` x0.95). Codes that only describe the failover path (``BREAKER_OPEN``, ``RATE_LIMITED``,
 …) do not lower confidence: the answer came from a route that worked, and the tier
 already says how good that route is.
 """
@@ -42,6 +42,7 @@ CACHE_CONFIDENCE_FLOOR = 0.3
 STATIC_CONFIDENCE = 0.2
 REASON_PENALTY = {
     ReasonCode.CONTEXT_TRUNCATED: 0.85,
+    ReasonCode.CONTEXT_SUMMARIZED: 0.92,
     ReasonCode.UPSTREAM_DEGRADED: 0.90,
     ReasonCode.PREFILL_CONTINUATION: 0.95,
 }

@@ -54,11 +54,24 @@ class PlanError(ValueError):
     """The planner's output is not a usable plan (names what was wrong)."""
 
 
+#: A context item as the pipeline passes it on: (content, priority) or (content, priority,
+#: pinned), pinned items being checkpoints that triage never drops.
+ContextTuple = tuple[str, Priority] | tuple[str, Priority, bool]
+
+
+def context_messages(context: list[ContextTuple]) -> list[Message]:
+    """User turns for the context items, in order, with their priority and pin."""
+    return [
+        Message(role="user", content=c[0], priority=c[1], pinned=bool(c[2:] and c[2]))
+        for c in context
+    ]
+
+
 def planner_request(
-    task: str, context: list[tuple[str, Priority]], roles: list[str]
+    task: str, context: list[ContextTuple], roles: list[str]
 ) -> ChatRequest:
     """The planner's request: the task, the context items and the specialist roles on offer."""
-    msgs = [Message(role="user", content=c, priority=p) for c, p in context]
+    msgs = context_messages(context)
     msgs.append(
         Message(
             role="user",
@@ -108,10 +121,10 @@ def parse_plan(data: Any, *, known_roles: list[str], max_subtasks: int) -> list[
 
 
 def specialist_request(
-    task: str, sub: Subtask, context: list[tuple[str, Priority]], feedback: list[str]
+    task: str, sub: Subtask, context: list[ContextTuple], feedback: list[str]
 ) -> ChatRequest:
     """A specialist's request: its instruction, the task, context, and critic feedback."""
-    msgs = [Message(role="user", content=c, priority=p) for c, p in context]
+    msgs = context_messages(context)
     text = f"Overall task: {task}\nYour subtask ({sub.id}): {sub.instruction}"
     if feedback:
         text += "\nA reviewer asked for a revision: " + "; ".join(feedback)

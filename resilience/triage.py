@@ -9,8 +9,8 @@ it fits:
 3. drop what is left of the history from the middle outwards, so the opening (usually
    the task statement) and the most recent turns survive longest.
 
-Three things are never cut: the system prompt, the latest user message and the latest
-tool results (with the assistant turn that requested them). An assistant turn with tool
+Never cut: the system prompt, ``pinned`` messages (checkpoints: the task statement, key
+decisions), the latest user message and the latest tool results (with the assistant turn that requested them). An assistant turn with tool
 calls and the tool results answering it are dropped together, as one unit, because every
 provider rejects a tool result whose call is missing (and vice versa). If the protected
 parts alone do not fit, the result says ``fits=False`` and the caller moves on.
@@ -83,7 +83,7 @@ def _units(messages: list[Message]) -> list[_Unit]:
     last_tool = max((i for i, m in enumerate(messages) if m.role == "tool"), default=None)
     units = []
     for g in groups:
-        protected = (last_user in g) or (last_tool in g)
+        protected = (last_user in g) or (last_tool in g) or any(messages[i].pinned for i in g)
         rank = max(_RANK[messages[i].priority] for i in g)
         units.append(_Unit(tuple(g), rank, protected))
     if not any(u.protected for u in units):

@@ -22,6 +22,8 @@ class ContextItem(BaseModel):
     content: str = Field(min_length=1, max_length=200_000)
     priority: Priority = Priority.SUPPORTING
     source: str | None = None
+    #: A checkpoint (the task statement, a key decision): never dropped by triage.
+    pinned: bool = False
 
 
 class ActionSpec(BaseModel):

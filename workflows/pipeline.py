@@ -147,7 +147,7 @@ class AgentPipelineWorkflow:
             PipelineInput, args, workflow_name="AgentPipelineWorkflow", error_type=INVALID_INPUT
         )
         opts = self._opts = inp.options
-        context = [(c.content, c.priority) for c in inp.context]
+        context = [(c.content, c.priority, c.pinned) for c in inp.context]
         roles = await self._load_roles()
         self._critical = set(roles.critical)
         self._min_confidence = dict(roles.min_confidence)

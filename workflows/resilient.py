@@ -64,8 +64,16 @@ with workflow.unsafe.imports_passed_through():
         SkipReason,
         plan,
     )
+    from agent_failover.resilience.prompts import (
+        CALLER_VARIANT,
+        StructuredPath,
+        apply_prompt,
+        choose_prompt,
+        structured_path,
+    )
     from agent_failover.resilience.triage import bound_request_bytes, minimal_input_tokens, triage
     from agent_failover.workflows import observe
+    from agent_failover.workflows.summarize import SUMMARIZE_PATCH, summarize_context
     from agent_failover.workflows.errors import FailoverExhausted
 
 #: Extra time Temporal allows beyond the activity's own budget before it times it out.
@@ -108,6 +116,15 @@ class _AttemptResult:
     used_prefill: bool = False
 
 
+@dataclass
+class _Prepared:
+    """What :meth:`_ResilientCall._prepare` chose for one route (recorded on its attempt)."""
+
+    variant: str
+    path: StructuredPath | None
+    notes: list[str] = field(default_factory=list)
+
+
 async def resilient_complete(
     role: str,
     request: ChatRequest,
@@ -147,6 +164,12 @@ class _ResilientCall:
         self.hedges_used = 0
         self.cache_in_call = False
         self.obs = observe.CallTelemetry()
+        self.prepared: dict[str, _Prepared] = {}
+        #: Summarization before truncation: tried once per call, when triage first looms.
+        self.summary_tried = False
+        self.summarized: ChatRequest | None = None
+        self.summary_note = ""
+        self.summary_cost = 0.0
 
     async def run(self) -> AgentOutput:
         with observe.call_span(self):
@@ -177,6 +200,9 @@ class _ResilientCall:
         ctx = ctx.model_copy(update={"role": role})
         self.ctx = ctx
         request = self.request
+        # A caller's own system prompt is kept on every route; otherwise each attempt
+        # gets the role's variant for its route (_prepare), the default here for the key.
+        self.own_system = request.system is not None
         if request.system is None and role.system_prompt:
             request = request.model_copy(update={"system": role.system_prompt})
         if role.output_schema is not None and request.json_schema is None:
@@ -230,6 +256,7 @@ class _ResilientCall:
                 and self.hedges_used < role.hedging.max_hedges
             ):
                 hedge = p.attempts[1]
+            await self._summarize_before_triage(role, first, hedge, started)
             results = await (self._hedged(first, hedge) if hedge else self._single(first))
             winner = next((r for r in results if r.result is not None), None)
             for r in results:
@@ -271,11 +298,46 @@ class _ResilientCall:
             self.state.add_reason(ReasonCode.CONTEXT_TRUNCATED)
         return bounded.request
 
+    async def _summarize_before_triage(
+        self, role: RolePolicy, first: PlannedAttempt, hedge: PlannedAttempt | None, started: Any
+    ) -> None:
+        """Once per call, when an attempt needs triage and the role opts in: summarize what
+        triage would drop (its own activity), for every attempt that needs triage."""
+        need = [a for a in (first, hedge) if a and a.needs_triage and a.target_input_tokens]
+        if self.summary_tried or not need or not role.summarize.enabled:
+            return
+        if not workflow.patched(SUMMARIZE_PATCH):
+            return
+        self.summary_tried = True
+        left_ms = role.total_budget_ms - (workflow.now() - started).total_seconds() * 1000
+        out = await summarize_context(
+            role,
+            self.ctx.policy,
+            self.ctx.snapshot,
+            self.request,
+            target_tokens=min(a.target_input_tokens or 0 for a in need),
+            time_left_ms=left_ms,
+            task_queue=self.ctx.task_queue,
+            exclude=sorted({*self.state.excluded, first.route, *([hedge.route] if hedge else [])}),
+        )
+        if out is not None:
+            self.summarized, self.summary_note, self.summary_cost = (
+                out.request,
+                out.note,
+                out.cost_usd,
+            )
+
     # -- attempts -----------------------------------------------------------------------
 
     def _prepare(self, attempt: PlannedAttempt) -> tuple[ChatRequest, bool]:
         request = self.request
+        notes: list[str] = []
         if attempt.needs_triage and attempt.target_input_tokens:
+            if self.summary_note:
+                notes.append(self.summary_note)
+            if self.summarized is not None:
+                request = self.summarized
+                self.state.add_reason(ReasonCode.CONTEXT_SUMMARIZED)
             tri = triage(request, attempt.target_input_tokens)
             request = tri.request
             if tri.truncated:
@@ -289,6 +351,13 @@ class _ResilientCall:
         )
         if use_prefill:
             request = request.model_copy(update={"prefill": self.state.prefill_text})
+        choice = None if self.own_system else choose_prompt(self.ctx.role, ep)
+        path = structured_path(ep, request.json_schema)
+        request = apply_prompt(request, choice, path)
+        if choice is not None and choice.note:
+            notes.append(choice.note)
+        variant = CALLER_VARIANT if choice is None else choice.variant
+        self.prepared[attempt.route] = _Prepared(variant, path, notes)
         return request, use_prefill
 
     def _start(self, attempt: PlannedAttempt) -> tuple[asyncio.Task[Any], bool, float]:
@@ -305,7 +374,7 @@ class _ResilientCall:
                 role=self.role_name,
                 route=attempt.route,
                 request=request,
-                output_schema=self.ctx.role.output_schema,
+                output_schema=self._output_schema(attempt),
                 ttft_budget_ms=attempt.ttft_budget_ms,
                 idle_budget_ms=attempt.idle_budget_ms,
                 timeout_ms=attempt.timeout_ms,
@@ -328,6 +397,13 @@ class _ResilientCall:
         observe.attempt_scheduled(self, handle, token)
         return handle, used_prefill, now
 
+    def _output_schema(self, attempt: PlannedAttempt) -> dict[str, Any] | None:
+        """What the answer is validated against: the role's schema or, when the schema
+        only went into the prompt, the caller's."""
+        if self.prepared[attempt.route].path is StructuredPath.PROMPT:
+            return self.ctx.role.output_schema or self.request.json_schema
+        return self.ctx.role.output_schema
+
     def _cache_write(self, attempt: PlannedAttempt) -> CacheWrite | None:
         """Ask the attempt to cache its answer when that answer would be a full one.
 
@@ -340,6 +416,7 @@ class _ResilientCall:
             or not cache.enabled
             or attempt.tier > 1
             or ReasonCode.CONTEXT_TRUNCATED in self.state.reasons
+            or ReasonCode.CONTEXT_SUMMARIZED in self.state.reasons
         ):
             return None
         return CacheWrite(key=self.cache_key, ttl_s=cache.ttl_s)
@@ -347,12 +424,16 @@ class _ResilientCall:
     async def _collect(
         self, attempt: PlannedAttempt, handle: asyncio.Task[Any], used_prefill: bool, t0: float
     ) -> _AttemptResult:
+        prep = self.prepared.get(attempt.route)
         rec = AttemptRecord(
             route=attempt.route,
             tier=attempt.tier,
             started_at=t0,
             hedge=attempt.hedge,
             outcome="pending",
+            prompt_variant=prep.variant if prep else None,
+            structured_output=prep.path.value if prep and prep.path else None,
+            note="; ".join(prep.notes) if prep else "",
         )
         try:
             result: CallModelResult = await handle
@@ -373,7 +454,7 @@ class _ResilientCall:
         rec.latency_ms = result.reply.latency_ms
         rec.ttft_ms = result.reply.ttft_ms
         if used_prefill:
-            rec.note = "continued from partial output (prefill)"
+            rec.note = f"{rec.note} continued from partial output (prefill)".strip()
         if result.attempt > 1:
             # A same-route retry inside the activity: a 500 after backoff, or a 429 whose
             # short Retry-After was waited out (the Temporal UI shows the failed attempt).
@@ -509,7 +590,7 @@ class _ResilientCall:
             reasons.append(ReasonCode.UPSTREAM_DEGRADED)
         # Tier 0/1 serve the role's intended model class; tier 2 is a smaller model.
         capability = Capability.FULL if tier <= 1 else Capability.DEGRADED
-        if ReasonCode.CONTEXT_TRUNCATED in reasons:
+        if ReasonCode.CONTEXT_TRUNCATED in reasons or ReasonCode.CONTEXT_SUMMARIZED in reasons:
             capability = Capability.DEGRADED
         reasons = list(dict.fromkeys(reasons))
         output = AgentOutput(
@@ -525,7 +606,7 @@ class _ResilientCall:
             confidence=confidence_for(capability, tier, reasons),
             attempts=self.attempts,
             usage=reply.usage,
-            cost_usd=reply.cost_usd,
+            cost_usd=reply.cost_usd + self.summary_cost,
             latency_ms=sum(a.latency_ms or 0.0 for a in self.attempts),
             tool_calls=list(reply.tool_calls),
             finish_reason=reply.finish_reason,

@@ -39,6 +39,8 @@ class AttemptInfo(BaseModel):
     input_tokens: int = 0
     duration_s: float | None = None
     request_id: str = ""
+    system: str = ""
+    native_schema: bool = False
 
     def __getitem__(self, key: str) -> Any:
         """Mapping-style access (``row["endpoint"]``) for callers that treat rows as dicts."""

@@ -202,6 +202,27 @@ def prose(request: ParsedRequest, rng: random.Random) -> str:
     return " ".join(parts)
 
 
+#: A JSON Schema written into the system prompt ("... JSON Schema:" then the schema last).
+_PROMPTED_SCHEMA = re.compile(r"JSON Schema:\s*(\{.*\})\s*$", re.DOTALL | re.IGNORECASE)
+
+
+def follow_prompted_schema(request: ParsedRequest) -> ParsedRequest:
+    """A request whose system prompt ends with a JSON Schema is answered in JSON mode
+    with that schema, as an instruction-following model would (prompt-and-validate)."""
+    if request.schema is not None or request.tool is not None:
+        return request
+    match = _PROMPTED_SCHEMA.search(request.system)
+    if match is None:
+        return request
+    try:
+        schema = json.loads(match.group(1))
+    except ValueError:
+        return request
+    if not isinstance(schema, dict):
+        return request
+    return dataclasses.replace(request, json_mode=True, schema=schema)
+
+
 def default_json(request: ParsedRequest, rng: random.Random) -> dict[str, Any]:
     """The object a schemaless JSON-mode request gets."""
     return {

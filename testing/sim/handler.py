@@ -25,9 +25,19 @@ from aiohttp import web
 
 from agent_failover.providers.endpoint import ProviderKind
 from agent_failover.testing.sim.config import SimEndpoint
-from agent_failover.testing.sim.content import ParsedRequest, Reply, build_reply
+from agent_failover.testing.sim.content import (
+    ParsedRequest,
+    Reply,
+    build_reply,
+    follow_prompted_schema,
+)
 from agent_failover.testing.sim.faults import AttemptPlan, Fault, FaultKind, plan_attempt
-from agent_failover.testing.sim.state import AttemptLogEntry, AttemptOutcome, SimState
+from agent_failover.testing.sim.state import (
+    SYSTEM_LOG_CHARS,
+    AttemptLogEntry,
+    AttemptOutcome,
+    SimState,
+)
 from agent_failover.testing.sim.wire import (
     ErrorCategory,
     Operation,
@@ -211,6 +221,9 @@ class CompletionHandler:
         parsed = await self._parse(request, endpoint, wire, op)
         entry.model, entry.stream = parsed.model, parsed.stream
         entry.input_tokens = parsed.prompt_tokens
+        entry.system = parsed.system[:SYSTEM_LOG_CHARS]
+        entry.native_schema = parsed.schema is not None or parsed.tool is not None
+        parsed = follow_prompted_schema(parsed)
         if parsed.model not in endpoint.models:
             raise SimError(ErrorCategory.NOT_FOUND, f"model: {parsed.model}")
         if parsed.prompt_tokens > endpoint.context_window:

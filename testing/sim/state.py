@@ -24,6 +24,10 @@ from agent_failover.testing.sim.scenario import ActiveScenario, Scenario
 from agent_failover.testing.sim.tools import ToolState
 
 
+#: Characters of a request's system prompt kept in the attempts log.
+SYSTEM_LOG_CHARS = 2_000
+
+
 class AttemptOutcome(StrEnum):
     """How an attempt ended, from the server's side."""
 
@@ -54,6 +58,12 @@ class AttemptLogEntry:
     input_tokens: int = 0
     duration_s: float | None = None
     request_id: str = ""
+    #: The request's system prompt (its first SYSTEM_LOG_CHARS characters), so tests can
+    #: see which prompt variant a route was sent.
+    system: str = ""
+    #: The JSON schema came on the wire (response_format / responseSchema / forced tool)
+    #: rather than in the prompt text.
+    native_schema: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form used by the admin API."""

@@ -1,0 +1,100 @@
+"""Summarization before truncation, from workflow code (see :mod:`resilience.summarize`).
+
+One ``call_model`` activity on the cheapest healthy route of the role, bounded by the
+role's ``summarize.budget_ms`` and never retried: on a timeout or any failure the call
+goes on with plain triage, and the attempts that used it say so in their note.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+
+with workflow.unsafe.imports_passed_through():
+    from agent_failover.activities.llm import LLMActivities
+    from agent_failover.activities.models import CallModelInput, CallModelResult
+    from agent_failover.providers.models import ChatRequest
+    from agent_failover.resilience.config import PolicyConfig, RolePolicy
+    from agent_failover.resilience.contracts import HealthSnapshot
+    from agent_failover.resilience.summarize import plan_summary, summary_route, with_summary
+
+#: workflow.patched id of summarization before truncation (a new activity before the
+#: attempt that needs triage). Runs recorded before it replay without it.
+SUMMARIZE_PATCH = "summarize-before-truncation-issue-14"
+#: Below this much time left in the call, summarizing is not tried.
+MIN_SUMMARY_BUDGET_MS = 50.0
+
+
+@dataclass
+class SummaryOutcome:
+    """The summarized request (None: plain triage is used) and what to note on attempts."""
+
+    request: ChatRequest | None
+    note: str
+    cost_usd: float = 0.0
+
+
+async def summarize_context(
+    role: RolePolicy,
+    policy: PolicyConfig,
+    snapshot: HealthSnapshot,
+    request: ChatRequest,
+    *,
+    target_tokens: int,
+    time_left_ms: float,
+    task_queue: str,
+    exclude: list[str],
+) -> SummaryOutcome | None:
+    """Summarize what triage to ``target_tokens`` would drop; None when it would drop only
+    background (nothing worth a summary)."""
+    plan = plan_summary(request, target_tokens, role.summarize.max_tokens)
+    if plan is None:
+        return None
+    n = len(plan.indices)
+    now = workflow.now().timestamp()
+    route = summary_route(role, policy, snapshot, plan.request, now, exclude)
+    if route is None:
+        return SummaryOutcome(None, f"no healthy route to summarize {n} messages; plain triage")
+    budget_ms = min(role.summarize.budget_ms, time_left_ms)
+    if budget_ms < MIN_SUMMARY_BUDGET_MS:
+        return SummaryOutcome(None, f"no time left to summarize {n} messages; plain triage")
+    budget = timedelta(milliseconds=budget_ms)
+    try:
+        result: CallModelResult = await workflow.execute_activity_method(
+            LLMActivities.call_model,
+            CallModelInput(
+                role=role.name,
+                route=route,
+                request=plan.request,
+                ttft_budget_ms=budget_ms,
+                idle_budget_ms=budget_ms,
+                timeout_ms=budget_ms,
+                now=now,
+                deadline_at=now + budget_ms / 1000,
+            ),
+            task_queue=task_queue,
+            start_to_close_timeout=budget,
+            schedule_to_close_timeout=budget,
+            retry_policy=RetryPolicy(maximum_attempts=1),
+            summary=f"{role.name}: summarize {n} messages on {route} before triage",
+        )
+    except ActivityError as err:
+        return SummaryOutcome(
+            None, f"summarizing {n} messages on {route} failed ({_kind(err)}); plain triage"
+        )
+    summarized = with_summary(request, plan.indices, result.reply.text)
+    return SummaryOutcome(
+        summarized, f"{n} messages summarized by {route}", cost_usd=result.reply.cost_usd
+    )
+
+
+def _kind(err: ActivityError) -> str:
+    if isinstance(err.cause, TimeoutError):
+        return "timeout"
+    if isinstance(err.cause, ApplicationError):
+        return err.cause.type or "error"
+    return "error"
