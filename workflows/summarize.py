@@ -83,8 +83,10 @@ async def summarize_context(
             summary=f"{role.name}: summarize {n} messages on {route} before triage",
         )
     except ActivityError as err:
+        kind = _kind(err)
+        why = f"timeout after {budget_ms:.0f} ms: {kind}" if kind in _OUT_OF_TIME else kind
         return SummaryOutcome(
-            None, f"summarizing {n} messages on {route} failed ({_kind(err)}); plain triage"
+            None, f"summarizing {n} messages on {route} failed ({why}); plain triage"
         )
     summarized = with_summary(request, plan.indices, result.reply.text)
     return SummaryOutcome(
@@ -92,9 +94,13 @@ async def summarize_context(
     )
 
 
+#: Failures that mean the budget ran out (Temporal's timeout or the attempt's own budgets).
+_OUT_OF_TIME = frozenset({"start_to_close", "no_response", "slow_first_token", "stream_stalled"})
+
+
 def _kind(err: ActivityError) -> str:
     if isinstance(err.cause, TimeoutError):
-        return "timeout"
+        return "start_to_close"
     if isinstance(err.cause, ApplicationError):
         return err.cause.type or "error"
     return "error"
