@@ -16,9 +16,9 @@ static fallback               0.20
 
 Live answers are then multiplied by a penalty per quality-reducing reason code
 (``CONTEXT_TRUNCATED`` x0.85, ``CONTEXT_SUMMARIZED`` x0.92, ``UPSTREAM_DEGRADED`` x0.90,
-``PREFILL_CONTINUATION`` x0.95). Codes that only describe the failover path (``BREAKER_OPEN``, ``RATE_LIMITED``,
-…) do not lower confidence: the answer came from a route that worked, and the tier
-already says how good that route is.
+``PREFILL_CONTINUATION`` x0.95). Codes that only describe the failover path
+(``BREAKER_OPEN``, ``RATE_LIMITED``, …) do not lower confidence: the answer came from a
+route that worked, and the tier already says how good that route is.
 """
 
 from __future__ import annotations

@@ -67,9 +67,7 @@ def context_messages(context: list[ContextTuple]) -> list[Message]:
     ]
 
 
-def planner_request(
-    task: str, context: list[ContextTuple], roles: list[str]
-) -> ChatRequest:
+def planner_request(task: str, context: list[ContextTuple], roles: list[str]) -> ChatRequest:
     """The planner's request: the task, the context items and the specialist roles on offer."""
     msgs = context_messages(context)
     msgs.append(

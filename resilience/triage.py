@@ -10,10 +10,11 @@ it fits:
    the task statement) and the most recent turns survive longest.
 
 Never cut: the system prompt, ``pinned`` messages (checkpoints: the task statement, key
-decisions), the latest user message and the latest tool results (with the assistant turn that requested them). An assistant turn with tool
-calls and the tool results answering it are dropped together, as one unit, because every
-provider rejects a tool result whose call is missing (and vice versa). If the protected
-parts alone do not fit, the result says ``fits=False`` and the caller moves on.
+decisions), the latest user message and the latest tool results (with the assistant turn
+that requested them). An assistant turn with tool calls and the tool results answering it
+are dropped together, as one unit, because every provider rejects a tool result whose
+call is missing (and vice versa). If the protected parts alone do not fit, the result
+says ``fits=False`` and the caller moves on.
 
 Dropping can leave two turns of the same role adjacent; the adapters merge consecutive
 same-role turns when a wire format requires alternation.

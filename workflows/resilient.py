@@ -73,8 +73,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from agent_failover.resilience.triage import bound_request_bytes, minimal_input_tokens, triage
     from agent_failover.workflows import observe
-    from agent_failover.workflows.summarize import SUMMARIZE_PATCH, summarize_context
     from agent_failover.workflows.errors import FailoverExhausted
+    from agent_failover.workflows.summarize import SUMMARIZE_PATCH, summarize_context
 
 #: Extra time Temporal allows beyond the activity's own budget before it times it out.
 ACTIVITY_GRACE = timedelta(seconds=2)

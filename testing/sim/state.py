@@ -23,7 +23,6 @@ from agent_failover.testing.sim.oauth import OAuthState
 from agent_failover.testing.sim.scenario import ActiveScenario, Scenario
 from agent_failover.testing.sim.tools import ToolState
 
-
 #: Characters of a request's system prompt kept in the attempts log.
 SYSTEM_LOG_CHARS = 2_000
 

@@ -33,9 +33,8 @@ def test_pinned_message_survives_every_cut() -> None:
     assert TASK in [m.content for m in tri.request.messages]
     assert 0 not in {d.index for d in tri.dropped}
     assert TASK in [m.content for m in minimal_request(req).messages]
-    unpinned = req.model_copy(
-        update={"messages": [req.messages[0].model_copy(update={"pinned": False})] + req.messages[1:]}
-    )
+    first = req.messages[0].model_copy(update={"pinned": False})
+    unpinned = req.model_copy(update={"messages": [first, *req.messages[1:]]})
     # The same request without the pin loses the task statement (the test can fail).
     assert TASK not in [m.content for m in triage(unpinned, 10).request.messages]
 

@@ -23,13 +23,13 @@ from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.testing.roles import with_quality_roles
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import start_simulator
 from agent_failover.workflows.models import PipelineInput, PipelineOptions, PipelineResult
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from tests.workflows.conftest import Harness, make_harness, running
-from agent_failover.testing.roles import with_quality_roles
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow, with_test_roles
 
 OUT = Path(__file__).resolve().parents[1] / "histories"
