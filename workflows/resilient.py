@@ -290,7 +290,8 @@ class _ResilientCall:
             raise ApplicationError(
                 f"role {self.role_name!r}: request of {bounded.input_tokens_before} bytes "
                 f"cannot be cut below {MAX_REQUEST_BYTES} bytes (the system prompt, latest "
-                f"user turn and tool results alone are {bounded.input_tokens_after} bytes)",
+                f"user turn, tool results and pinned messages alone are "
+                f"{bounded.input_tokens_after} bytes)",
                 type=REQUEST_TOO_LARGE,
                 non_retryable=True,
             )

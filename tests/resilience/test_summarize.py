@@ -92,3 +92,16 @@ def test_summary_route_is_cheapest_healthy(demo_policy: PolicyConfig) -> None:
     assert summary_route(role, demo_policy, healthy, ask, now, exclude=["cheap-mini"]) == (
         "gemini-flash"
     )
+
+
+def test_pipeline_context_item_pin_reaches_the_request() -> None:
+    """A pinned pipeline context item becomes a pinned turn; unpinned items stay droppable."""
+    from agent_failover.resilience.pipeline import planner_request
+
+    req = planner_request(
+        "Do X",
+        [("decision: use queue B", Priority.SUPPORTING, True), ("aside", Priority.SUPPORTING)],
+        ["researcher"],
+    )
+    assert [m.pinned for m in req.messages] == [True, False, False]
+    assert "decision: use queue B" in [m.content for m in triage(req, 1).request.messages]
