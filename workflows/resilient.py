@@ -165,6 +165,7 @@ class _ResilientCall:
         self.cache_in_call = False
         self.obs = observe.CallTelemetry()
         self.prepared: dict[str, _Prepared] = {}
+        self.own_system = request.system is not None
         #: Summarization before truncation: tried once per call, when triage first looms.
         self.summary_tried = False
         self.summarized: ChatRequest | None = None
@@ -200,9 +201,8 @@ class _ResilientCall:
         ctx = ctx.model_copy(update={"role": role})
         self.ctx = ctx
         request = self.request
-        # A caller's own system prompt is kept on every route; otherwise each attempt
-        # gets the role's variant for its route (_prepare), the default here for the key.
-        self.own_system = request.system is not None
+        # A caller's own system prompt is kept on every route (self.own_system); otherwise
+        # each attempt gets the role's variant for its route (_prepare), the default here.
         if request.system is None and role.system_prompt:
             request = request.model_copy(update={"system": role.system_prompt})
         if role.output_schema is not None and request.json_schema is None:

@@ -170,3 +170,13 @@ async def test_summarization_timeout_falls_back_to_triage(
     contents = [m["content"] for m in sent[-1]["request"]["messages"]]
     assert contents[0] == TASK
     assert not any(c.startswith(SUMMARY_HEADER.split("{")[0]) for c in contents)
+
+
+async def test_callers_own_system_prompt_is_never_replaced(qh: Harness, sim_admin: SimAdmin):
+    """A request that brings its own system prompt keeps it on the substituted route too."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "overloaded"}])
+    req = _ask().model_copy(update={"system": "Caller's own instructions."})
+    out, _ = await _call(qh, "quality", req)
+    assert out.route == GPT and out.attempts[-1].prompt_variant == "caller"
+    rows = [r for r in await sim_admin.attempts() if r.endpoint == GPT]
+    assert [r.system for r in rows] == ["Caller's own instructions."]
