@@ -2,16 +2,19 @@
 
     .venv/bin/python -m tests.workflows.record_histories
 
-Runs a healthy pipeline, a failover pipeline and a hedged resilient call on a fresh dev
-server against the simulator, and writes each history to ``tests/histories/``. Commit
-the files: replaying them in CI catches any workflow change that would break running
-workflows (non-determinism).
+Runs a healthy pipeline, a failover pipeline, a hedged resilient call, and (issue 15)
+pipelines whose specialists call a tool that a failed action rolls back, or that a
+cancellation unwinds, on a fresh dev server against the simulator, and writes each
+history to ``tests/histories/``. Existing files are kept (a recorded history is never
+overwritten; ``--force`` overrides). Commit the files: replaying them in CI catches any
+workflow change that would break running workflows (non-determinism).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import uuid
 from pathlib import Path
 
@@ -22,7 +25,15 @@ from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import start_simulator
-from agent_failover.workflows.models import PipelineInput, PipelineOptions, PipelineResult
+from agent_failover.workflows.models import (
+    ActionSpec,
+    AgentToolSpec,
+    EscalationState,
+    PipelineInput,
+    PipelineOptions,
+    PipelineResult,
+    PipelineStatus,
+)
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from tests.workflows.conftest import make_harness, running
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow, with_test_roles
@@ -79,14 +90,68 @@ async def main() -> None:
                 result_type=AgentOutput,
             )
             runs.append(("call_hedged", wid))
+            runs += await _agent_tool_runs(h, admin)
             for name, wid in runs:
+                path = OUT / f"{name}.json"
+                if path.exists() and "--force" not in sys.argv:
+                    print(f"kept {path} (recorded before; --force overwrites)")
+                    continue
                 history = await h.client.get_workflow_handle(wid).fetch_history()
-                (OUT / f"{name}.json").write_text(history.to_json())
-                print(f"wrote {OUT / (name + '.json')}")
+                path.write_text(history.to_json())
+                print(f"wrote {path}")
     finally:
         await admin.aclose()
         await env.shutdown()
         await sim.stop()
+
+
+def _tools_input() -> PipelineInput:
+    title = {"type": "object", "properties": {"title": {"type": "string"}}}
+    return PipelineInput(
+        task="Handle the checkout outage",
+        options=PipelineOptions(
+            revision_rounds=0,
+            max_subtasks=2,
+            agent_tools=[
+                AgentToolSpec(role=r, name="create_ticket", parameters=title)
+                for r in ("researcher", "analyst")
+            ],
+            actions=[ActionSpec(tool="post_message", args={"channel": "#ops"})],
+        ),
+    )
+
+
+async def _agent_tool_runs(h, admin: SimAdmin) -> list[tuple[str, str]]:
+    """Specialists' tickets rolled back by a failed action; and unwound on a cancellation."""
+    await admin.reset()
+    await admin.set_tool_faults("post_message", [{"status": 400}])
+    wid = f"tools-{uuid.uuid4().hex[:6]}"
+    await h.client.execute_workflow(
+        AgentPipelineWorkflow.run,
+        _tools_input(),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=PipelineResult,
+    )
+    runs = [("pipeline_agent_tools_rollback", wid)]
+    await admin.set_tool_faults("close_ticket", [{"status": 503}])
+    wid = f"tools-cancel-{uuid.uuid4().hex[:6]}"
+    handle = await h.client.start_workflow(
+        AgentPipelineWorkflow.run, _tools_input(), id=wid, task_queue=h.task_queue
+    )
+    while True:
+        st = await handle.query(AgentPipelineWorkflow.status, result_type=PipelineStatus)
+        if st.escalation is EscalationState.PENDING:
+            break
+        await asyncio.sleep(0.1)
+    await admin.clear_tool_faults("close_ticket")
+    await handle.cancel()
+    try:
+        await handle.result()
+    except Exception as exc:  # the run ends cancelled, after its unwind
+        print(f"{wid}: {type(exc).__name__}")
+    runs.append(("pipeline_agent_tools_cancelled", wid))
+    return runs
 
 
 if __name__ == "__main__":
