@@ -390,6 +390,7 @@ class AgentPipelineWorkflow:
                 "action": action.value,
                 "blocked_steps": [b.model_dump(mode="json") for b in blocked],
                 "compensated": [e.effect.step for e in undone],
+                "not_compensated": self._not_undone(),
             },
             type=ESCALATION_TIMED_OUT,
             non_retryable=True,
@@ -418,7 +419,7 @@ class AgentPipelineWorkflow:
         tail = f"; {len(undone)} side effect(s) compensated" if undone else ""
         raise ApplicationError(
             f"pipeline aborted by {decision.operator} at step {step}: {decision.note}{tail}",
-            {"compensated": [e.effect.step for e in undone]},
+            {"compensated": [e.effect.step for e in undone], "not_compensated": self._not_undone()},
             type=ABORTED,
             non_retryable=True,
         )
@@ -589,6 +590,12 @@ class AgentPipelineWorkflow:
             else:
                 log.mark_failed(eff.idempotency_key, error)
         return done
+
+    def _not_undone(self) -> list[dict[str, Any]]:
+        """Log entries whose undo failed, for the run's failure details (never dropped)."""
+        log = self._saga
+        failed = log.with_status(CompensationStatus.FAILED) if log else []
+        return [e.model_dump(mode="json") for e in failed]
 
     async def _unwind_on_failure(self, exc: BaseException) -> None:
         """The run is failing or cancelled: undo what is still applied (shielded), once.
