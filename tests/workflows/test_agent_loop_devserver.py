@@ -44,6 +44,8 @@ pytestmark = pytest.mark.devserver
 PRIMARY = "anthropic-us-east"
 #: Calls of the user's own tool activity (in-process worker).
 RUNBOOK_CALLS: Counter[str] = Counter()
+#: The loop worker's response cache (a turn that asks for tools must not be cached).
+CACHES: list[MemoryResponseCache] = []
 TITLE = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
 
 
@@ -115,7 +117,8 @@ class AgentLoopWorkflow:
 @pytest.fixture
 async def loop_worker(dev_env: WorkflowEnvironment, policy: PolicyConfig, sim_admin: SimAdmin):
     RUNBOOK_CALLS.clear()
-    stores = Stores(MemoryHealthStore(), MemoryResponseCache(), "test")
+    CACHES[:] = [MemoryResponseCache()]
+    stores = Stores(MemoryHealthStore(), CACHES[0], "test")
     plugin = FailoverPlugin(policy, stores=stores, start_monitor=False, codec=False)
     tq = f"loop-{uuid.uuid4().hex[:8]}"
     async with Worker(
@@ -151,6 +154,8 @@ async def test_outage_mid_loop_fails_over_without_repeating_tools(
     ).result()
     loop = out.loop
     assert loop.stop_reason == "answered" and loop.turns == 3
+    cached = [entry.content for entry, _ in CACHES[0]._items.values()]
+    assert cached == [loop.output.content]  # only the final answer, never a tool turn
     assert [r.tool for r in loop.tool_runs] == ["lookup_runbook", "create_ticket"]
     assert all(r.ok and not r.reused for r in loop.tool_runs)
     assert sum(RUNBOOK_CALLS.values()) == 1
@@ -172,6 +177,8 @@ async def test_turn_limit_ends_the_loop_with_its_reason(loop_worker, sim_admin) 
     assert [r.tool for r in out.loop.tool_runs] == ["create_ticket"]
     assert [c.name for c in out.loop.output.tool_calls] == ["post_message"]
     assert [e.tool for e in await sim_admin.effects()] == ["create_ticket"]
+    # Neither turn answered (both asked for tools): nothing was cached as an answer.
+    assert CACHES[0]._items == {}
 
 
 async def test_token_budget_ends_the_loop_before_any_tool(loop_worker, sim_admin) -> None:
