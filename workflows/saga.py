@@ -7,12 +7,15 @@ policy and timeout) after each side effect that succeeded::
 
     saga = Saga()
     saga.attach_query()  # the log, as the "compensation_log" query
-    async with saga:  # an exception or a cancellation below compensates, then re-raises
+    async with saga:  # a failure or a cancellation below compensates, then re-raises
         ticket = await workflow.execute_activity(open_ticket, req, ...)
         saga.add(close_ticket, ticket.id, step="ticket", tool="open_ticket", args=req_dict)
         await workflow.execute_activity(charge_card, ...)  # fails -> close_ticket runs
 
-Compensations run in reverse, each with its own retry policy; one that still fails is
+A failure (any ``temporalio.exceptions.FailureError``: ``ApplicationError``,
+``ActivityError``, ...) or a cancellation triggers them; a bug in workflow code (a
+``TypeError``) does not, since Temporal retries that task. Compensations run in reverse,
+each with its own retry policy; one that still fails is
 marked ``failed`` in the log and the rest still run. When any failed, the saga raises
 ``ApplicationError(type="COMPENSATION_FAILED")`` carrying the failed entries, so the run
 ends with that reason (non-retryable) instead of dropping them. Compensation runs in a
@@ -33,7 +36,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
 with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.saga import (
@@ -159,7 +162,10 @@ class Saga:
         return self
 
     async def __aexit__(self, exc_type, exc, tb) -> bool:
-        if exc is not None and self.pending:
+        # A run failure (ApplicationError, ActivityError, ...) or a cancellation undoes; a
+        # bug in workflow code (TypeError, ...) does not: Temporal retries that task, and
+        # fixed code must replay without compensations the buggy code scheduled.
+        if isinstance(exc, FailureError | asyncio.CancelledError) and self.pending:
             await self.compensate()
         return False
 

@@ -155,3 +155,25 @@ def test_idempotency_key_is_stable_and_argument_sensitive() -> None:
     assert k == idempotency_key("wf-1", "charge", "charge_card", {"cur": "EUR", "amount": 5})
     assert k != idempotency_key("wf-1", "charge", "charge_card", {"amount": 6, "cur": "EUR"})
     assert k != idempotency_key("wf-2", "charge", "charge_card", {"amount": 5, "cur": "EUR"})
+
+
+async def test_a_bug_in_workflow_code_does_not_compensate(monkeypatch) -> None:
+    """A TypeError is retried by Temporal as a task failure: undoing for it would leave
+    compensations in history that fixed code would not replay."""
+    from agent_failover.resilience.saga import SideEffect
+
+    saga = Saga()
+    saga.log.append(SideEffect(step="a", tool="do", idempotency_key="k", compensation_tool="u"))
+    saga._undo["k"] = object()  # registered (the activity itself is not called here)
+    calls: list[str] = []
+
+    async def fake_compensate() -> list:
+        calls.append("compensate")
+        return []
+
+    monkeypatch.setattr(saga, "compensate", fake_compensate)
+    assert await saga.__aexit__(TypeError, TypeError("bug"), None) is False
+    assert calls == []
+    err = ApplicationError("failed", type="x")
+    assert await saga.__aexit__(ApplicationError, err, None) is False
+    assert calls == ["compensate"]
