@@ -323,7 +323,13 @@ class AgentPipelineWorkflow:
             loop.turns,
             len(loop.tool_runs),
         )
-        return loop.output
+        out = loop.output
+        if out.tool_calls and not out.content.strip():
+            # Stopped by the turn limit or the budget while still asking for tools: say so
+            # in the section rather than hand the critic an empty one.
+            note = f"[{loop.stop_reason.value}: stopped after {loop.turns} turn(s)]"
+            out = out.model_copy(update={"content": note})
+        return out
 
     async def _step(self, name: str, role: str, request, opts, upstream=None) -> AgentOutput:
         out = await self._answer(name, role, request, opts, upstream)

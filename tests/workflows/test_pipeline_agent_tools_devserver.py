@@ -128,3 +128,15 @@ async def test_undo_that_still_fails_ends_the_run_compensation_failed(
     assert {f["effect"]["idempotency_key"] for f in failed} == {t.key for t in tickets}
     assert isinstance(cause.cause, ApplicationError)
     assert cause.cause.type == "escalation_timed_out"
+
+
+async def test_turn_limit_in_a_step_is_said_in_its_section(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    inp = pipeline_input()
+    inp.options.max_tool_turns = 1
+    result: PipelineResult = await (await _start(harness, inp)).result()
+    specialists = [s for s in result.steps if s.output.role in ("researcher", "analyst")]
+    assert specialists
+    assert all(s.output.content.startswith("[turn_limit:") for s in specialists)
+    assert await sim_admin.effects() == []
