@@ -31,7 +31,10 @@ async def main(order_id: str) -> None:
     try:
         print("shipped:", await handle.result())
     except WorkflowFailureError as exc:
-        print("order failed:", exc.cause)
+        cause = exc.cause
+        while cause is not None and cause.cause is not None:  # the root: ship_order's error
+            cause = cause.cause
+        print("order failed:", cause)
     log = await handle.query("compensation_log")
     for entry in log["entries"]:
         print(f"  {entry['effect']['step']:8} {entry['status']:12} {entry['error'] or ''}")
