@@ -188,7 +188,7 @@ async def _run_tool(
     seen: dict[str, ToolRun],
     saga: Saga | None,
 ) -> ToolRun:
-    """Run one call once: a repeated (step, tool, arguments) reuses the recorded result."""
+    """Run one call once: a repeated (step, tool, arguments) reuses the recorded success."""
     key = workflow_idempotency_key(step, call.name, call.arguments)
     base = {"call_id": call.id, "tool": call.name, "arguments": call.arguments, "turn": turn}
     if tool is None:
@@ -215,12 +215,11 @@ async def _run_tool(
             summary=f"{step}: tool {call.name}",
         )
     except ActivityError as exc:
-        run = ToolRun(**base, idempotency_key=key, ok=False, error=_cause(exc))
-    else:
-        run = ToolRun(**base, idempotency_key=key, ok=True, result=res.result)
-        if saga is not None and tool.compensation is not None:
-            _register(saga, tool, call, key, step, res.result)
-    seen[key] = run
+        return ToolRun(**base, idempotency_key=key, ok=False, error=_cause(exc))
+    run = ToolRun(**base, idempotency_key=key, ok=True, result=res.result)
+    if saga is not None and tool.compensation is not None:
+        _register(saga, tool, call, key, step, res.result)
+    seen[key] = run  # only successes are reused: a failed call may be asked for again
     return run
 
 

@@ -201,3 +201,15 @@ async def test_later_failure_undoes_the_agents_tool_call(loop_worker, sim_admin)
     effects = await sim_admin.effects()
     assert [e.tool for e in effects] == ["create_ticket", "close_ticket"]
     assert effects[1].args == {"id": entry.effect.result["id"]}
+
+
+async def test_a_failed_tool_goes_back_to_the_model_as_an_error(loop_worker, sim_admin) -> None:
+    """create_ticket is rejected (400, not retried): the model gets {"error": ...} under the
+    call's id and answers; nothing is logged for the saga to undo."""
+    await sim_admin.set_tool_faults("create_ticket", [{"status": 400}])
+    out: LoopOut = await (await _start(loop_worker, LoopIn(tools=["create_ticket"]))).result()
+    assert out.loop.stop_reason == "answered" and out.loop.turns == 2
+    [run] = out.loop.tool_runs
+    assert not run.ok and "tool_rejected" in (run.error or "")
+    assert out.log.entries == [] and await sim_admin.effects() == []
+    assert (await sim_admin.tool_calls())["create_ticket"] == 1
