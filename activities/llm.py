@@ -259,7 +259,9 @@ class LLMActivities:
             trial=admission.trial,
         )
         await self._record(outcome, settings)
-        if inp.cache is not None:
+        # A turn that asks for tools is not an answer: served from the cache later it would
+        # read as an empty reply (the cache keeps text, not tool calls).
+        if inp.cache is not None and not reply.tool_calls:
             await self._cache_answer(inp, reply, data, outcome.at)
         record.attempt_answered(inp.role, endpoint, reply)
         return CallModelResult(

@@ -34,6 +34,14 @@ _EXPORTS: dict[str, str] = {
     "OnExhausted": "agent_failover.resilience.options",
     "ContentFilterMode": "agent_failover.resilience.config",
     "FailoverExhausted": "agent_failover.workflows.errors",
+    # side effects: the saga and tool calls inside an agent step, from workflow code
+    "Saga": "agent_failover.workflows.saga",
+    "idempotency_key": "agent_failover.resilience.saga",
+    "run_agent_loop": "agent_failover.workflows.agent_loop",
+    "AgentTool": "agent_failover.workflows.agent_loop",
+    "AgentLoopResult": "agent_failover.workflows.agent_loop",
+    "ToolCallInput": "agent_failover.activities.models",
+    "ToolCallResult": "agent_failover.activities.models",
     # request types
     "ChatRequest": "agent_failover.providers.models",
     "Message": "agent_failover.providers.models",
@@ -68,7 +76,9 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "SEARCH_ATTRIBUTES",
     "AesGcmCodec",
+    "AgentLoopResult",
     "AgentOutput",
+    "AgentTool",
     "AttemptRecord",
     "CallOptions",
     "Capability",
@@ -84,21 +94,27 @@ __all__ = [
     "Priority",
     "ReasonCode",
     "RosterOverride",
+    "Saga",
     "ToolCall",
+    "ToolCallInput",
+    "ToolCallResult",
     "ToolSpec",
     "Usage",
     "__version__",
     "connect_client",
+    "idempotency_key",
     "load_policy",
     "pipeline_summary",
     "register_search_attributes",
     "resilient_complete",
+    "run_agent_loop",
     "set_failover_details",
     "setup_telemetry",
     "upsert_failover_search_attributes",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from agent_failover.activities.models import ToolCallInput, ToolCallResult
     from agent_failover.codec import AesGcmCodec
     from agent_failover.config.loader import load_policy
     from agent_failover.connect import connect_client
@@ -120,9 +136,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ReasonCode,
     )
     from agent_failover.resilience.options import CallOptions, OnExhausted, RosterOverride
+    from agent_failover.resilience.saga import idempotency_key
     from agent_failover.telemetry.setup import setup_telemetry
+    from agent_failover.workflows.agent_loop import AgentLoopResult, AgentTool, run_agent_loop
     from agent_failover.workflows.errors import FailoverExhausted
     from agent_failover.workflows.resilient import resilient_complete
+    from agent_failover.workflows.saga import Saga
     from agent_failover.workflows.search_attributes import (
         SEARCH_ATTRIBUTES,
         pipeline_summary,

@@ -34,6 +34,8 @@ from agent_failover.resilience.contracts import BreakerState
 from agent_failover.resilience.pipeline import SUBSTITUTIONS_LEGEND
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import (
+    ActionSpec,
+    AgentToolSpec,
     EscalationAction,
     EscalationDecision,
     EscalationState,
@@ -60,6 +62,8 @@ class Phase:
     faults: dict[str, list[dict[str, Any]]]
     tasks: list[str]
     escalate: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+    tool_faults: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -84,10 +88,49 @@ TASKS = [
 ]
 
 
+#: The specialists' side-effecting tool in the rollback phase (the simulator's tool server).
+TICKET_TOOL = {
+    "type": "object",
+    "properties": {"title": {"type": "string"}},
+    "required": ["title"],
+}
+ROLLBACK_TASK = "Triage the checkout outage and notify #ops"
+
+
+def _rollback_options() -> dict[str, Any]:
+    """Specialists may open a ticket while they work; the answer is then posted to #ops."""
+    return {
+        "revision_rounds": 0,
+        "agent_tools": [
+            AgentToolSpec(
+                role=role,
+                name="create_ticket",
+                description="Open an incident ticket for your subtask.",
+                parameters=TICKET_TOOL,
+            )
+            for role in ("researcher", "analyst")
+        ],
+        "actions": [
+            ActionSpec(
+                tool="post_message", args={"channel": "#ops"}, answer_arg="text", max_attempts=1
+            )
+        ],
+    }
+
+
 def phases() -> list[Phase]:
     overloaded = [{"kind": "overloaded", "retry_after": 5}]
     return [
         Phase("1 healthy", "all routes healthy: every step on tier 0", {}, TASKS[:2]),
+        Phase(
+            "1b tool rollback",
+            "a specialist opens a ticket with a tool call inside its step; posting the answer "
+            "to #ops then fails (400) → the saga closes the ticket (compensation)",
+            {},
+            [ROLLBACK_TASK],
+            options=_rollback_options(),
+            tool_faults={"post_message": [{"status": 400}]},
+        ),
         Phase(
             "2 region down",
             "anthropic-us-east answers 529, the Anthropic API's other region and openai-us "
@@ -138,7 +181,9 @@ async def _run_pipeline(stack: DevStack, phase: Phase, task: str, console: Conso
     inp = PipelineInput(
         task=task,
         options=PipelineOptions(
-            escalate_on_critical_degraded=phase.escalate, escalation_timeout_s=120
+            escalate_on_critical_degraded=phase.escalate,
+            escalation_timeout_s=120,
+            **phase.options,
         ),
     )
     t0 = time.monotonic()
@@ -228,8 +273,40 @@ def _summary_table(runs: list[Run]) -> Table:
             str(r.result.summary.substitutions),
             f"{r.result.confidence:.2f}",
             f"{r.seconds:.1f}",
-            "escalated → accepted" if r.escalated else "",
+            "escalated → accepted" if r.escalated else _rollback_note(r.result),
         )
+    return t
+
+
+def _tool_rollbacks(result: PipelineResult) -> list[str]:
+    """Steps of agent tool calls the saga undid (``<step>/<tool>``)."""
+    return [e.effect.step for e in result.compensated if "/" in e.effect.step]
+
+
+def _rollback_note(result: PipelineResult) -> str:
+    undone = _tool_rollbacks(result)
+    return f"{len(undone)} tool call(s) rolled back" if undone else ""
+
+
+def saga_table(result: PipelineResult, title: str) -> Table:
+    """The run's compensation log: each side effect, what undoes it, where it stands."""
+    t = Table(title=title, title_justify="left")
+    for col in ("effect", "tool", "object", "undone by", "status"):
+        t.add_column(col, overflow="fold")
+    log = result.compensation_log
+    for e in log.entries if log else []:
+        status = e.status.value
+        style = {"compensated": "green", "failed": "red", "left": "yellow"}.get(status, "white")
+        t.add_row(
+            e.effect.step,
+            e.effect.tool,
+            str(e.effect.result.get("id", "-")),
+            e.effect.compensation_tool or "-",
+            f"[{style}]{status}[/]",
+        )
+    for a in result.actions:
+        if a.status.value == "failed":
+            t.add_row(a.step, a.tool, "-", "-", f"[red]failed: {a.error or ''}[/]")
     return t
 
 
@@ -366,13 +443,19 @@ async def _run_phases(stack: DevStack, console: Console, admin: SimAdmin) -> lis
             )
         for endpoint, faults in ph.faults.items():
             await admin.set_faults(endpoint, faults)
+        for tool, faults in ph.tool_faults.items():
+            await admin.set_tool_faults(tool, faults)
         for task in ph.tasks:
             run = await _run_pipeline(stack, ph, task, console)
             runs.append(run)
             if run.result:
                 console.print(steps_table(run.result, title=f"{run.workflow_id}: {task}"))
+                if run.result.compensation_log:
+                    console.print(saga_table(run.result, f"{run.workflow_id}: side effects"))
             else:
                 console.print(f"[red]{run.workflow_id} failed: {run.error}[/]")
+        if ph.tool_faults:
+            await admin.clear_tool_faults()
     return runs
 
 
@@ -421,4 +504,11 @@ async def _checks(
             f"Temporal UI: {stack.ui}/namespaces/default/workflows  — filter: "
             "[bold]Degraded = true[/] or [bold]WorstTier >= 2[/]"
         )
-    return not missing and not failed and recovered and restored and filter_ok
+    rollback = [r for r in runs if r.phase.startswith("1b")]
+    rolled_back = all(r.result and _tool_rollbacks(r.result) for r in rollback)
+    console.print(
+        "saga: a specialist's tool call was "
+        + ("[green]rolled back[/]" if rolled_back else "[red]NOT rolled back[/]")
+        + " after the later action failed"
+    )
+    return not missing and not failed and recovered and restored and filter_ok and rolled_back

@@ -49,6 +49,23 @@ class ActionSpec(BaseModel):
     timeout_s: float = Field(default=10.0, gt=0, le=300)
 
 
+class AgentToolSpec(BaseModel):
+    """A tool-server tool a role's model may call inside its step (an agent loop).
+
+    Each call is a ``run_tool`` activity keyed by workflow id + step + tool + arguments;
+    a tool with a compensation (``compensation`` or ``DEFAULT_COMPENSATIONS``) is logged
+    in the run's saga and undone if the run later fails, is cancelled or aborted.
+    """
+
+    role: str = Field(min_length=1, max_length=100)
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str = Field(default="", max_length=2_000)
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    compensation: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]*$")
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    timeout_s: float = Field(default=10.0, gt=0, le=300)
+
+
 class ActionStatus(StrEnum):
     APPLIED = "applied"  # the effect stands
     FAILED = "failed"  # failed hard (non-retryable, or retries exhausted)
@@ -86,6 +103,11 @@ class PipelineOptions(BaseModel):
     escalation_timeout_s: float = Field(default=900.0, ge=0.0, le=7 * 86400)
     escalation_timeout_action: EscalationTimeoutAction = EscalationTimeoutAction.FAIL
     actions: list[ActionSpec] = Field(default_factory=list, max_length=20)
+    agent_tools: list[AgentToolSpec] = Field(default_factory=list, max_length=20)
+    max_tool_turns: int = Field(default=4, ge=1, le=16)
+    tool_budget_tokens: int | None = Field(
+        default=None, ge=1, description="tokens one agent loop may spend (none: turns only)"
+    )
 
 
 class PipelineInput(BaseModel):

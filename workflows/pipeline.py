@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.llm import LLMActivities
@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
     )
     from agent_failover.activities.tools import NON_RETRYABLE_TOOL_ERRORS
+    from agent_failover.providers.models import ToolSpec
     from agent_failover.providers.validate import parse_json_output
     from agent_failover.resilience.contracts import (
         AgentOutput,
@@ -78,12 +79,14 @@ with workflow.unsafe.imports_passed_through():
         render_args,
     )
     from agent_failover.workflows import observe
+    from agent_failover.workflows.agent_loop import AgentTool, run_agent_loop
     from agent_failover.workflows.escalation import EscalationDesk
     from agent_failover.workflows.inputs import workflow_input
     from agent_failover.workflows.models import (
         ActionResult,
         ActionSpec,
         ActionStatus,
+        AgentToolSpec,
         BlockedStep,
         EscalationAction,
         EscalationDecision,
@@ -100,6 +103,7 @@ with workflow.unsafe.imports_passed_through():
         StepResult,
     )
     from agent_failover.workflows.resilient import LOCAL_ACTIVITY_RETRY, resilient_complete
+    from agent_failover.workflows.saga import Saga, compensation_failed
     from agent_failover.workflows.search_attributes import (
         set_failover_details,
         upsert_failover_search_attributes,
@@ -118,6 +122,10 @@ ACTIONS, SAGA = "actions", "saga"
 COMPENSATION_ATTEMPTS = 3
 TOOL_RETRY_INITIAL = timedelta(milliseconds=200)
 TOOL_RETRY_MAX = timedelta(seconds=5)
+#: workflow.patched ids of issue 15: a role with ``agent_tools`` runs an agent loop; a run
+#: that fails or is cancelled with side effects still applied undoes them first.
+AGENT_TOOLS_PATCH = "agent-tools-issue-15"
+UNWIND_ON_FAILURE_PATCH = "saga-unwind-on-failure-issue-15"
 #: How an applied action reads after the saga unwound: undone, or left by an operator.
 _UNDO_STATUS = {
     CompensationStatus.COMPENSATED: ActionStatus.COMPENSATED,
@@ -137,6 +145,7 @@ class AgentPipelineWorkflow:
         self._desk = EscalationDesk(self._escalation_snapshot, self._upsert)
         self._opened_by: tuple[str, str, str, AgentOutput] | None = None
         self._opts = PipelineOptions()
+        self._unwound = False
 
     @workflow.run
     async def run(self, *args: Any) -> PipelineResult:
@@ -146,6 +155,13 @@ class AgentPipelineWorkflow:
         inp = workflow_input(
             PipelineInput, args, workflow_name="AgentPipelineWorkflow", error_type=INVALID_INPUT
         )
+        try:
+            return await self._run(inp)
+        except (FailureError, asyncio.CancelledError) as exc:
+            await self._unwind_on_failure(exc)
+            raise
+
+    async def _run(self, inp: PipelineInput) -> PipelineResult:
         opts = self._opts = inp.options
         context = [(c.content, c.priority, c.pinned) for c in inp.context]
         roles = await self._load_roles()
@@ -283,8 +299,40 @@ class AgentPipelineWorkflow:
         )
         return list(zip(names, outs, strict=True))
 
+    async def _answer(self, name: str, role: str, request, opts, upstream) -> AgentOutput:
+        """One answer for the step: an agent loop when the role has tools, else one call."""
+        specs = [t for t in opts.agent_tools if t.role == role]
+        if not specs or not workflow.patched(AGENT_TOOLS_PATCH):
+            return await resilient_complete(role, request, upstream_reasons=upstream)
+        if self._saga is None:
+            self._saga = CompensationLog()
+        loop = await run_agent_loop(
+            role,
+            request,
+            tools=[_agent_tool(t) for t in specs],
+            saga=Saga(self._saga),
+            step=name,
+            max_turns=opts.max_tool_turns,
+            max_tokens=opts.tool_budget_tokens,
+            upstream_reasons=upstream,
+        )
+        workflow.logger.info(
+            "step %s: agent loop ended (%s) after %d turn(s), %d tool call(s)",
+            name,
+            loop.stop_reason.value,
+            loop.turns,
+            len(loop.tool_runs),
+        )
+        out = loop.output
+        if out.tool_calls and not out.content.strip():
+            # Stopped by the turn limit or the budget while still asking for tools: say so
+            # in the section rather than hand the critic an empty one.
+            note = f"[{loop.stop_reason.value}: stopped after {loop.turns} turn(s)]"
+            out = out.model_copy(update={"content": note})
+        return out
+
     async def _step(self, name: str, role: str, request, opts, upstream=None) -> AgentOutput:
-        out = await resilient_complete(role, request, upstream_reasons=upstream)
+        out = await self._answer(name, role, request, opts, upstream)
         while opts.escalate_on_critical_degraded:
             floor = self._min_confidence.get(role, 0.0)
             trigger = escalation_trigger(out, critical=role in self._critical, min_confidence=floor)
@@ -306,7 +354,7 @@ class AgentPipelineWorkflow:
             if decision.action is EscalationAction.ABORT:
                 await self._abort(decision, name)
             if decision.action is EscalationAction.RETRY:
-                out = await resilient_complete(role, request, upstream_reasons=upstream)
+                out = await self._answer(name, role, request, opts, upstream)
                 continue
             if decision.action is EscalationAction.PROVIDE_OUTPUT:
                 out = _human_output(role, decision, out)
@@ -348,6 +396,7 @@ class AgentPipelineWorkflow:
                 "action": action.value,
                 "blocked_steps": [b.model_dump(mode="json") for b in blocked],
                 "compensated": [e.effect.step for e in undone],
+                "not_compensated": self._not_undone(),
             },
             type=ESCALATION_TIMED_OUT,
             non_retryable=True,
@@ -376,7 +425,7 @@ class AgentPipelineWorkflow:
         tail = f"; {len(undone)} side effect(s) compensated" if undone else ""
         raise ApplicationError(
             f"pipeline aborted by {decision.operator} at step {step}: {decision.note}{tail}",
-            {"compensated": [e.effect.step for e in undone]},
+            {"compensated": [e.effect.step for e in undone], "not_compensated": self._not_undone()},
             type=ABORTED,
             non_retryable=True,
         )
@@ -388,7 +437,8 @@ class AgentPipelineWorkflow:
     ) -> tuple[list[ActionResult], list[CompensationEntry]]:
         """Apply each action once (keyed); on a hard failure undo the applied ones in reverse."""
         wid = workflow.info().workflow_id
-        log = self._saga = CompensationLog()
+        # Effects of agent tools (earlier steps) share the log: a failure here undoes them too.
+        log = self._saga = self._saga or CompensationLog()
         results: list[ActionResult] = []
         failed = False
         for i, spec in enumerate(specs):
@@ -536,6 +586,7 @@ class AgentPipelineWorkflow:
         log = self._saga
         if log is None:
             return []
+        self._unwound = True
         done: list[CompensationEntry] = []
         for entry in log.to_compensate():
             eff = entry.effect
@@ -545,6 +596,30 @@ class AgentPipelineWorkflow:
             else:
                 log.mark_failed(eff.idempotency_key, error)
         return done
+
+    def _not_undone(self) -> list[dict[str, Any]]:
+        """Log entries whose undo failed, for the run's failure details (never dropped)."""
+        log = self._saga
+        failed = log.with_status(CompensationStatus.FAILED) if log else []
+        return [e.model_dump(mode="json") for e in failed]
+
+    async def _unwind_on_failure(self, exc: BaseException) -> None:
+        """The run is failing or cancelled: undo what is still applied (shielded), once.
+
+        An abort already unwound; an undo that still fails turns the failure into
+        ``COMPENSATION_FAILED`` carrying the entries, so none is dropped silently.
+        """
+        log = self._saga
+        if log is None or self._unwound or not log.to_compensate():
+            return
+        if not workflow.patched(UNWIND_ON_FAILURE_PATCH):
+            return
+        self._phase = "compensating"
+        workflow.logger.warning("run ending (%s): undoing applied side effects", type(exc).__name__)
+        await asyncio.shield(asyncio.ensure_future(self._unwind()))
+        failed = log.with_status(CompensationStatus.FAILED)
+        if failed:
+            raise compensation_failed(failed) from exc
 
     async def _tool(
         self,
@@ -656,6 +731,32 @@ class AgentPipelineWorkflow:
     def failover_history(self) -> list[StepHistory]:
         """Every finished step: who answered, reason codes, attempts with ISO timestamps."""
         return [StepHistory.of(s.step, s.output) for s in self._steps]
+
+
+def _agent_tool(spec: AgentToolSpec) -> AgentTool:
+    """A tool-server tool for the agent loop: ``run_tool``, undone through ``compensate``."""
+    undo, _ = compensation_for(spec.name, spec.compensation, {}, {})
+    return AgentTool(
+        spec=ToolSpec(name=spec.name, description=spec.description, parameters=spec.parameters),
+        activity="run_tool",
+        compensation="compensate" if undo else None,
+        undo_tool=undo,
+        retry_policy=RetryPolicy(
+            initial_interval=TOOL_RETRY_INITIAL,
+            backoff_coefficient=2.0,
+            maximum_interval=TOOL_RETRY_MAX,
+            maximum_attempts=spec.max_attempts,
+            non_retryable_error_types=list(NON_RETRYABLE_TOOL_ERRORS),
+        ),
+        timeout=timedelta(seconds=spec.timeout_s),
+        compensation_retry_policy=RetryPolicy(
+            initial_interval=TOOL_RETRY_INITIAL,
+            backoff_coefficient=2.0,
+            maximum_interval=TOOL_RETRY_MAX,
+            maximum_attempts=COMPENSATION_ATTEMPTS,
+            non_retryable_error_types=list(NON_RETRYABLE_TOOL_ERRORS),
+        ),
+    )
 
 
 def _cause(exc: ActivityError) -> str:

@@ -1,14 +1,14 @@
 """Record the workflow histories that the replay test checks (run by hand after a change).
 
-    .venv/bin/python -m tests.workflows.record_histories [NAME ...]
+    .venv/bin/python -m tests.workflows.record_histories [NAME ...] [--force]
 
-Runs a healthy pipeline, a failover pipeline, a hedged resilient call and a call whose
-context is summarized before triage (issue 14) on a fresh dev server against the
-simulator, and writes each history to ``tests/histories/``. With NAMEs (e.g.
-``call_summarized``) only those are recorded: a new path gets a new file while the
-committed ones stay as recorded by older code. Commit
-the files: replaying them in CI catches any workflow change that would break running
-workflows (non-determinism).
+Each recorder in ``RECORDERS`` runs workflows on a fresh dev server against the
+simulator and returns ``(name, workflow id)`` pairs; each history is written to
+``tests/histories/NAME.json``. Existing files are kept (a recorded history is never
+overwritten; ``--force`` overrides), so a new path gets a new file while the committed
+ones stay as recorded by older code. With NAMEs only the recorders producing those names
+run. Commit the files: replaying them in CI catches any workflow change that would break
+running workflows (non-determinism).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import asyncio
 import os
 import sys
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from agent_failover.config import DEFAULT_POLICY_PATH
@@ -27,15 +28,25 @@ from agent_failover.testing.roles import with_quality_roles
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import start_simulator
-from agent_failover.workflows.models import PipelineInput, PipelineOptions, PipelineResult
+from agent_failover.workflows.models import (
+    ActionSpec,
+    AgentToolSpec,
+    EscalationState,
+    PipelineInput,
+    PipelineOptions,
+    PipelineResult,
+    PipelineStatus,
+)
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from tests.workflows.conftest import Harness, make_harness, running
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow, with_test_roles
 
 OUT = Path(__file__).resolve().parents[1] / "histories"
 
+Recorder = Callable[[Harness, SimAdmin], Awaitable[list[tuple[str, str]]]]
 
-async def main(only: set[str]) -> None:
+
+async def main(only: set[str], force: bool) -> None:
     sim = await start_simulator(port=0)
     os.environ["SIM_URL"] = sim.url
     env = await start_dev_server(ui=False)
@@ -45,40 +56,25 @@ async def main(only: set[str]) -> None:
     OUT.mkdir(exist_ok=True)
     try:
         async with running(workers):
-            runs = []
-            if not only or only - {"call_summarized"}:
-                runs += await _classic_runs(h, admin)
-            if not only or "call_summarized" in only:
-                runs.append(("call_summarized", await _summarized_run(h, admin)))
-            for name, wid in runs:
-                if only and name not in only:
+            for names, record in RECORDERS:
+                if only and not only & set(names):
                     continue
-                history = await h.client.get_workflow_handle(wid).fetch_history()
-                (OUT / f"{name}.json").write_text(history.to_json())
-                print(f"wrote {OUT / (name + '.json')}")
+                for name, wid in await record(h, admin):
+                    await _write(h, name, wid, force)
     finally:
         await admin.aclose()
         await env.shutdown()
         await sim.stop()
 
 
-async def _summarized_run(h: Harness, admin: SimAdmin) -> str:
-    """A request too big for the ``summarizing`` role's small window, with a pinned task."""
-    await admin.reset()
-    msgs = [Message(role="user", content="Task: plan the billing migration.", pinned=True)]
-    for i in range(8):
-        msgs.append(Message(role="assistant", content=f"step {i}: " + "detail " * 250))
-        msgs.append(Message(role="user", content=f"noted {i}: " + "more " * 250))
-    msgs.append(Message(role="user", content="What is the next step?"))
-    wid = f"summarized-{uuid.uuid4().hex[:6]}"
-    await h.client.execute_workflow(
-        ResilientCallWorkflow.run,
-        CallInput(role="summarizing", request=ChatRequest(messages=msgs, max_tokens=120)),
-        id=wid,
-        task_queue=h.task_queue,
-        result_type=AgentOutput,
-    )
-    return wid
+async def _write(h: Harness, name: str, wid: str, force: bool) -> None:
+    path = OUT / f"{name}.json"
+    if path.exists() and not force:
+        print(f"kept {path} (recorded before; --force overwrites)")
+        return
+    history = await h.client.get_workflow_handle(wid).fetch_history()
+    path.write_text(history.to_json())
+    print(f"wrote {path}")
 
 
 async def _classic_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
@@ -125,5 +121,82 @@ async def _classic_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
     return runs
 
 
+async def _summarized_run(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
+    """A request too big for the ``summarizing`` role's small window, with a pinned task."""
+    await admin.reset()
+    msgs = [Message(role="user", content="Task: plan the billing migration.", pinned=True)]
+    for i in range(8):
+        msgs.append(Message(role="assistant", content=f"step {i}: " + "detail " * 250))
+        msgs.append(Message(role="user", content=f"noted {i}: " + "more " * 250))
+    msgs.append(Message(role="user", content="What is the next step?"))
+    wid = f"summarized-{uuid.uuid4().hex[:6]}"
+    await h.client.execute_workflow(
+        ResilientCallWorkflow.run,
+        CallInput(role="summarizing", request=ChatRequest(messages=msgs, max_tokens=120)),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=AgentOutput,
+    )
+    return [("call_summarized", wid)]
+
+
+def _tools_input() -> PipelineInput:
+    title = {"type": "object", "properties": {"title": {"type": "string"}}}
+    return PipelineInput(
+        task="Handle the checkout outage",
+        options=PipelineOptions(
+            revision_rounds=0,
+            max_subtasks=2,
+            agent_tools=[
+                AgentToolSpec(role=r, name="create_ticket", parameters=title)
+                for r in ("researcher", "analyst")
+            ],
+            actions=[ActionSpec(tool="post_message", args={"channel": "#ops"})],
+        ),
+    )
+
+
+async def _agent_tool_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
+    """Specialists' tickets rolled back by a failed action; and unwound on a cancellation."""
+    await admin.reset()
+    await admin.set_tool_faults("post_message", [{"status": 400}])
+    wid = f"tools-{uuid.uuid4().hex[:6]}"
+    await h.client.execute_workflow(
+        AgentPipelineWorkflow.run,
+        _tools_input(),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=PipelineResult,
+    )
+    runs = [("pipeline_agent_tools_rollback", wid)]
+    await admin.set_tool_faults("close_ticket", [{"status": 503}])
+    wid = f"tools-cancel-{uuid.uuid4().hex[:6]}"
+    handle = await h.client.start_workflow(
+        AgentPipelineWorkflow.run, _tools_input(), id=wid, task_queue=h.task_queue
+    )
+    while True:
+        st = await handle.query(AgentPipelineWorkflow.status, result_type=PipelineStatus)
+        if st.escalation is EscalationState.PENDING:
+            break
+        await asyncio.sleep(0.1)
+    await admin.clear_tool_faults("close_ticket")
+    await handle.cancel()
+    try:
+        await handle.result()
+    except Exception as exc:  # the run ends cancelled, after its unwind
+        print(f"{wid}: {type(exc).__name__}")
+    runs.append(("pipeline_agent_tools_cancelled", wid))
+    return runs
+
+
+#: (the history names a recorder produces, the recorder), in recording order.
+RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
+    (("pipeline_healthy", "pipeline_failover", "call_hedged"), _classic_runs),
+    (("call_summarized",), _summarized_run),
+    (("pipeline_agent_tools_rollback", "pipeline_agent_tools_cancelled"), _agent_tool_runs),
+]
+
+
 if __name__ == "__main__":
-    asyncio.run(main(set(sys.argv[1:])))
+    args = sys.argv[1:]
+    asyncio.run(main({a for a in args if a != "--force"}, "--force" in args))

@@ -19,9 +19,17 @@ HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.j
 
 
 def test_histories_are_committed() -> None:
-    """The replay suite covers a healthy, a failover, a hedged and a summarized run."""
+    """The replay suite covers a healthy, a failover, a hedged and a summarized run, and
+    specialists' tool calls rolled back by a failed action and unwound on a cancellation."""
     names = {p.stem for p in HISTORIES}
-    assert {"pipeline_healthy", "pipeline_failover", "call_hedged", "call_summarized"} <= names
+    assert {
+        "pipeline_healthy",
+        "pipeline_failover",
+        "call_hedged",
+        "call_summarized",
+        "pipeline_agent_tools_rollback",
+        "pipeline_agent_tools_cancelled",
+    } <= names
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
