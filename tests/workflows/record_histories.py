@@ -1,17 +1,20 @@
 """Record the workflow histories that the replay test checks (run by hand after a change).
 
-    .venv/bin/python -m tests.workflows.record_histories
+    .venv/bin/python -m tests.workflows.record_histories [NAME ...]
 
-Runs a healthy pipeline, a failover pipeline and a hedged resilient call on a fresh dev
-server against the simulator, and writes each history to ``tests/histories/``. Commit
-the files: replaying them in CI catches any workflow change that would break running
-workflows (non-determinism).
+Runs a healthy pipeline, a failover pipeline, a hedged resilient call and an escalated
+pipeline (paused, resolved through the ``resolve`` update) on a fresh dev server against
+the simulator, and writes each history to ``tests/histories/``. Commit the files:
+replaying them in CI catches any workflow change that would break running workflows
+(non-determinism). An existing file is never overwritten (a new code path gets a new
+name); names on the command line record only those runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import uuid
 from pathlib import Path
 
@@ -22,15 +25,54 @@ from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import start_simulator
-from agent_failover.workflows.models import PipelineInput, PipelineOptions, PipelineResult
+from agent_failover.workflows.models import (
+    EscalationAction,
+    EscalationDecision,
+    PipelineInput,
+    PipelineOptions,
+    PipelineResult,
+)
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
-from tests.workflows.conftest import make_harness, running
-from tests.workflows.helpers import CallInput, ResilientCallWorkflow, with_test_roles
+from tests.workflows.conftest import Harness, make_harness, running
+from tests.workflows.helpers import (
+    CallInput,
+    ResilientCallWorkflow,
+    with_test_roles,
+)
 
 OUT = Path(__file__).resolve().parents[1] / "histories"
+#: Every endpoint of the shipped policy (all down: the planner escalates).
+ALL_ENDPOINTS = (
+    "anthropic-us-east", "anthropic-eu-west", "bedrock-us-west-2", "vertex-europe-west1",
+    "openai-us", "cheap-mini", "gemini-flash",
+)  # fmt: skip
+#: The escalated run's file: bump the suffix when its code path changes (never overwrite).
+ESCALATION_NAME = "pipeline_escalation"
 
 
-async def main() -> None:
+async def record_escalation(h: Harness, admin: SimAdmin) -> str:
+    """Every route down: the pipeline escalates once; an operator accepts degraded."""
+    await admin.reset()
+    for ep in ALL_ENDPOINTS:
+        await admin.set_faults(ep, [{"kind": "auth_error"}])
+    wid = f"escalation-{uuid.uuid4().hex[:6]}"
+    handle = await h.client.start_workflow(
+        AgentPipelineWorkflow.run,
+        PipelineInput(task="Plan a failover drill", options=PipelineOptions(revision_rounds=0)),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=PipelineResult,
+    )
+    while (await handle.query(AgentPipelineWorkflow.status)).escalation.value != "pending":
+        await asyncio.sleep(0.1)
+    accept = EscalationDecision(action=EscalationAction.ACCEPT_DEGRADED, operator="recorder")
+    await handle.execute_update(AgentPipelineWorkflow.resolve, accept)
+    await handle.result()
+    await admin.reset()
+    return wid
+
+
+async def main(only: set[str] | None = None) -> None:
     sim = await start_simulator(port=0)
     os.environ["SIM_URL"] = sim.url
     env = await start_dev_server(ui=False)
@@ -79,10 +121,15 @@ async def main() -> None:
                 result_type=AgentOutput,
             )
             runs.append(("call_hedged", wid))
+            runs.append((ESCALATION_NAME, await record_escalation(h, admin)))
             for name, wid in runs:
+                path = OUT / f"{name}.json"
+                if (only and name not in only) or path.exists():
+                    print(f"kept {path}" if path.exists() else f"skipped {name}")
+                    continue
                 history = await h.client.get_workflow_handle(wid).fetch_history()
-                (OUT / f"{name}.json").write_text(history.to_json())
-                print(f"wrote {OUT / (name + '.json')}")
+                path.write_text(history.to_json())
+                print(f"wrote {path}")
     finally:
         await admin.aclose()
         await env.shutdown()
@@ -90,4 +137,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(set(sys.argv[1:]) or None))
