@@ -18,6 +18,7 @@ import sys
 import uuid
 from pathlib import Path
 
+from agent_failover.activities.notify import WEBHOOK_SECRET_ENV, WEBHOOK_URL_ENV
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.providers.models import ChatRequest, Message
@@ -25,6 +26,7 @@ from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import start_simulator
+from agent_failover.testing.webhook_receiver import WebhookReceiver
 from agent_failover.workflows.models import (
     EscalationAction,
     EscalationDecision,
@@ -46,8 +48,10 @@ ALL_ENDPOINTS = (
     "anthropic-us-east", "anthropic-eu-west", "bedrock-us-west-2", "vertex-europe-west1",
     "openai-us", "cheap-mini", "gemini-flash",
 )  # fmt: skip
-#: The escalated run's file: bump the suffix when its code path changes (never overwrite).
+#: The escalated run recorded before on-call notifications existed (replays unpatched).
 ESCALATION_NAME = "pipeline_escalation"
+#: The escalated run with its opened/resolved notifications delivered to a receiver.
+NOTIFIED_NAME = "pipeline_escalation_notified"
 
 
 async def record_escalation(h: Harness, admin: SimAdmin) -> str:
@@ -63,7 +67,10 @@ async def record_escalation(h: Harness, admin: SimAdmin) -> str:
         task_queue=h.task_queue,
         result_type=PipelineResult,
     )
-    while (await handle.query(AgentPipelineWorkflow.status)).escalation.value != "pending":
+    while True:
+        st = await handle.query(AgentPipelineWorkflow.status)
+        if st.escalation.value == "pending":
+            break
         await asyncio.sleep(0.1)
     accept = EscalationDecision(action=EscalationAction.ACCEPT_DEGRADED, operator="recorder")
     await handle.execute_update(AgentPipelineWorkflow.resolve, accept)
@@ -122,6 +129,15 @@ async def main(only: set[str] | None = None) -> None:
             )
             runs.append(("call_hedged", wid))
             runs.append((ESCALATION_NAME, await record_escalation(h, admin)))
+            async with WebhookReceiver("recorder-secret") as rx:
+                os.environ[WEBHOOK_URL_ENV] = rx.url
+                os.environ[WEBHOOK_SECRET_ENV] = "recorder-secret"
+                try:
+                    runs.append((NOTIFIED_NAME, await record_escalation(h, admin)))
+                finally:
+                    os.environ.pop(WEBHOOK_URL_ENV, None)
+                    os.environ.pop(WEBHOOK_SECRET_ENV, None)
+                assert len(rx.accepted()) == 2, rx.received
             for name, wid in runs:
                 path = OUT / f"{name}.json"
                 if (only and name not in only) or path.exists():

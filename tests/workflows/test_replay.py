@@ -19,9 +19,11 @@ HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.j
 
 
 def test_histories_are_committed() -> None:
-    """The replay suite covers a healthy, a failover and a hedged run."""
+    """The replay suite covers a healthy, a failover and a hedged run, and an escalated run
+    from before and after on-call notifications (the ``escalation-webhook-notify`` patch)."""
     names = {p.stem for p in HISTORIES}
     assert {"pipeline_healthy", "pipeline_failover", "call_hedged"} <= names
+    assert {"pipeline_escalation", "pipeline_escalation_notified"} <= names
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
