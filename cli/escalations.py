@@ -16,6 +16,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import quote
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -204,7 +205,7 @@ def show_renderables(
     now = time.time()
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
-    facts.add_column()
+    facts.add_column(overflow="fold")
     facts.add_row("workflow", f"{row.workflow_id} (run {row.run_id})")
     facts.add_row("waiting", _age(now - row.since) + f" · phase {status.phase}")
     facts.add_row("reason", pe.reason)
@@ -215,9 +216,6 @@ def show_renderables(
     if pe.compensation_log is not None:
         log = ", ".join(f"{e.effect.step}:{e.status.value}" for e in pe.compensation_log.entries)
         facts.add_row("side effects", log or "-")
-    if ui_base:
-        link = f"{ui_base}/namespaces/{namespace}/workflows/{row.workflow_id}/{row.run_id}/history"
-        facts.add_row("Web UI", link)
     blocked = Table(title="blocked steps", title_justify="left")
     for col in ("step", "role", "trigger", "confidence", "reason"):
         blocked.add_column(col, overflow="fold")
@@ -227,7 +225,14 @@ def show_renderables(
     commands = Text("resolve with one of:\n", style="bold")
     for action in options_for(pe):
         commands.append(f"  {resolve_command(row.workflow_id, action)}\n", style="none")
-    return [facts, blocked, Group(commands)]
+    parts: list[RenderableType] = [facts]
+    if ui_base:
+        # A plain string: the caller prints it unwrapped, so the link stays one piece.
+        wid = quote(row.workflow_id, safe="")
+        parts.append(
+            f"Web UI: {ui_base}/namespaces/{namespace}/workflows/{wid}/{row.run_id}/history"
+        )
+    return [*parts, blocked, Group(commands)]
 
 
 def _answer(pe: PendingEscalation) -> str:

@@ -466,7 +466,7 @@ def escalations_show(
             return
         ui = ui_url(_shown_address(address))
         for part in show_renderables(row, status, ui, client.namespace):
-            console.print(part, highlight=False)
+            console.print(part, highlight=False, soft_wrap=isinstance(part, str))
 
     _guard(lambda: asyncio.run(body()), address=_shown_address(address))
 

@@ -10,7 +10,7 @@ none of them reaches history.
 The signature (Stripe/GitHub style) is one header,
 ``X-Failover-Signature: t=<unix seconds>,v1=<hex>``, where ``v1`` is
 HMAC-SHA256(secret, ``"<t>." + body``); a receiver recomputes it over the raw body and
-rejects a timestamp older than its tolerance (replays). :func:`verify_signature` does both.
+rejects a timestamp older than its tolerance (replays). :func:`verify_webhook_signature` does both.
 Pure: no IO, the clock is passed in.
 """
 
@@ -163,7 +163,7 @@ def sign(secret: str, body: bytes, timestamp: int) -> str:
     return f"t={timestamp},v1={_mac(secret, timestamp, body)}"
 
 
-def verify_signature(
+def verify_webhook_signature(
     secret: str,
     header: str | None,
     body: bytes,

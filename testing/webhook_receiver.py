@@ -3,7 +3,7 @@
 ``failover webhook-receiver`` runs it in the foreground and prints each notification; the
 demo and the tests start one on a free port of 127.0.0.1 and point the worker at it
 (``FAILOVER_ESCALATION_WEBHOOK_URL``). With a secret it verifies ``X-Failover-Signature``
-(:func:`resilience.notify.verify_signature`) and answers 401 to a body it cannot verify;
+(:func:`resilience.notify.verify_webhook_signature`) and answers 401 to a body it cannot verify;
 :meth:`WebhookReceiver.fail_next` makes it answer chosen statuses first (500 → Temporal
 retries, 400 → the activity gives up), to test the retry path.
 """
@@ -23,7 +23,7 @@ from agent_failover.resilience.notify import (
     DELIVERY_HEADER,
     SIGNATURE_HEADER,
     SignatureError,
-    verify_signature,
+    verify_webhook_signature,
 )
 
 #: Bodies above this are refused (a notification is a few KB).
@@ -121,7 +121,7 @@ class WebhookReceiver:
         status, error, verified = 200, None, None
         if self.secret:
             try:
-                verify_signature(
+                verify_webhook_signature(
                     self.secret,
                     request.headers.get(SIGNATURE_HEADER),
                     body,

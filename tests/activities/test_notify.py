@@ -20,7 +20,7 @@ from agent_failover.resilience.notify import (
     SIGNATURE_HEADER,
     EscalationNotice,
     NoticeStep,
-    verify_signature,
+    verify_webhook_signature,
 )
 from agent_failover.testing.webhook_receiver import WebhookReceiver
 
@@ -133,7 +133,9 @@ async def test_headers_sign_the_exact_body() -> None:
     req = seen[0]
     assert req.headers["X-Failover-Event"] == "escalation.opened"
     assert req.headers[DELIVERY_HEADER] == "pipe-1/run-1/1/opened"
-    assert verify_signature(SECRET, req.headers[SIGNATURE_HEADER], req.content, now=1_790_000_000)
+    assert verify_webhook_signature(
+        SECRET, req.headers[SIGNATURE_HEADER], req.content, now=1_790_000_000
+    )
     assert json.loads(req.content)["workflow_id"] == "pipe-1"
 
 

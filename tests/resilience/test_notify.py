@@ -16,7 +16,7 @@ from agent_failover.resilience.notify import (
     notification_payload,
     resolve_command,
     sign,
-    verify_signature,
+    verify_webhook_signature,
 )
 
 SECRET = "whsec-test"
@@ -80,7 +80,7 @@ def test_signature_round_trip_and_every_refusal() -> None:
     body = b'{"event":"escalation.opened"}'
     header = sign(SECRET, body, NOW)
     assert header.startswith(f"t={NOW},v1=")
-    assert verify_signature(SECRET, header, body, now=NOW + 10) == NOW
+    assert verify_webhook_signature(SECRET, header, body, now=NOW + 10) == NOW
     cases = {
         "does not match": (sign("other", body, NOW), body, NOW),
         "altered": (header, body + b" ", NOW),
@@ -90,14 +90,14 @@ def test_signature_round_trip_and_every_refusal() -> None:
     }
     for fragment, (h, b, now) in cases.items():
         with pytest.raises(SignatureError, match=fragment):
-            verify_signature(SECRET, h, b, now=now)
+            verify_webhook_signature(SECRET, h, b, now=now)
 
 
 def test_a_rotated_header_with_two_signatures_verifies() -> None:
     """Several v1 entries (a sender signing with old and new secret) verify if one matches."""
     body = b"{}"
     header = sign("old", body, NOW) + "," + sign(SECRET, body, NOW).split(",")[1]
-    assert verify_signature(SECRET, header, body, now=NOW) == NOW
+    assert verify_webhook_signature(SECRET, header, body, now=NOW) == NOW
 
 
 def test_notice_bounds_what_enters_history() -> None:
