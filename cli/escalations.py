@@ -21,7 +21,12 @@ from urllib.parse import quote
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
-from temporalio.client import Client, RPCTimeoutOrCancelledError, WorkflowExecution
+from temporalio.client import (
+    Client,
+    RPCTimeoutOrCancelledError,
+    WorkflowExecution,
+    WorkflowQueryFailedError,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent_failover.cli.errors import CliError
@@ -106,6 +111,11 @@ async def _fill_states(client: Client, rows: list[PendingRun]) -> None:
                 status = await _status(client, row.workflow_id, row.task_queue)
             except CliError as exc:
                 row.note = exc.message
+                return
+            except (RPCError, WorkflowQueryFailedError) as exc:
+                # One run that cannot answer (closed meanwhile, a failing task) must not
+                # hide the others.
+                row.note = f"status query failed: {exc}"
                 return
         row.pending = status.pending_escalation
         if row.pending is None:

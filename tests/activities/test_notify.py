@@ -185,3 +185,28 @@ async def test_receiver_refuses_a_stale_signature() -> None:
         with pytest.raises(ApplicationError):
             await old.notify(NOTICE)
         assert rx.received[0].status == 401 and "away from now" in (rx.received[0].error or "")
+
+
+async def test_each_attempt_adds_a_span_event() -> None:
+    """Delivered and failed attempts each leave an event on the activity's span."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    ok, _ = _notifier(lambda r: httpx.Response(200))
+    down, _ = _notifier(lambda r: httpx.Response(503))
+    with tracer.start_as_current_span("RunActivity:notify_escalation"):
+        await ok.notify(NOTICE)
+        with pytest.raises(ApplicationError):
+            await down.notify(NOTICE)
+    [span] = exporter.get_finished_spans()
+    got = [(e.name, e.attributes["failover.outcome"]) for e in span.events]
+    assert got == [
+        ("failover.escalation.notified", "200"),
+        ("failover.escalation.notify_failed", "webhook_unavailable"),
+    ]
+    assert span.events[0].attributes["server.address"] == "hooks.test"
