@@ -4,6 +4,7 @@ run's state readable (and as JSON), clear errors for runs with nothing to show."
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import time
 import uuid
@@ -168,3 +169,25 @@ async def test_webhook_receiver_command_prints_and_verifies() -> None:
     assert "escalation.opened w-1 round 1: why (signature ok)" in out, out + err
     assert "REFUSED: no X-Failover-Signature header" in out, out + err
     assert proc.returncode == 0, err
+
+
+def test_demo_on_call_check_fails_without_a_resolved_page() -> None:
+    """The demo's self-check: an escalation paged but never closed, or a refused signature,
+    fails it; opened and resolved for every run passes."""
+    from rich.console import Console
+
+    from agent_failover.cli.demo_webhook import OnCall
+    from agent_failover.testing.webhook_receiver import Received, WebhookReceiver
+
+    def got(event: str, verified: bool = True, status: int = 200) -> Received:
+        return Received(status, {"event": event, "workflow_id": "w"}, "d", verified)
+
+    console = Console(file=io.StringIO())
+    rx = WebhookReceiver("k")
+    assert not OnCall(rx).check(console)  # nothing paged at all
+    rx.received = [got("escalation.opened")]
+    assert not OnCall(rx).check(console)
+    rx.received.append(got("escalation.resolved"))
+    assert OnCall(rx).check(console)
+    rx.received.append(got("escalation.opened", verified=False, status=401))
+    assert not OnCall(rx).check(console)
