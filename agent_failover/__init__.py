@@ -61,6 +61,8 @@ _EXPORTS: dict[str, str] = {
     "SEARCH_ATTRIBUTES": "agent_failover.workflows.search_attributes",
     "set_failover_details": "agent_failover.workflows.search_attributes",
     "pipeline_summary": "agent_failover.workflows.search_attributes",
+    # escalation webhooks: check a notification's X-Failover-Signature in your receiver
+    "verify_webhook_signature": "agent_failover.resilience.notify",
     # telemetry (OTEL_* environment; off unless configured)
     "setup_telemetry": "agent_failover.telemetry.setup",
     # the worker side
@@ -111,6 +113,7 @@ __all__ = [
     "set_failover_details",
     "setup_telemetry",
     "upsert_failover_search_attributes",
+    "verify_webhook_signature",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
@@ -135,6 +138,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         Capability,
         ReasonCode,
     )
+    from agent_failover.resilience.notify import verify_webhook_signature
     from agent_failover.resilience.options import CallOptions, OnExhausted, RosterOverride
     from agent_failover.resilience.saga import idempotency_key
     from agent_failover.telemetry.setup import setup_telemetry

@@ -13,7 +13,8 @@ worker of a client it is given to):
 * adds our modules to the workflow sandbox's passthrough list (ours only: a user module
   that happens to be called ``activities`` is never passed through);
 * registers the failover activities (``role_context``, ``call_model``, cache, probes...)
-  and, unless ``include_pipeline=False``, the ``AgentPipelineWorkflow`` and its tools;
+  and, unless ``include_pipeline=False``, the ``AgentPipelineWorkflow``, its tools and its
+  on-call notification (``notify_escalation``);
   always the ``HealthMonitorWorkflow``;
 * when the worker runs: connects the stores (Redis at ``REDIS_URL``), starts one extra
   worker per bulkhead (``<task queue>-llm-<bulkhead>``, its own slot limit; ``bulkheads=``
@@ -49,6 +50,7 @@ from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agent_failover.activities.llm import LLMActivities
+from agent_failover.activities.notify import EscalationNotifier
 from agent_failover.activities.tools import ToolActivities, tools_base_url
 from agent_failover.codec import AesGcmCodec, codec_from_env, with_codec
 from agent_failover.config import DEFAULT_POLICY_PATH
@@ -220,6 +222,8 @@ class FailoverPlugin(SimplePlugin):
         ours: list[Callable[..., Any]] = acts.all()
         if self._include_pipeline:
             ours += ToolActivities(self.http, tools_base_url()).all()
+            # The webhook's URL and secret are read from the environment at each call.
+            ours += EscalationNotifier(self.http).all()
         config["activities"] = [*(config.get("activities") or []), *ours]
         return config
 

@@ -26,6 +26,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from agent_failover.cli.demo_webhook import on_call_receiver
 from agent_failover.cli.devstack import DevStack, start_stack
 from agent_failover.cli.lifecycle import exit_code_for, until_signalled
 from agent_failover.cli.local import print_join
@@ -398,7 +399,10 @@ async def _demo(console: Console, *, serve: bool, port: int, ui_port: int, clean
                 f"store {stack.deps.stores.backend}",
                 highlight=False,
             )
-        code = await _phases_and_checks(stack, console)
+        # The escalations of phase 5 page a local on-call webhook (signed, checked here).
+        async with on_call_receiver(stack, console) as on_call:
+            code = await _phases_and_checks(stack, console)
+            code = code if on_call.check(console) else code or 1
         if serve:
             print_join(console, stack, title="Serving until Ctrl-C or SIGTERM; join it with:")
             try:

@@ -32,6 +32,11 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Check policy files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+escalations_app = typer.Typer(
+    help="Pipelines waiting for a human: list them, show one (answer with `failover resolve`).",
+    no_args_is_help=True,
+)
+app.add_typer(escalations_app, name="escalations")
 # Tables are wide; when output is piped (CI logs, files) do not squeeze them to 80 columns.
 console = Console(width=None if sys.stdout.isatty() else 150)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
@@ -410,6 +415,85 @@ def resolve(
         )
 
     _guard(lambda: asyncio.run(body()), address=_shown_address(address))
+
+
+@escalations_app.command("list")
+def escalations_list(
+    address: AddressOpt = None,
+    limit: Annotated[int, typer.Option(min=1, help="Runs listed at most.")] = 100,
+) -> None:
+    """Running pipelines with EscalationState = "pending", oldest first: how long each has
+    waited, its blocked steps, the reason and the time left before its timeout action."""
+    from agent_failover.cli.escalations import list_pending, pending_table
+
+    async def body() -> None:
+        client = await _client(address)
+        rows, truncated = await list_pending(client, limit)
+        if not rows:
+            console.print("no pipeline is waiting for a decision")
+            return
+        console.print(pending_table(rows))
+        console.print(
+            "show one with `failover escalations show ID`; answer with "
+            "`failover resolve ID ACTION`",
+            highlight=False,
+        )
+        if truncated:
+            console.print(f"(the first {limit} only: raise --limit for more)")
+
+    _guard(lambda: asyncio.run(body()), address=_shown_address(address))
+
+
+@escalations_app.command("show")
+def escalations_show(
+    workflow_id: Annotated[str, typer.Argument(help="The paused pipeline's workflow id.")],
+    address: AddressOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the serialized escalation state as JSON.")
+    ] = False,
+) -> None:
+    """One pipeline's escalation: reason, blocked steps, state kept, decisions that apply and
+    the exact `failover resolve` commands."""
+    from agent_failover.cli.escalations import pending_escalation, show_renderables
+    from agent_failover.testing.servers import ui_url
+
+    async def body() -> None:
+        client = await _client(address)
+        row, status = await pending_escalation(client, workflow_id)
+        if as_json:
+            assert status.pending_escalation is not None
+            print(status.pending_escalation.model_dump_json(indent=2))
+            return
+        ui = ui_url(_shown_address(address))
+        for part in show_renderables(row, status, ui, client.namespace):
+            console.print(part, highlight=False, soft_wrap=isinstance(part, str))
+
+    _guard(lambda: asyncio.run(body()), address=_shown_address(address))
+
+
+@app.command("webhook-receiver")
+def webhook_receiver(
+    port: Annotated[int, typer.Option(help="Port on --host (0 = any free port).")] = 8765,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    path: Annotated[str, typer.Option(help="URL path notifications are posted to.")] = "/",
+) -> None:
+    """A local on-call webhook: prints each escalation notification and checks its signature
+    against FAILOVER_ESCALATION_WEBHOOK_SECRET (401 when it does not match)."""
+    from agent_failover.cli.escalations import serve_receiver
+
+    def body() -> None:
+        try:
+            asyncio.run(serve_receiver(console, host, port, path))
+        except OSError as exc:
+            import errno
+
+            if exc.errno == errno.EADDRINUSE:
+                raise CliError(
+                    f"port {port} is already in use: stop what holds it or pass --port"
+                ) from None
+            raise
+
+    _guard(body)
 
 
 @app.command()

@@ -95,5 +95,9 @@ EV_CACHE_SERVED = "failover.cache.served"
 EV_STATIC_SERVED = "failover.static.served"
 EV_ESCALATION_OPENED = "failover.escalation.opened"
 EV_ESCALATION_RESOLVED = "failover.escalation.resolved"
+#: The on-call webhook accepted an escalation notification (one per attempt that did).
+EV_ESCALATION_NOTIFIED = "failover.escalation.notified"
+#: An attempt to notify the on-call webhook failed (Temporal retries it unless rejected).
+EV_ESCALATION_NOTIFY_FAILED = "failover.escalation.notify_failed"
 EV_COMPENSATION_RUN = "failover.compensation.run"
 EV_COMPENSATION_FAILED = "failover.compensation.failed"

@@ -14,6 +14,9 @@ runs from when it opened. After the decision:
 * a timeout whose action is ``fail`` or ``abort`` ends the run (the pipeline decides how),
   so at most one timeout is ever waited out.
 
+Given :class:`workflows.notify.EscalationNotifications`, the desk notifies on-call when a
+round opens and when it closes (decision or timeout), without waiting for the webhook.
+
 Deterministic workflow code (workflow time only), imported by the pipeline workflow.
 """
 
@@ -33,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         EscalationState,
         PendingEscalation,
     )
+    from agent_failover.workflows.notify import EscalationNotifications
 
 #: Operator name on the decision a timeout with ``accept_degraded`` stands in for.
 TIMEOUT_OPERATOR = "escalation-timeout"
@@ -49,6 +53,7 @@ class EscalationDesk:
         self,
         snapshot: Callable[[list[BlockedStep]], PendingEscalation],
         on_change: Callable[[], None],
+        notifications: EscalationNotifications | None = None,
     ) -> None:
         self.state = EscalationState.NONE
         self.pending: PendingEscalation | None = None
@@ -59,8 +64,11 @@ class EscalationDesk:
         self._decisions: dict[int, EscalationDecision | None] = {}
         self._blocked: list[BlockedStep] = []
         self._opened_at = 0.0
+        self._timeout_s: float | None = None
+        self._timeout_action: str | None = None
         self._snapshot = snapshot
         self._on_change = on_change
+        self.notifications = notifications
 
     @property
     def open(self) -> bool:
@@ -80,7 +88,8 @@ class EscalationDesk:
 
     async def wait(self, blocked: BlockedStep, timeout_s: float) -> EscalationDecision | None:
         """Join (or open) the escalation with ``blocked``; the decision, or None on timeout."""
-        if not self.open:
+        opening = not self.open
+        if opening:
             self.rounds += 1
             self._blocked = []
             self._opened_at = workflow.now().timestamp()
@@ -90,7 +99,12 @@ class EscalationDesk:
         self.pending = self._snapshot(list(self._blocked)).model_copy(
             update={"opened_at": self._opened_at, "timeout_s": timeout_s}
         )
+        self._timeout_s = timeout_s
+        action = self.pending.timeout_action
+        self._timeout_action = action.value if action is not None else None
         self._on_change()
+        if opening:
+            self._notify("opened", self.rounds, None)
         workflow.logger.warning(
             "pipeline escalated (round %d): %s blocked; waiting for a decision",
             self.rounds,
@@ -135,6 +149,19 @@ class EscalationDesk:
         if decision is not None and decision.action is EscalationAction.ACCEPT_DEGRADED:
             self.stand(decision)
         self._on_change()
+        self._notify("resolved", round_no, decision)
+
+    def _notify(self, event: str, round_no: int, decision: EscalationDecision | None) -> None:
+        if self.notifications is None:
+            return
+        self.notifications.send(
+            event,
+            round_no,
+            list(self._blocked),
+            timeout_s=self._timeout_s,
+            timeout_action=self._timeout_action,
+            decision=decision,
+        )
 
     def mark(self, state: EscalationState) -> None:
         """Record a terminal state (aborted) and publish it."""

@@ -12,6 +12,7 @@ from agent_failover.activities.models import HealthTable, ProbeResult
 from agent_failover.providers.models import Priority
 from agent_failover.resilience.contracts import AgentOutput, AttemptRecord, BreakerState
 from agent_failover.resilience.limits import MAX_RESULT_BYTES, clip
+from agent_failover.resilience.notify import NotifyResult
 from agent_failover.resilience.pipeline import FailoverSummary
 from agent_failover.resilience.saga import CompensationEntry, CompensationLog
 
@@ -229,6 +230,8 @@ class PipelineResult(BaseModel):
     compensation_log: CompensationLog | None = None
     #: Steps whose output text was cut so the result fits one Temporal payload.
     trimmed_steps: list[str] = Field(default_factory=list)
+    #: On-call notifications of the run's escalations: delivered, skipped or failed.
+    notifications: list[NotifyResult] = Field(default_factory=list)
 
     def bounded(self, limit: int = MAX_RESULT_BYTES) -> PipelineResult:
         """This result, small enough to be one workflow result payload.
@@ -272,6 +275,7 @@ class PipelineStatus(BaseModel):
     escalation: EscalationState
     pending_escalation: PendingEscalation | None = None
     compensation_log: CompensationLog | None = None
+    notifications: list[NotifyResult] = Field(default_factory=list)
 
 
 class MonitorInput(BaseModel):

@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
         Capability,
         ReasonCode,
     )
+    from agent_failover.resilience.notify import NotifyResult
     from agent_failover.resilience.pipeline import (
         REVISE,
         EscalationTrigger,
@@ -102,6 +103,7 @@ with workflow.unsafe.imports_passed_through():
         StepHistory,
         StepResult,
     )
+    from agent_failover.workflows.notify import EscalationNotifications
     from agent_failover.workflows.resilient import LOCAL_ACTIVITY_RETRY, resilient_complete
     from agent_failover.workflows.saga import Saga, compensation_failed
     from agent_failover.workflows.search_attributes import (
@@ -142,7 +144,9 @@ class AgentPipelineWorkflow:
         self._critical: set[str] = set()
         self._min_confidence: dict[str, float] = {}
         self._saga: CompensationLog | None = None
-        self._desk = EscalationDesk(self._escalation_snapshot, self._upsert)
+        self._desk = EscalationDesk(
+            self._escalation_snapshot, self._upsert, EscalationNotifications()
+        )
         self._opened_by: tuple[str, str, str, AgentOutput] | None = None
         self._opts = PipelineOptions()
         self._unwound = False
@@ -230,6 +234,7 @@ class AgentPipelineWorkflow:
             actions, compensated = await self._apply_actions(opts.actions, answer, synth, opts)
         self._phase = "done"
         self._pending = []
+        await self._flush_notifications()
         summary = self._summary()
         self._details(summary)
         return PipelineResult(
@@ -256,6 +261,7 @@ class AgentPipelineWorkflow:
             actions=actions,
             compensated=compensated,
             compensation_log=self._saga,
+            notifications=self._notifications(),
         ).bounded()
 
     # -- stages -------------------------------------------------------------------------
@@ -389,6 +395,7 @@ class AgentPipelineWorkflow:
         if action is EscalationTimeoutAction.ABORT:
             undone = await self._unwind()
         tail = f"; aborted, {len(undone)} side effect(s) compensated" if undone else ""
+        await self._flush_notifications()
         raise ApplicationError(
             f"escalation timed out after {timeout_s:g}s with no decision ({action.value}); "
             f"blocked: {what}{tail}",
@@ -423,6 +430,7 @@ class AgentPipelineWorkflow:
         undone = await self._unwind()
         self._desk.mark(EscalationState.ABORTED)
         tail = f"; {len(undone)} side effect(s) compensated" if undone else ""
+        await self._flush_notifications()
         raise ApplicationError(
             f"pipeline aborted by {decision.operator} at step {step}: {decision.note}{tail}",
             {"compensated": [e.effect.step for e in undone], "not_compensated": self._not_undone()},
@@ -651,6 +659,15 @@ class AgentPipelineWorkflow:
 
     # -- visibility ---------------------------------------------------------------------
 
+    async def _flush_notifications(self) -> None:
+        """Give on-call notifications still in flight a bounded moment before the run ends."""
+        if self._desk.notifications is not None:
+            await self._desk.notifications.flush()
+
+    def _notifications(self) -> list[NotifyResult]:
+        notes = self._desk.notifications
+        return list(notes.records) if notes is not None else []
+
     def _done_stage(self, stage: str) -> None:
         if stage in self._pending:
             self._pending.remove(stage)
@@ -725,6 +742,7 @@ class AgentPipelineWorkflow:
             escalation=self._desk.state,
             pending_escalation=self._desk.pending,
             compensation_log=self._saga,
+            notifications=self._notifications(),
         )
 
     @workflow.query(name="failover_history")

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from agent_failover.activities.notify import WEBHOOK_SECRET_ENV, WEBHOOK_URL_ENV
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.providers.models import ChatRequest, Message
@@ -28,9 +29,12 @@ from agent_failover.testing.roles import with_quality_roles
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import start_simulator
+from agent_failover.testing.webhook_receiver import WebhookReceiver
 from agent_failover.workflows.models import (
     ActionSpec,
     AgentToolSpec,
+    EscalationAction,
+    EscalationDecision,
     EscalationState,
     PipelineInput,
     PipelineOptions,
@@ -42,6 +46,11 @@ from tests.workflows.conftest import Harness, make_harness, running
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow, with_test_roles
 
 OUT = Path(__file__).resolve().parents[1] / "histories"
+#: Every endpoint of the shipped policy (all down: the planner escalates).
+ALL_ENDPOINTS = (
+    "anthropic-us-east", "anthropic-eu-west", "bedrock-us-west-2", "vertex-europe-west1",
+    "openai-us", "cheap-mini", "gemini-flash",
+)  # fmt: skip
 
 Recorder = Callable[[Harness, SimAdmin], Awaitable[list[tuple[str, str]]]]
 
@@ -189,10 +198,51 @@ async def _agent_tool_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]
     return runs
 
 
+async def _escalated(h: Harness, admin: SimAdmin) -> str:
+    """Every route down: the pipeline escalates once; an operator accepts degraded."""
+    await admin.reset()
+    for ep in ALL_ENDPOINTS:
+        await admin.set_faults(ep, [{"kind": "auth_error"}])
+    wid = f"escalation-{uuid.uuid4().hex[:6]}"
+    handle = await h.client.start_workflow(
+        AgentPipelineWorkflow.run,
+        PipelineInput(task="Plan a failover drill", options=PipelineOptions(revision_rounds=0)),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=PipelineResult,
+    )
+    while True:
+        st = await handle.query(AgentPipelineWorkflow.status)
+        if st.escalation.value == "pending":
+            break
+        await asyncio.sleep(0.1)
+    accept = EscalationDecision(action=EscalationAction.ACCEPT_DEGRADED, operator="recorder")
+    await handle.execute_update(AgentPipelineWorkflow.resolve, accept)
+    await handle.result()
+    await admin.reset()
+    return wid
+
+
+async def _escalation_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
+    """An escalated run without a webhook, then one paging a local receiver (issue 15 §3)."""
+    runs = [("pipeline_escalation", await _escalated(h, admin))]
+    async with WebhookReceiver("recorder-secret") as rx:
+        os.environ[WEBHOOK_URL_ENV] = rx.url
+        os.environ[WEBHOOK_SECRET_ENV] = "recorder-secret"
+        try:
+            runs.append(("pipeline_escalation_notified", await _escalated(h, admin)))
+        finally:
+            os.environ.pop(WEBHOOK_URL_ENV, None)
+            os.environ.pop(WEBHOOK_SECRET_ENV, None)
+        assert len(rx.accepted()) == 2, rx.received
+    return runs
+
+
 #: (the history names a recorder produces, the recorder), in recording order.
 RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("pipeline_healthy", "pipeline_failover", "call_hedged"), _classic_runs),
     (("call_summarized",), _summarized_run),
+    (("pipeline_escalation", "pipeline_escalation_notified"), _escalation_runs),
     (("pipeline_agent_tools_rollback", "pipeline_agent_tools_cancelled"), _agent_tool_runs),
 ]
 

@@ -19,8 +19,9 @@ HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.j
 
 
 def test_histories_are_committed() -> None:
-    """The replay suite covers a healthy, a failover, a hedged and a summarized run, and
-    specialists' tool calls rolled back by a failed action and unwound on a cancellation."""
+    """The replay suite covers a healthy, a failover, a hedged and a summarized run,
+    specialists' tool calls rolled back by a failed action and unwound on a cancellation,
+    and an escalated run from before and after on-call notifications."""
     names = {p.stem for p in HISTORIES}
     assert {
         "pipeline_healthy",
@@ -29,6 +30,8 @@ def test_histories_are_committed() -> None:
         "call_summarized",
         "pipeline_agent_tools_rollback",
         "pipeline_agent_tools_cancelled",
+        "pipeline_escalation",
+        "pipeline_escalation_notified",
     } <= names
 
 
