@@ -94,6 +94,7 @@ from agent_failover.resilience.breaker import (
     on_outcome,
     release_trial,
 )
+from agent_failover.resilience.budget import BucketLevel, Scope
 from agent_failover.resilience.config import MAX_SLA_STREAK, BreakerSettings
 from agent_failover.resilience.contracts import (
     BreakerState,
@@ -109,6 +110,8 @@ from agent_failover.stores.memory_health import (
     RouteFacts,
     route_health,
 )
+from agent_failover.stores.budgets import BudgetBuckets, BudgetGrant
+from agent_failover.stores.redis_budgets import RedisBudgets
 from agent_failover.stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, REDIS_DOWN, RedisLink
 from agent_failover.stores.status import StoreStatus
 
@@ -390,6 +393,7 @@ class RedisHealthStore:
         self._sum = client.register_script(_SUM_LUA)
         self._append = client.register_script(_RECORD_LUA)
         self._hourly = client.register_script(_HOURLY_LUA)
+        self._budgets = BudgetBuckets(RedisBudgets(client, namespace=namespace))
         self._link = RedisLink(
             client,
             name=f"health store [{namespace}]",
@@ -842,6 +846,47 @@ class RedisHealthStore:
         await self._r.set(self._k(route, "cw"), str(tokens), px=int(CONTEXT_WINDOW_TTL_S * 1000))
         f = self._seen_facts.get(route, RouteFacts())
         self._seen_facts[route] = replace(f, context_window=tokens)
+
+    # --- rate budgets (stores.budgets) -------------------------------------------------
+    # Buckets are not replayed after an outage: while Redis is away each worker enforces
+    # every budget alone in its local view (so N workers may together use up to N times
+    # it), and once Redis is back the shared buckets, which refilled meanwhile, take over.
+
+    async def take_budget(
+        self, scopes: Sequence[Scope], tokens: int, *, critical: bool, now: float
+    ) -> BudgetGrant:
+        """Reserve one request and ``tokens`` from every scope for all workers, or nothing."""
+        if await self._use_redis():
+            try:
+                return await self._budgets.take(scopes, tokens, critical=critical, now=now)
+            except REDIS_DOWN as exc:
+                local = self._go_local(exc)
+        else:
+            local = self._local_view()
+        return await local.take_budget(scopes, tokens, critical=critical, now=now)
+
+    async def settle_budget(self, grant: BudgetGrant, actual_tokens: int, now: float) -> None:
+        """Charge (or give back) the difference between the reservation and the usage."""
+        if await self._use_redis():
+            try:
+                await self._budgets.settle(grant, actual_tokens, now)
+                return
+            except REDIS_DOWN as exc:
+                local = self._go_local(exc)
+        else:
+            local = self._local_view()
+        await local.settle_budget(grant, actual_tokens, now)
+
+    async def budget_levels(self, scopes: Sequence[Scope], now: float) -> list[BucketLevel]:
+        """Every bucket of ``scopes`` refilled to ``now``, as all workers share them."""
+        if await self._use_redis():
+            try:
+                return await self._budgets.levels(scopes, now)
+            except REDIS_DOWN as exc:
+                local = self._go_local(exc)
+        else:
+            local = self._local_view()
+        return await local.budget_levels(scopes, now)
 
     # --- lifecycle ----------------------------------------------------------------------
 
