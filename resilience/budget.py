@@ -129,7 +129,9 @@ def take(
     longest = max(waits, default=0.0)
     if longest > 0.0:
         return TakeResult(granted=False, wait_s=longest, states=fresh)
-    taken = [BucketState(level=s.level - t.cost, at=s.at) for t, s in zip(takes, fresh, strict=True)]
+    taken = [
+        BucketState(level=s.level - t.cost, at=s.at) for t, s in zip(takes, fresh, strict=True)
+    ]
     return TakeResult(granted=True, states=taken)
 
 
@@ -212,6 +214,19 @@ def scopes_for(policy: PolicyConfig, role: str, route: str) -> list[Scope]:
     bh = policy.rate_budgets.bulkheads.get(bulkhead)
     if bh is not None:
         out.append(Scope(name=f"bulkhead:{bulkhead}", buckets=buckets_of(bh)))
+    return out
+
+
+def all_scopes(policy: PolicyConfig) -> list[Scope]:
+    """Every budgeted scope of the policy: endpoints, then bulkheads (for status tables)."""
+    out = [
+        Scope(name=f"endpoint:{r}", buckets=buckets_of(b))
+        for r, b in sorted(policy.rate_budgets.endpoints.items())
+    ]
+    out += [
+        Scope(name=f"bulkhead:{n}", buckets=buckets_of(b))
+        for n, b in sorted(policy.rate_budgets.bulkheads.items())
+    ]
     return out
 
 

@@ -117,7 +117,9 @@ class MemoryBudgets:
             self._states.update(zip(keys, result.states, strict=True))
         return result
 
-    async def adjust_scope(self, scope: str, adjusts: list[tuple[Bucket, float]], now: float) -> None:
+    async def adjust_scope(
+        self, scope: str, adjusts: list[tuple[Bucket, float]], now: float
+    ) -> None:
         for bucket, delta in adjusts:
             key = (scope, bucket.unit.value)
             self._states[key] = settle(bucket, self._states.get(key), delta, now)

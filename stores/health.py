@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from agent_failover.resilience.baseline import LatencyBaseline
-from agent_failover.resilience.budget import BucketLevel, Scope
 from agent_failover.resilience.breaker import Admission, Breaker, Transition
+from agent_failover.resilience.budget import BucketLevel, Scope
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome, HealthSnapshot
 from agent_failover.stores.budgets import BudgetGrant

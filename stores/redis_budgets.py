@@ -147,7 +147,9 @@ class RedisBudgets:
         ]
         return TakeResult(granted=raw[0] == b"1", wait_s=float(raw[1]), states=states)
 
-    async def adjust_scope(self, scope: str, adjusts: list[tuple[Bucket, float]], now: float) -> None:
+    async def adjust_scope(
+        self, scope: str, adjusts: list[tuple[Bucket, float]], now: float
+    ) -> None:
         args: list[str | int] = [_f(now), len(adjusts)]
         for bucket, delta in adjusts:
             args += [bucket.unit.value, _f(bucket.capacity), _f(delta)]

@@ -103,6 +103,7 @@ from agent_failover.resilience.contracts import (
     RouteHealth,
 )
 from agent_failover.resilience.windows import DEFAULT_HORIZON_S
+from agent_failover.stores.budgets import BudgetBuckets, BudgetGrant
 from agent_failover.stores.memory_health import (
     DEFAULT_BASELINE_REFRESH_S,
     RECENT_KEPT,
@@ -110,7 +111,6 @@ from agent_failover.stores.memory_health import (
     RouteFacts,
     route_health,
 )
-from agent_failover.stores.budgets import BudgetBuckets, BudgetGrant
 from agent_failover.stores.redis_budgets import RedisBudgets
 from agent_failover.stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, REDIS_DOWN, RedisLink
 from agent_failover.stores.status import StoreStatus

@@ -138,9 +138,9 @@ def _sentinel_client(parts: SplitResult, common: dict[str, Any]) -> aioredis.Red
     db = int(path[1]) if len(path) > 1 else 0
     # SentinelConnectionPool cannot block; left unbounded it never raises on a burst.
     client = sentinel.master_for(path[0], db=db, **creds, **common)
-    client._failover_url = f"{SENTINEL_SCHEME}://" + ",".join(
-        f"{h}:{p}" for h, p in hosts
-    ) + f"/{path[0]}/{db}"
+    client._failover_url = (
+        f"{SENTINEL_SCHEME}://" + ",".join(f"{h}:{p}" for h, p in hosts) + f"/{path[0]}/{db}"
+    )
     return client
 
 
