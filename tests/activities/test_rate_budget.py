@@ -30,7 +30,7 @@ from tests.stores.conftest import _delete_namespace
 T0 = 1_700_000_000.0
 ROUTE = "openai-us"
 ROLE = "analyst"  # not critical, bulkhead "specialists"
-REQUEST = ChatRequest(messages=[Message(role="user", content="hi")], max_tokens=100)
+REQUEST = ChatRequest(messages=[Message(role="user", content="hi")], max_tokens=2000)
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +105,9 @@ async def test_two_workers_share_one_budget(
     assert 18.5 < err.details[0]["retry_after_s"] < 19.5
 
     ctx = await a.role_context(RoleContextInput(role=ROLE, now=T0 + 1))
-    facts = RequestFacts(input_tokens=estimate_request_tokens(REQUEST), max_output_tokens=100)
+    facts = RequestFacts(
+        input_tokens=estimate_request_tokens(REQUEST), max_output_tokens=REQUEST.max_tokens
+    )
     p = plan(ctx.role, ctx.policy, ctx.snapshot, facts, T0 + 1)
     assert ROUTE not in [x.route for x in p.attempts]
     assert any(s.route == ROUTE and s.code is SkipReason.RATE_BUDGET for s in p.skipped)
@@ -122,7 +124,7 @@ async def test_tokens_settle_with_reported_usage(workers: list[LLMActivities]) -
     await a.call_model(_call(T0))
     table = await b.health_table(HealthTableInput(now=T0, routes=[ROUTE]))
     tokens = next(lv for lv in table.budgets if lv.scope == "bulkhead:specialists")
-    # Charged 120, not the estimate (+100 max_tokens); the call's few ms refilled a little.
+    # Charged 120, not the estimate (+2000 max_tokens); the call's few ms refilled a little.
     assert 100_000 - 120 <= tokens.level < 100_000 - 60
     requests = next(lv for lv in table.budgets if lv.scope == f"endpoint:{ROUTE}")
     assert requests.level == pytest.approx(2.0, abs=0.01)
