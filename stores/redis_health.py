@@ -50,6 +50,7 @@ exist in Redis), then forced states and SLA flags.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections import deque
@@ -57,6 +58,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 
 from agent_failover.resilience.aggregates import (
     baseline_bin,
@@ -394,6 +396,7 @@ class RedisHealthStore:
         self._append = client.register_script(_RECORD_LUA)
         self._hourly = client.register_script(_HOURLY_LUA)
         self._budgets = BudgetBuckets(RedisBudgets(client, namespace=namespace))
+        self._cluster = isinstance(client, RedisCluster)
         self._link = RedisLink(
             client,
             name=f"health store [{namespace}]",
@@ -438,6 +441,11 @@ class RedisHealthStore:
 
     async def _use_redis(self) -> bool:
         if not self._link.degraded:
+            try:
+                await self._link.ready()
+            except REDIS_DOWN as exc:
+                self._go_local(exc)
+                return False
             return True
         return await self._link.recover(self._resync)
 
@@ -760,18 +768,7 @@ class RedisHealthStore:
         min_calls: int,
         role: str | None,
     ) -> HealthSnapshot:
-        async with self._r.pipeline(transaction=False) as pipe:
-            for route in routes:
-                n = len(window_seconds(now, window_s, self.horizon_s))
-                hists = hist_buckets(now, window_s, self.horizon_s)
-                args = [self._k(route, ""), second_of(now), n, RECENT_KEPT]
-                args += [hists.start, len(hists)]
-                # Awaiting with client=pipe only queues the EVALSHA (scripts load on execute).
-                await self._read(keys=[self.breaker_key(route)], args=args, client=pipe)
-            if role is not None:
-                pipe.smembers(self._sla_key(role))
-                pipe.hgetall(self._sla_since_key(role))
-            res = await pipe.execute()
+        res = await self._read_routes(routes, now=now, window_s=window_s, role=role)
         demoted: set[str] = set()
         since: dict[str, float] = {}
         if role is not None:
@@ -797,6 +794,35 @@ class RedisHealthStore:
             )
         return HealthSnapshot(taken_at=now, routes=out)
 
+    async def _read_routes(
+        self, routes: Sequence[str], *, now: float, window_s: float, role: str | None
+    ) -> list:
+        """``_READ_LUA`` per route, then the role's SLA set and times, in one round trip.
+
+        On Redis Cluster scripts cannot be pipelined (redis-py blocks it): the per-route
+        reads run concurrently instead, each sent to its route's slot.
+        """
+        n = len(window_seconds(now, window_s, self.horizon_s))
+        hists = hist_buckets(now, window_s, self.horizon_s)
+
+        def args(route: str) -> list:
+            return [self._k(route, ""), second_of(now), n, RECENT_KEPT, hists.start, len(hists)]
+
+        if self._cluster:
+            reads = [self._read(keys=[self.breaker_key(r)], args=args(r)) for r in routes]
+            if role is not None:
+                reads += [self._r.smembers(self._sla_key(role))]
+                reads += [self._r.hgetall(self._sla_since_key(role))]
+            return list(await asyncio.gather(*reads))
+        async with self._r.pipeline(transaction=False) as pipe:
+            for route in routes:
+                # Awaiting with client=pipe only queues the EVALSHA (scripts load on execute).
+                await self._read(keys=[self.breaker_key(route)], args=args(route), client=pipe)
+            if role is not None:
+                pipe.smembers(self._sla_key(role))
+                pipe.hgetall(self._sla_since_key(role))
+            return await pipe.execute()
+
     async def set_sla_demoted(
         self, role: str, route: str, demoted: bool, *, at: float | None = None
     ) -> None:
@@ -814,7 +840,8 @@ class RedisHealthStore:
 
     async def _set_sla_redis(self, role: str, route: str, demoted: bool, at: float | None) -> None:
         seen, since = self._seen_sla.setdefault(role, (set(), {}))
-        async with self._r.pipeline(transaction=True) as pipe:
+        # The set and the times are two slots on a cluster, where MULTI cannot span them.
+        async with self._r.pipeline(transaction=not self._cluster) as pipe:
             if demoted:
                 pipe.sadd(self._sla_key(role), route)
             else:
