@@ -23,6 +23,7 @@ from agent_failover.resilience.budget import (
     Bucket,
     BucketLevel,
     BucketState,
+    BudgetUnit,
     Scope,
     Take,
     TakeResult,
@@ -92,7 +93,7 @@ class BudgetBuckets:
         if not grant.granted or delta == 0.0:
             return
         for scope in grant.scopes:
-            adjusts = [(b, delta) for b in scope.buckets if b.unit.value == "tokens"]
+            adjusts = [(b, delta) for b in scope.buckets if b.unit is BudgetUnit.TOKENS]
             if adjusts:
                 await self._b.adjust_scope(scope.name, adjusts, now)
 

@@ -8,7 +8,11 @@ warning per outage (not one per call, which would flood logs at request rate), p
 most every ``reconnect_interval_s`` seconds, and runs the store's resync callback under a
 lock so concurrent callers never replay the same backlog twice. :func:`fail_fast_client`
 builds a client whose calls fail in well under a second when the server is gone, instead
-of redis-py's default of retrying with exponential backoff.
+of redis-py's default of retrying with exponential backoff, for one server, a Sentinel
+master (``redis+sentinel://``) or a Redis Cluster (``redis+cluster://``). A burst above
+the connection pool waits for a free connection: redis-py's default pool raises
+``MaxConnectionsError`` (a ``ConnectionError``), which the stores would take for an
+outage.
 """
 
 from __future__ import annotations
