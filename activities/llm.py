@@ -48,8 +48,10 @@ from agent_failover.providers.errors import (
 )
 from agent_failover.providers.models import ChatReply, ChatRequest, Message
 from agent_failover.providers.registry import complete
+from agent_failover.providers.tokens import estimate_request_tokens
 from agent_failover.providers.validate import validate_reply
 from agent_failover.resilience.breaker import Transition
+from agent_failover.resilience.budget import all_scopes, scopes_for
 from agent_failover.resilience.config import (
     DEFAULT_MAX_REPLY_BYTES,
     BreakerSettings,
@@ -57,12 +59,13 @@ from agent_failover.resilience.config import (
     PolicyError,
     RateLimitSettings,
 )
-from agent_failover.resilience.contracts import CallOutcome
+from agent_failover.resilience.contracts import CallOutcome, HealthSnapshot
 from agent_failover.resilience.limits import clip, tail
-from agent_failover.resilience.outcomes import BREAKER_REJECTED
+from agent_failover.resilience.outcomes import BREAKER_REJECTED, RATE_BUDGET
 from agent_failover.resilience.probing import ProbeDecision, ProbeReason, probe_decision
 from agent_failover.resilience.ratelimit import RateLimitWait, cooldown_s, same_route_wait_s
 from agent_failover.resilience.sla import evaluate_sla
+from agent_failover.stores.budgets import BudgetGrant
 from agent_failover.stores.cache import CachedEntry, ResponseCache
 from agent_failover.stores.health import HealthStore
 from agent_failover.telemetry import record
@@ -151,6 +154,7 @@ class LLMActivities:
                 await self._health.set_sla_demoted(inp.role, route, verdict.demoted, at=inp.now)
                 update |= {"sla_demoted": verdict.demoted, "sla_since": inp.now}
             snap.routes[route] = rh.model_copy(update=update)
+        await self._read_budgets(inp.role, routes, snap, inp.now)
         try:
             subset = self._policy.checked_subset_for(inp.role, inp.routes)
             return RoleContext(
@@ -164,6 +168,20 @@ class LLMActivities:
                 type=POLICY_ERROR,
                 non_retryable=True,
             ) from exc
+
+    async def _read_budgets(
+        self, role: str, routes: list[str], snap: HealthSnapshot, now: float
+    ) -> None:
+        """Put each route's rate-budget buckets (endpoint and bulkhead) in the snapshot."""
+        per_route = {r: scopes_for(self._policy, role, r) for r in routes}
+        scopes = list({s.name: s for ss in per_route.values() for s in ss}.values())
+        if not scopes:
+            return
+        levels = await self._health.budget_levels(scopes, now)
+        for route, ss in per_route.items():
+            names = {s.name for s in ss}
+            mine = [lv for lv in levels if lv.scope in names]
+            snap.routes[route] = snap.get(route).model_copy(update={"budgets": mine})
 
     @activity.defn(name="pipeline_roles")
     async def pipeline_roles(self, inp: PipelineRolesInput) -> PipelineRoles:
@@ -221,6 +239,8 @@ class LLMActivities:
                 non_retryable=True,
                 category=ApplicationErrorCategory.BENIGN,
             )
+        reserved = estimate_request_tokens(inp.request) + inp.request.max_tokens
+        grant = await self._take_budget(inp, reserved, admission.trial, self._now(base, started))
         budgets = Budgets(
             connect_s=min(self._connect_s, inp.timeout_ms / 1000),
             ttft_s=inp.ttft_budget_ms / 1000,
@@ -240,11 +260,13 @@ class LLMActivities:
         except ProviderError as err:
             elapsed_ms = (time.monotonic() - started) * 1000
             at = self._now(base, started)
+            await self._settle_unanswered(inp, grant, at)
             await self._record_failure(inp, err, elapsed_ms, admission.trial, at, settings)
             wait = self._rate_limit_wait(inp, err, at)
             raise _to_application_error(inp.route, err, elapsed_ms, wait) from err
         except asyncio.CancelledError:
             # A hedge loser or a workflow cancel: not the route's fault, free the trial slot.
+            await self._settle_unanswered(inp, grant, self._now(base, started))
             if admission.trial:
                 await self._health.release_trial(inp.route, self._now(base, started))
             raise
@@ -259,6 +281,9 @@ class LLMActivities:
             trial=admission.trial,
         )
         await self._record(outcome, settings)
+        if grant.limited:
+            used = reply.usage.input_tokens + reply.usage.output_tokens
+            await self._health.settle_budget(grant, used, outcome.at)
         # A turn that asks for tools is not an answer: served from the cache later it would
         # read as an empty reply (the cache keeps text, not tool calls).
         if inp.cache is not None and not reply.tool_calls:
@@ -267,6 +292,39 @@ class LLMActivities:
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
         )
+
+    async def _take_budget(
+        self, inp: CallModelInput, tokens: int, trial: bool, now: float
+    ) -> BudgetGrant:
+        """Reserve the call's request and token estimate from its shared rate budgets.
+
+        A refusal ends the attempt without calling the provider (``rate_budget``, not a
+        route failure: nothing is recorded against the route) and says when it refills.
+        """
+        scopes = scopes_for(self._policy, inp.role, inp.route)
+        if not scopes:
+            return BudgetGrant(granted=True)
+        critical = self._policy.role(inp.role).critical
+        grant = await self._health.take_budget(scopes, tokens, critical=critical, now=now)
+        if grant.granted:
+            return grant
+        if trial:
+            await self._health.release_trial(inp.route, now)
+        record.budget_refused(inp.role, inp.route, grant.refused_by or "")
+        raise ApplicationError(
+            f"rate budget {grant.refused_by} has no room for route {inp.route!r} "
+            f"({tokens} tokens) for {grant.wait_s:.1f}s",
+            {"retry_after_s": grant.wait_s, "scope": grant.refused_by, "latency_ms": 0.0},
+            type=RATE_BUDGET,
+            non_retryable=True,
+            category=ApplicationErrorCategory.BENIGN,
+        )
+
+    async def _settle_unanswered(self, inp: CallModelInput, grant: BudgetGrant, at: float) -> None:
+        """An attempt without an answer keeps its input estimate charged (the provider may
+        have read the prompt) and gives back the output reservation."""
+        if grant.limited:
+            await self._health.settle_budget(grant, estimate_request_tokens(inp.request), at)
 
     async def _cache_answer(
         self, inp: CallModelInput, reply: ChatReply, data: Any, at: float
@@ -468,6 +526,8 @@ class LLMActivities:
             record.breaker_state(b.route, b.state.value)
         status = await self._health.status()
         windows = context_windows(self._policy, snap)
+        scopes = all_scopes(self._policy)
+        levels = await self._health.budget_levels(scopes, inp.now) if scopes else []
         return HealthTable(
             taken_at=inp.now,
             # Recent samples are for SLA streaks, not for the status table (and this table
@@ -479,6 +539,7 @@ class LLMActivities:
             store_error=status.last_error,
             store_degraded_since=status.degraded_since,
             context_windows={r: windows[r] for r in routes if r in windows},
+            budgets=levels,
         )
 
     # -- response cache -----------------------------------------------------------------

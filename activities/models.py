@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, field_serializer, model_validator
 
 from agent_failover.providers.models import ChatReply, ChatRequest
 from agent_failover.resilience.breaker import Breaker, Transition
+from agent_failover.resilience.budget import BucketLevel
 from agent_failover.resilience.config import DEFAULT_MAX_REPLY_BYTES, PolicyConfig, RolePolicy
 from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
 
@@ -227,6 +228,9 @@ class HealthTable(BaseModel):
     store_error: str | None = None
     store_degraded_since: float | None = None
     context_windows: dict[str, ContextWindow] = Field(default_factory=dict)
+    #: Every rate-budget bucket of the policy (endpoints, then bulkheads), as all workers
+    #: share them.
+    budgets: list[BucketLevel] = Field(default_factory=list)
 
 
 def context_windows(policy: PolicyConfig, snapshot: HealthSnapshot) -> dict[str, ContextWindow]:

@@ -281,19 +281,22 @@ def status(
     window_s: Annotated[float, typer.Option(help="With --from-store: rolling window.")] = 60.0,
 ) -> None:
     """The health table: breaker state, p50/p95/p99 (ms), error rate, last probe and its age,
-    context windows, and whether the shared store is degraded.
+    context windows, and whether the shared store is degraded; then the rate budgets
+    (requests and tokens left per endpoint and bulkhead, shared by every worker).
 
     By default it asks the deployment's health monitor (only Temporal access needed); the
     monitor refreshes the table every probe round. It answers within seconds when no
     worker runs, and says so when the monitor is not running.
     """
     from agent_failover.cli.health import show_monitor_status, table_from_store
-    from agent_failover.cli.render import health_table
+    from agent_failover.cli.render import budget_table, health_table
 
     async def body() -> None:
         if from_store:
             table = await table_from_store(redis_url, namespace, policy, window_s)
             console.print(health_table(table))
+            if table.budgets:
+                console.print(budget_table(table.budgets, now=table.taken_at))
             return
         client = await _client(address)
         await show_monitor_status(console, client, _task_queue(task_queue))

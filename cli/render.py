@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from agent_failover.activities.models import HealthTable
+from agent_failover.resilience.budget import BucketLevel, BucketState, refill
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.workflows.models import MonitorTable, PipelineResult
 
@@ -113,6 +114,27 @@ def health_table(table: HealthTable, now: float | None = None) -> Table:
             _ms(st.p99_ms),
             _probe(row, now),
             _window(table, row.route),
+        )
+    return t
+
+
+def budget_table(levels: list[BucketLevel], now: float) -> Table:
+    """Rate budgets shared by every worker: what is left of each bucket right now."""
+    t = Table(title="Rate budgets (per minute, all workers)", title_justify="left")
+    for col in ("scope", "unit", "left", "per min", "reserve", "full in"):
+        t.add_column(col, justify="left" if col in ("scope", "unit") else "right")
+    for lv in levels:
+        b = lv.bucket
+        level = refill(b, BucketState(level=lv.level, at=lv.at), now).level
+        style = "green" if level > b.reserve else ("yellow" if level > 0 else "red")
+        full_in = (b.capacity - level) / b.per_s
+        t.add_row(
+            lv.scope,
+            b.unit.value,
+            f"[{style}]{level:,.0f}[/]",
+            f"{b.capacity:,.0f}",
+            f"{b.reserve:,.0f}" if b.reserve else "-",
+            "-" if full_in <= 0 else f"{full_in:.0f} s",
         )
     return t
 

@@ -509,6 +509,42 @@ class RateLimitSettings(BaseModel):
     default_cooldown_s: float = Field(default=DEFAULT_RATE_LIMIT_COOLDOWN_S, gt=0.0, le=3600.0)
 
 
+class RateBudget(BaseModel):
+    """Requests- and tokens-per-minute budget of one endpoint or one bulkhead.
+
+    Shared by every worker through the health store (a token bucket per unit holding one
+    minute of the rate, see :mod:`resilience.budget`). ``reserve`` is the share of each
+    bucket that only ``critical`` roles may use, so ordinary and failover traffic cannot
+    exhaust the quota a critical role needs.
+    """
+
+    model_config = _STRICT
+
+    requests_per_minute: int | None = Field(default=None, ge=1, le=10_000_000)
+    tokens_per_minute: int | None = Field(default=None, ge=1, le=10_000_000_000)
+    reserve: float = Field(
+        default=0.0, ge=0.0, lt=1.0, description="share of the budget kept for critical roles"
+    )
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> RateBudget:
+        if self.requests_per_minute is None and self.tokens_per_minute is None:
+            raise ValueError("set requests_per_minute, tokens_per_minute or both")
+        return self
+
+
+class RateBudgets(BaseModel):
+    """Rate budgets per endpoint (its provider quota) and per bulkhead (its share)."""
+
+    model_config = _STRICT
+
+    endpoints: dict[str, RateBudget] = Field(default_factory=dict)
+    bulkheads: dict[str, RateBudget] = Field(default_factory=dict)
+
+    def limited(self) -> bool:
+        return bool(self.endpoints or self.bulkheads)
+
+
 class PolicyConfig(BaseModel):
     """The whole failover policy. Cross-references are checked on construction.
 
@@ -525,6 +561,7 @@ class PolicyConfig(BaseModel):
     breaker_overrides: dict[str, BreakerOverride] = Field(default_factory=dict)
     probes: ProbeSettings = Field(default_factory=ProbeSettings)
     rate_limit: RateLimitSettings = Field(default_factory=RateLimitSettings)
+    rate_budgets: RateBudgets = Field(default_factory=RateBudgets)
     hysteresis_margin: float = Field(default=DEFAULT_HYSTERESIS_MARGIN, gt=0.0, lt=1.0)
     scoring: ScoringWeights = Field(default_factory=ScoringWeights)
     roles: dict[str, RolePolicy] = Field(min_length=1)
@@ -602,6 +639,16 @@ class PolicyConfig(BaseModel):
                 "breaker_overrides": {
                     r: o for r, o in self.breaker_overrides.items() if r in endpoints
                 },
+                "rate_budgets": RateBudgets(
+                    endpoints={
+                        r: b for r, b in self.rate_budgets.endpoints.items() if r in endpoints
+                    },
+                    bulkheads={
+                        n: b
+                        for n, b in self.rate_budgets.bulkheads.items()
+                        if n == policy_role.bulkhead
+                    },
+                ),
             }
         )
 
@@ -662,6 +709,16 @@ def _cross_reference_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
             override.apply(cfg.breaker)
         except ValidationError as exc:
             errors.extend(_validation_errors(exc, prefix=path))
+    for route in cfg.rate_budgets.endpoints:
+        if route not in cfg.endpoints:
+            errors.append((f"rate_budgets.endpoints.{route}", f"unknown endpoint {route!r}"))
+    bulkheads = {r.bulkhead for r in cfg.roles.values()}
+    for name in cfg.rate_budgets.bulkheads:
+        if name not in bulkheads:
+            known = ", ".join(sorted(bulkheads))
+            errors.append(
+                (f"rate_budgets.bulkheads.{name}", f"no role runs in bulkhead {name!r} ({known})")
+            )
     for key, role in cfg.roles.items():
         base = f"roles.{key}"
         if role.name != key:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from agent_failover.providers.errors import ErrorClass
 from agent_failover.providers.models import FinishReason, ToolCall, Usage
+from agent_failover.resilience.budget import BucketLevel
 
 
 class BreakerState(StrEnum):
@@ -95,6 +96,10 @@ class RouteHealth(BaseModel):
         default_factory=list,
         description="the newest observations that count against the route, oldest first",
     )
+    budgets: list[BucketLevel] = Field(
+        default_factory=list,
+        description="the rate-budget buckets a call of the role on this route draws from",
+    )
 
 
 class HealthSnapshot(BaseModel):
@@ -148,6 +153,7 @@ class ReasonCode(StrEnum):
     UPSTREAM_DEGRADED = "UPSTREAM_DEGRADED"
     INVALID_REQUEST = "INVALID_REQUEST"
     ESCALATED = "ESCALATED"
+    RATE_BUDGET = "RATE_BUDGET"
 
 
 #: Attempt outcomes that are not failures of a route.

@@ -70,6 +70,7 @@ _BY_CLASS: dict[ErrorClass, list[ReasonCode]] = {
 _BY_NAME: dict[str, list[ReasonCode]] = {
     "breaker_rejected": [ReasonCode.BREAKER_OPEN, ReasonCode.MODEL_UNAVAILABLE],
     "attempt_timeout": [ReasonCode.LATENCY_BUDGET_EXCEEDED],
+    "rate_budget": [ReasonCode.RATE_BUDGET],
 }
 
 

@@ -20,6 +20,8 @@ DEFAULT_COOLDOWN_S = 30.0
 BREAKER_REJECTED = "breaker_rejected"
 #: Error type for an activity that Temporal timed out (the route exceeded its budget).
 ATTEMPT_TIMEOUT = "attempt_timeout"
+#: Error type when the route's shared rate budget refused the call (it never left).
+RATE_BUDGET = "rate_budget"
 
 
 class CallState(BaseModel):
@@ -65,7 +67,7 @@ def apply_failure(
         s.excluded.append(route)
     for code in reason_codes_for(error_type):
         s.add_reason(code)
-    if error_type in (BREAKER_REJECTED, ATTEMPT_TIMEOUT):
+    if error_type in (BREAKER_REJECTED, ATTEMPT_TIMEOUT, RATE_BUDGET):
         return s
     try:
         ec = ErrorClass(error_type)

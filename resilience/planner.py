@@ -12,11 +12,14 @@ larger context window needed). The rules, in order:
    otherwise they are skipped, so users do not carry a recovering route's risk.
 2. Routes are skipped when excluded by the caller, forced open, open (before
    ``open_until``), cooling down after a Retry-After (this call's, or the route's
-   shared ``cooldown_until``), or when their context window cannot hold the request
-   even after triage; a route that can hold it only after triage is planned with
-   ``needs_triage`` and a ``target_input_tokens``. The window is the one the provider
-   stated in an earlier rejection (learned, in the snapshot) or else the configured
-   one; a route with neither is tried as-is, never assumed small.
+   shared ``cooldown_until``), out of rate budget (a bucket of the route's endpoint or
+   of the role's bulkhead, as the snapshot read it, cannot hold one more request of
+   this size until it refills: ``RATE_BUDGET``, planned like a cool-down; a role that
+   is not critical may not use a budget's reserve), or when their context window
+   cannot hold the request even after triage; a route that can hold it only after
+   triage is planned with ``needs_triage`` and a ``target_input_tokens``. The window is
+   the one the provider stated in an earlier rejection (learned, in the snapshot) or
+   else the configured one; a route with neither is tried as-is, never assumed small.
 3. Routes whose rolling p95/p99 breach the role's SLA (evaluated with hysteresis from
    the route's stored ``sla_demoted`` flag) move to the end of the live attempts, not
    out of the plan: proactive substitution before any timeout happens.
@@ -39,6 +42,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_failover.resilience.budget import budget_wait
 from agent_failover.resilience.config import CacheTier, PolicyConfig, RolePolicy, StaticFallback
 from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
 from agent_failover.resilience.scoring import RouteScore, request_cost, score_route
@@ -95,6 +99,7 @@ class SkipReason(StrEnum):
     SLA_DEMOTED = "sla_demoted"
     CONTEXT_TOO_SMALL = "context_too_small"
     NO_BUDGET = "no_budget"
+    RATE_BUDGET = "rate_budget"
 
 
 class PlannedAttempt(BaseModel):
@@ -193,7 +198,12 @@ class _Candidate(BaseModel):
 
 
 def _blocked(
-    route: str, tier: int, health: RouteHealth, facts: RequestFacts, now: float
+    route: str,
+    tier: int,
+    health: RouteHealth,
+    facts: RequestFacts,
+    now: float,
+    critical: bool = False,
 ) -> SkippedRoute | None:
     """Why the route may not be called now, or None."""
     if route in facts.exclude_routes:
@@ -226,7 +236,23 @@ def _blocked(
             code=SkipReason.COOLING_DOWN,
             reason=f"cooling down until {until:.3f} (Retry-After)",
         )
-    return None
+    return _out_of_budget(route, tier, health, facts, now, critical)
+
+
+def _out_of_budget(
+    route: str, tier: int, health: RouteHealth, facts: RequestFacts, now: float, critical: bool
+) -> SkippedRoute | None:
+    """Skip a route whose rate budget cannot take this request before it refills."""
+    tokens = facts.input_tokens + facts.max_output_tokens
+    wait, level = budget_wait(health.budgets, tokens=tokens, critical=critical, now=now)
+    if level is None:
+        return None
+    return SkippedRoute(
+        route=route,
+        tier=tier,
+        code=SkipReason.RATE_BUDGET,
+        reason=f"rate budget: {level.describe()}, room for this call by {now + wait:.3f}",
+    )
 
 
 def _fit(
@@ -350,7 +376,7 @@ def _candidate(
     """The route as a scored candidate, or None (and a skip recorded) if it cannot be called."""
     health = snapshot.get(route)
     needs_triage, target = False, None
-    block = _blocked(route, tier, health, facts, now)
+    block = _blocked(route, tier, health, facts, now, role.critical)
     if block is None:
         block, needs_triage, target = _fit(route, tier, policy, facts, health)
     if block is not None:

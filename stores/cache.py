@@ -178,6 +178,7 @@ class RedisResponseCache:
         if self._link.degraded and not await self._link.recover(self._resync):
             return await self._local.get(key, now=now)
         try:
+            await self._link.ready()
             raw = await self._r.get(self._key(key))
         except REDIS_DOWN as exc:
             self._link.mark_down(exc)
@@ -196,6 +197,7 @@ class RedisResponseCache:
             await self._put_local(key, entry, ttl_s)
             return
         try:
+            await self._link.ready()
             await self._write(key, entry, expires_at=entry.stored_at + ttl_s, ttl_s=ttl_s)
         except REDIS_DOWN as exc:
             self._link.mark_down(exc)

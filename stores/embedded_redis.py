@@ -93,20 +93,7 @@ class EmbeddedRedis:
         if self.running:
             return self
         self._dir = tempfile.mkdtemp(prefix="failover-redis-")
-        args = [
-            str(redis_server_binary()),
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--dir", self._dir,
-            "--save", "",
-            "--appendonly", "no",
-            "--daemonize", "no",
-            "--protected-mode", "yes",
-            "--maxmemory", f"{self.maxmemory_mb}mb",
-            # Evict only keys that carry a TTL (windows, cache) and keep breaker state.
-            "--maxmemory-policy", "volatile-lru",
-            "--logfile", str(Path(self._dir) / "redis.log"),
-        ]  # fmt: skip
+        args = self._args(self._dir)
         self._proc = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
@@ -126,6 +113,23 @@ class EmbeddedRedis:
             # Process start-up is the one unavoidable wait; poll in small steps.
             time.sleep(0.01)
         return self
+
+    def _args(self, workdir: str) -> list[str]:
+        """The server's command line (subclasses add cluster or Sentinel options)."""
+        return [
+            str(redis_server_binary()),
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--dir", workdir,
+            "--save", "",
+            "--appendonly", "no",
+            "--daemonize", "no",
+            "--protected-mode", "yes",
+            "--maxmemory", f"{self.maxmemory_mb}mb",
+            # Evict only keys that carry a TTL (windows, cache) and keep breaker state.
+            "--maxmemory-policy", "volatile-lru",
+            "--logfile", str(Path(workdir) / "redis.log"),
+        ]  # fmt: skip
 
     def stop(self, *, timeout_s: float = 5.0) -> None:
         """Terminate the server (SIGTERM, then SIGKILL) and delete its directory."""

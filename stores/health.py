@@ -20,8 +20,10 @@ from typing import Protocol, runtime_checkable
 
 from agent_failover.resilience.baseline import LatencyBaseline
 from agent_failover.resilience.breaker import Admission, Breaker, Transition
+from agent_failover.resilience.budget import BucketLevel, Scope
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome, HealthSnapshot
+from agent_failover.stores.budgets import BudgetGrant
 from agent_failover.stores.status import StoreStatus
 
 
@@ -88,6 +90,25 @@ class HealthStore(Protocol):
         self, route: str, *, now: float, min_samples: int
     ) -> LatencyBaseline:
         """The route's short (recent window) and long (7-day hourly) p95 baselines."""
+        ...
+
+    async def take_budget(
+        self, scopes: Sequence[Scope], tokens: int, *, critical: bool, now: float
+    ) -> BudgetGrant:
+        """Reserve one request and ``tokens`` tokens from every rate-budget scope, or nothing.
+
+        Each scope's buckets are taken atomically for all workers; a refusal gives back
+        what earlier scopes granted and says how long the refusing scope needs to refill
+        (:mod:`stores.budgets`). A non-``critical`` call may not dip into a reserve.
+        """
+        ...
+
+    async def settle_budget(self, grant: BudgetGrant, actual_tokens: int, now: float) -> None:
+        """Charge the difference between ``grant``'s token estimate and the actual usage."""
+        ...
+
+    async def budget_levels(self, scopes: Sequence[Scope], now: float) -> list[BucketLevel]:
+        """Every bucket of ``scopes``, refilled to ``now`` (never used: full)."""
         ...
 
     async def status(self) -> StoreStatus:

@@ -60,6 +60,7 @@ from agent_failover.resilience.breaker import (
     on_outcome,
     release_trial,
 )
+from agent_failover.resilience.budget import BucketLevel, Scope
 from agent_failover.resilience.config import MAX_SLA_STREAK, BreakerSettings
 from agent_failover.resilience.contracts import (
     BreakerState,
@@ -69,6 +70,7 @@ from agent_failover.resilience.contracts import (
     RouteHealth,
 )
 from agent_failover.resilience.windows import DEFAULT_HORIZON_S
+from agent_failover.stores.budgets import BudgetBuckets, BudgetGrant, MemoryBudgets
 from agent_failover.stores.status import StoreStatus
 
 DEFAULT_BASELINE_REFRESH_S = 30.0
@@ -238,6 +240,7 @@ class MemoryHealthStore:
         self._routes: dict[str, _Route] = {}
         self._sla: dict[str, set[str]] = {}
         self._sla_since: dict[str, dict[str, float]] = {}
+        self._budgets = BudgetBuckets(MemoryBudgets())
 
     def _route(self, route: str) -> _Route:
         r = self._routes.get(route)
@@ -358,6 +361,22 @@ class MemoryHealthStore:
         async with r.lock:
             r.baseline_at = None  # a read is always fresh
             return self._baseline(r, min_samples, now)
+
+    # --- rate budgets (stores.budgets) ------------------------------------------------
+
+    async def take_budget(
+        self, scopes: Sequence[Scope], tokens: int, *, critical: bool, now: float
+    ) -> BudgetGrant:
+        """Reserve one request and ``tokens`` from every scope, or nothing."""
+        return await self._budgets.take(scopes, tokens, critical=critical, now=now)
+
+    async def settle_budget(self, grant: BudgetGrant, actual_tokens: int, now: float) -> None:
+        """Charge (or give back) the difference between the reservation and the usage."""
+        await self._budgets.settle(grant, actual_tokens, now)
+
+    async def budget_levels(self, scopes: Sequence[Scope], now: float) -> list[BucketLevel]:
+        """Every bucket of ``scopes`` refilled to ``now``."""
+        return await self._budgets.levels(scopes, now)
 
     async def status(self) -> StoreStatus:
         """An in-memory store is always healthy."""

@@ -50,6 +50,7 @@ exist in Redis), then forced states and SLA flags.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections import deque
@@ -57,6 +58,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 
 from agent_failover.resilience.aggregates import (
     baseline_bin,
@@ -94,6 +96,7 @@ from agent_failover.resilience.breaker import (
     on_outcome,
     release_trial,
 )
+from agent_failover.resilience.budget import BucketLevel, Scope
 from agent_failover.resilience.config import MAX_SLA_STREAK, BreakerSettings
 from agent_failover.resilience.contracts import (
     BreakerState,
@@ -102,6 +105,7 @@ from agent_failover.resilience.contracts import (
     RouteHealth,
 )
 from agent_failover.resilience.windows import DEFAULT_HORIZON_S
+from agent_failover.stores.budgets import BudgetBuckets, BudgetGrant
 from agent_failover.stores.memory_health import (
     DEFAULT_BASELINE_REFRESH_S,
     RECENT_KEPT,
@@ -109,6 +113,7 @@ from agent_failover.stores.memory_health import (
     RouteFacts,
     route_health,
 )
+from agent_failover.stores.redis_budgets import RedisBudgets
 from agent_failover.stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, REDIS_DOWN, RedisLink
 from agent_failover.stores.status import StoreStatus
 
@@ -390,6 +395,8 @@ class RedisHealthStore:
         self._sum = client.register_script(_SUM_LUA)
         self._append = client.register_script(_RECORD_LUA)
         self._hourly = client.register_script(_HOURLY_LUA)
+        self._budgets = BudgetBuckets(RedisBudgets(client, namespace=namespace))
+        self._cluster = isinstance(client, RedisCluster)
         self._link = RedisLink(
             client,
             name=f"health store [{namespace}]",
@@ -434,6 +441,11 @@ class RedisHealthStore:
 
     async def _use_redis(self) -> bool:
         if not self._link.degraded:
+            try:
+                await self._link.ready()
+            except REDIS_DOWN as exc:
+                self._go_local(exc)
+                return False
             return True
         return await self._link.recover(self._resync)
 
@@ -756,18 +768,7 @@ class RedisHealthStore:
         min_calls: int,
         role: str | None,
     ) -> HealthSnapshot:
-        async with self._r.pipeline(transaction=False) as pipe:
-            for route in routes:
-                n = len(window_seconds(now, window_s, self.horizon_s))
-                hists = hist_buckets(now, window_s, self.horizon_s)
-                args = [self._k(route, ""), second_of(now), n, RECENT_KEPT]
-                args += [hists.start, len(hists)]
-                # Awaiting with client=pipe only queues the EVALSHA (scripts load on execute).
-                await self._read(keys=[self.breaker_key(route)], args=args, client=pipe)
-            if role is not None:
-                pipe.smembers(self._sla_key(role))
-                pipe.hgetall(self._sla_since_key(role))
-            res = await pipe.execute()
+        res = await self._read_routes(routes, now=now, window_s=window_s, role=role)
         demoted: set[str] = set()
         since: dict[str, float] = {}
         if role is not None:
@@ -793,6 +794,35 @@ class RedisHealthStore:
             )
         return HealthSnapshot(taken_at=now, routes=out)
 
+    async def _read_routes(
+        self, routes: Sequence[str], *, now: float, window_s: float, role: str | None
+    ) -> list:
+        """``_READ_LUA`` per route, then the role's SLA set and times, in one round trip.
+
+        On Redis Cluster scripts cannot be pipelined (redis-py blocks it): the per-route
+        reads run concurrently instead, each sent to its route's slot.
+        """
+        n = len(window_seconds(now, window_s, self.horizon_s))
+        hists = hist_buckets(now, window_s, self.horizon_s)
+
+        def args(route: str) -> list:
+            return [self._k(route, ""), second_of(now), n, RECENT_KEPT, hists.start, len(hists)]
+
+        if self._cluster:
+            reads = [self._read(keys=[self.breaker_key(r)], args=args(r)) for r in routes]
+            if role is not None:
+                reads += [self._r.smembers(self._sla_key(role))]
+                reads += [self._r.hgetall(self._sla_since_key(role))]
+            return list(await asyncio.gather(*reads))
+        async with self._r.pipeline(transaction=False) as pipe:
+            for route in routes:
+                # Awaiting with client=pipe only queues the EVALSHA (scripts load on execute).
+                await self._read(keys=[self.breaker_key(route)], args=args(route), client=pipe)
+            if role is not None:
+                pipe.smembers(self._sla_key(role))
+                pipe.hgetall(self._sla_since_key(role))
+            return await pipe.execute()
+
     async def set_sla_demoted(
         self, role: str, route: str, demoted: bool, *, at: float | None = None
     ) -> None:
@@ -810,7 +840,8 @@ class RedisHealthStore:
 
     async def _set_sla_redis(self, role: str, route: str, demoted: bool, at: float | None) -> None:
         seen, since = self._seen_sla.setdefault(role, (set(), {}))
-        async with self._r.pipeline(transaction=True) as pipe:
+        # The set and the times are two slots on a cluster, where MULTI cannot span them.
+        async with self._r.pipeline(transaction=not self._cluster) as pipe:
             if demoted:
                 pipe.sadd(self._sla_key(role), route)
             else:
@@ -842,6 +873,47 @@ class RedisHealthStore:
         await self._r.set(self._k(route, "cw"), str(tokens), px=int(CONTEXT_WINDOW_TTL_S * 1000))
         f = self._seen_facts.get(route, RouteFacts())
         self._seen_facts[route] = replace(f, context_window=tokens)
+
+    # --- rate budgets (stores.budgets) -------------------------------------------------
+    # Buckets are not replayed after an outage: while Redis is away each worker enforces
+    # every budget alone in its local view (so N workers may together use up to N times
+    # it), and once Redis is back the shared buckets, which refilled meanwhile, take over.
+
+    async def take_budget(
+        self, scopes: Sequence[Scope], tokens: int, *, critical: bool, now: float
+    ) -> BudgetGrant:
+        """Reserve one request and ``tokens`` from every scope for all workers, or nothing."""
+        if await self._use_redis():
+            try:
+                return await self._budgets.take(scopes, tokens, critical=critical, now=now)
+            except REDIS_DOWN as exc:
+                local = self._go_local(exc)
+        else:
+            local = self._local_view()
+        return await local.take_budget(scopes, tokens, critical=critical, now=now)
+
+    async def settle_budget(self, grant: BudgetGrant, actual_tokens: int, now: float) -> None:
+        """Charge (or give back) the difference between the reservation and the usage."""
+        if await self._use_redis():
+            try:
+                await self._budgets.settle(grant, actual_tokens, now)
+                return
+            except REDIS_DOWN as exc:
+                local = self._go_local(exc)
+        else:
+            local = self._local_view()
+        await local.settle_budget(grant, actual_tokens, now)
+
+    async def budget_levels(self, scopes: Sequence[Scope], now: float) -> list[BucketLevel]:
+        """Every bucket of ``scopes`` refilled to ``now``, as all workers share them."""
+        if await self._use_redis():
+            try:
+                return await self._budgets.levels(scopes, now)
+            except REDIS_DOWN as exc:
+                local = self._go_local(exc)
+        else:
+            local = self._local_view()
+        return await local.budget_levels(scopes, now)
 
     # --- lifecycle ----------------------------------------------------------------------
 

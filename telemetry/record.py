@@ -117,3 +117,11 @@ def cache_lookup(hit: bool) -> None:
 def store_outage(store: str) -> None:
     """A shared store lost its backend and serves from its local view."""
     instruments().store_degraded.add(1, {"store": store})
+
+
+def budget_refused(role: str, route: str, scope: str) -> None:
+    """A call refused by a shared rate budget before it reached the provider."""
+    event(
+        "failover.rate_budget.refused",
+        {"failover.role": role, "failover.route": route, "failover.budget_scope": scope},
+    )

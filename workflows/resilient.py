@@ -556,6 +556,10 @@ class _ResilientCall:
                 observe.skipped(self, s.route, s.tier, s.code.value)
                 self.state.add_reason(ReasonCode.BREAKER_OPEN)
                 self.state.add_reason(ReasonCode.MODEL_UNAVAILABLE)
+            elif s.code is SkipReason.RATE_BUDGET:
+                # Out of shared budget: planned like a cool-down, reported as such.
+                observe.skipped(self, s.route, s.tier, s.code.value)
+                self.state.add_reason(ReasonCode.RATE_BUDGET)
             elif s.code is SkipReason.SLA_DEMOTED:
                 # Demoted routes stay in the plan, moved last: a reason, not a skip.
                 self.state.add_reason(ReasonCode.SLA_DEMOTED)

@@ -83,3 +83,23 @@ def test_context_window_not_configured_is_never_assumed() -> None:
     assert "unknown" in _text(health_table(unknown, now=NOW))
     learned = _table(context_windows={"openai-us": ContextWindow(learned=64_000)})
     assert "64,000 learned (not configured)" in _text(health_table(learned, now=NOW))
+
+
+def test_budget_table_projects_the_refill_to_now() -> None:
+    """`failover status` shows each budget's level refilled to now, its rate and reserve."""
+    from agent_failover.cli.render import budget_table
+    from agent_failover.resilience.budget import Bucket, BucketLevel, BudgetUnit
+
+    req = Bucket(unit=BudgetUnit.REQUESTS, capacity=600, reserve=60)
+    tok = Bucket(unit=BudgetUnit.TOKENS, capacity=90_000)
+    levels = [
+        BucketLevel(scope="endpoint:openai-us", bucket=req, level=0.0, at=NOW - 3),
+        BucketLevel(scope="bulkhead:specialists", bucket=tok, level=90_000, at=NOW),
+    ]
+    lines = _text(budget_table(levels, now=NOW)).splitlines()
+    ep = next(line for line in lines if "endpoint:openai-us" in line)
+    # 3 s at 10 requests a second: 30 left, 57 s to full.
+    cells = lambda line: [c.strip() for c in line.split("│") if c.strip()]  # noqa: E731
+    assert cells(ep) == ["endpoint:openai-us", "requests", "30", "600", "60", "57 s"]
+    bh = next(line for line in lines if "bulkhead:specialists" in line)
+    assert cells(bh) == ["bulkhead:specialists", "tokens", "90,000", "90,000", "-", "-"]

