@@ -15,6 +15,9 @@
   roster also holds a route a hundred times cheaper.
 
 Tier order always wins over score: the score only breaks ties inside a tier.
+
+The other score, an *answer's* quality against an expected answer (qualification,
+shadow evaluation), lives in :mod:`resilience.quality` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -24,6 +27,11 @@ from pydantic import BaseModel, ConfigDict
 from agent_failover.providers.endpoint import EndpointConfig
 from agent_failover.resilience.config import LatencySLA, ScoringWeights
 from agent_failover.resilience.contracts import WindowStats
+from agent_failover.resilience.quality import ScoreResult as ScoreResult
+from agent_failover.resilience.quality import ScorerSpec as ScorerSpec
+from agent_failover.resilience.quality import judge_request as judge_request
+from agent_failover.resilience.quality import parse_judge as parse_judge
+from agent_failover.resilience.quality import score_local as score_local
 
 UNKNOWN_LATENCY_SCORE = 0.5
 
