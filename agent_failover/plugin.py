@@ -21,7 +21,12 @@ worker of a client it is given to):
   picks which, so other processes can serve the rest: :meth:`FailoverPlugin.bulkhead_worker`;
   they drain for the worker's ``graceful_shutdown_timeout``), keeps the health monitor running
   once per deployment (idempotent by workflow id; started again if it ever ends), and on
-  shutdown drains them and closes the HTTP client and the stores.
+  shutdown drains them and closes the HTTP client and the stores;
+* when a role of the policy has ``shadow`` settings (``shadow=``: None = then, True, False),
+  runs one more worker on ``<task queue>-shadow``: the low-priority shadow evaluations
+  (``ShadowEvaluationWorkflow`` and its ``shadow_evaluate`` activity, a few slots only), so
+  they never take a slot a pipeline needs (:meth:`FailoverPlugin.shadow_worker` for a
+  process of its own).
 
 User workflows call ``resilient_complete`` from workflow code; nothing else is needed::
 
@@ -51,6 +56,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agent_failover.activities.llm import LLMActivities
 from agent_failover.activities.notify import EscalationNotifier
+from agent_failover.activities.shadow import ShadowActivities
 from agent_failover.activities.tools import ToolActivities, tools_base_url
 from agent_failover.codec import AesGcmCodec, codec_from_env, with_codec
 from agent_failover.config import DEFAULT_POLICY_PATH
@@ -63,12 +69,15 @@ from agent_failover.stores.health import MemoryHealthStore
 from agent_failover.telemetry.setup import tracing_enabled
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from agent_failover.workflows.shadow import ShadowEvaluationWorkflow, shadow_task_queue
 
 log = logging.getLogger("agent_failover.plugin")
 
 PLUGIN_NAME = "agent_failover.FailoverPlugin"
 #: Activity slots per bulkhead; a failing tier exhausts only its own slots.
 DEFAULT_BULKHEAD_SLOTS = {"core": 16, "specialists": 32}
+#: Activity slots of the shadow queue: shadow evaluation is best effort, kept small.
+DEFAULT_SHADOW_SLOTS = 4
 #: Our deterministic modules, shared with activities: passed through the sandbox so
 #: pydantic classes are identical inside and outside workflows. Workflow definition
 #: modules are deliberately not listed: the sandbox reloads them per run.
@@ -148,8 +157,17 @@ class FailoverPlugin(SimplePlugin):
         codec: CodecArg = None,
         http: httpx.AsyncClient | None = None,
         tracing: bool | None = None,
+        shadow: bool | None = None,
+        shadow_slots: int = DEFAULT_SHADOW_SLOTS,
     ) -> None:
         self.policy = _resolve_policy(policy)
+        self.shadow = (
+            any(r.shadow is not None for r in self.policy.roles.values())
+            if shadow is None
+            else shadow
+        )
+        self._shadow_slots = shadow_slots
+        self._shadow_acts: ShadowActivities | None = None
         self.tracing = _resolve_tracing(tracing)
         self.codec = _resolve_codec(codec)
         self._stores_arg = stores
@@ -168,6 +186,7 @@ class FailoverPlugin(SimplePlugin):
         self._acts: dict[str, LLMActivities] = {}
         self._internal_queues: set[str] = set()
         self._standalone: dict[str, str] = {}  # bulkhead queue -> its deployment's queue
+        self._shadow_queues: set[str] = set()  # standalone shadow queues
         self._stores: Stores | None = stores if isinstance(stores, Stores) else None
         self._running = 0
         workflows: list[type] = [HealthMonitorWorkflow]
@@ -207,6 +226,18 @@ class FailoverPlugin(SimplePlugin):
         if task_queue in self._internal_queues:
             return config
         self._check_client_codec(config)
+        if task_queue in self._shadow_queues:
+            config["workflows"] = [*(config.get("workflows") or []), ShadowEvaluationWorkflow]
+            config["activities"] = [
+                *(config.get("activities") or []),
+                *self._shadow_activities().all(),
+            ]
+            config["workflow_runner"] = with_passthrough(config.get("workflow_runner"))
+            config["interceptors"] = [
+                *(config.get("interceptors") or []),
+                *self._tracing_for(config["client"]),
+            ]
+            return config
         if task_queue in self._standalone:
             acts = self.activities_for(self._standalone[task_queue])
             config["activities"] = [*(config.get("activities") or []), *_bulkhead_acts(acts)]
@@ -291,12 +322,15 @@ class FailoverPlugin(SimplePlugin):
         base = self._standalone.get(task_queue, task_queue)
         acts = self.activities_for(base)
         acts.bind_stores(stores.health, stores.cache)
+        self._shadow_activities().bind_store(stores.health)
         standalone = task_queue in self._standalone
         # Bulkhead workers drain model calls for as long as the worker they serve does.
         grace = worker.config().get("graceful_shutdown_timeout")
         bulkheads = (
             [] if standalone else self._bulkhead_workers(worker.client, task_queue, acts, grace)
         )
+        if self.shadow and not standalone:
+            bulkheads.append(self._shadow_worker(worker.client, task_queue, stores, grace))
         tasks = [asyncio.create_task(w.run()) for w in bulkheads]
         stop_supervisor = asyncio.Event()
         supervisor = (
@@ -340,6 +374,40 @@ class FailoverPlugin(SimplePlugin):
                 )
             )
         return workers
+
+    def _shadow_worker(
+        self, client: Client, task_queue: str, stores: Stores, grace: timedelta | None
+    ) -> Worker:
+        """The worker of ``<task_queue>-shadow`` beside the main one (internal, like a bulkhead)."""
+        queue = shadow_task_queue(task_queue)
+        self._internal_queues.add(queue)
+        acts = self._shadow_activities()
+        acts.bind_store(stores.health)
+        return Worker(
+            client,
+            task_queue=queue,
+            workflows=[ShadowEvaluationWorkflow],
+            activities=acts.all(),
+            max_concurrent_activities=self._shadow_slots,
+            workflow_runner=with_passthrough(None),
+            graceful_shutdown_timeout=grace or timedelta(),
+            interceptors=self._tracing_for(client),
+        )
+
+    def _shadow_activities(self) -> ShadowActivities:
+        if self._shadow_acts is None:
+            self._shadow_acts = ShadowActivities(self.policy, self.http, None)
+        return self._shadow_acts
+
+    def shadow_worker(self, client: Client, task_queue: str, **worker_kwargs: Any) -> Worker:
+        """A worker serving only the shadow evaluations of the deployment ``task_queue``
+        (``FAILOVER_WORKER_ROLE=shadow``); it connects the stores when it runs."""
+        queue = shadow_task_queue(task_queue)
+        self._standalone[queue] = task_queue
+        self._shadow_queues.add(queue)
+        worker_kwargs.setdefault("max_concurrent_activities", self._shadow_slots)
+        plugins = [] if self in client.config().get("plugins", []) else [self]
+        return Worker(client, task_queue=queue, plugins=plugins, **worker_kwargs)
 
     async def _keep_monitor(self, client: Client, task_queue: str, stop: asyncio.Event) -> None:
         """Start the monitor once per deployment, and again whenever it ends."""

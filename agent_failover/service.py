@@ -93,34 +93,40 @@ class WorkerRole:
 
     main: bool = True
     bulkheads: tuple[str, ...] = field(default=())
+    #: Serves ``<queue>-shadow`` (shadow evaluations), when the policy has shadow roles.
+    shadow: bool = False
 
     def describe(self) -> str:
         parts = (["main"] if self.main else []) + [f"bulkhead:{b}" for b in self.bulkheads]
-        return ",".join(parts)
+        return ",".join(parts + (["shadow"] if self.shadow else []))
 
 
 def parse_worker_role(text: str | None, policy: PolicyConfig) -> WorkerRole:
-    """``FAILOVER_WORKER_ROLE``: ``all`` (default: main plus every bulkhead), ``main``,
-    ``bulkhead:<name>``, or a comma-separated mix such as ``main,bulkhead:core``.
+    """``FAILOVER_WORKER_ROLE``: ``all`` (default: main, every bulkhead and the shadow
+    queue), ``main``, ``bulkhead:<name>``, ``shadow``, or a comma-separated mix such as
+    ``main,bulkhead:core``.
 
     Raises ``ValueError`` naming the bad entry and the bulkheads the policy has.
     """
     known = sorted({r.bulkhead for r in policy.roles.values()})
     entries = [e.strip() for e in (text or "all").split(",") if e.strip()] or ["all"]
-    main, bulkheads = False, []
+    main, shadow, bulkheads = False, False, []
     for entry in entries:
         kind, _, name = entry.partition(":")
-        if entry in ("all", "main"):
+        if entry == "shadow":
+            shadow = True
+        elif entry in ("all", "main"):
             main = True
+            shadow = shadow or entry == "all"
             bulkheads += known if entry == "all" else []
         elif kind == "bulkhead" and name in known:
             bulkheads.append(name)
         else:
             raise ValueError(
-                f"FAILOVER_WORKER_ROLE: {entry!r} is not all, main or bulkhead:<name> with a "
-                f"bulkhead of the policy ({', '.join(known)})"
+                f"FAILOVER_WORKER_ROLE: {entry!r} is not all, main, shadow or bulkhead:<name> "
+                f"with a bulkhead of the policy ({', '.join(known)})"
             )
-    return WorkerRole(main=main, bulkheads=tuple(dict.fromkeys(bulkheads)))
+    return WorkerRole(main=main, bulkheads=tuple(dict.fromkeys(bulkheads)), shadow=shadow)
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -208,12 +214,19 @@ def build_workers(
         bulkhead_slots=bulkhead_slots,
         bulkheads=role.bulkheads if role is not None and role.main else None,
         codec=client.data_converter.payload_codec or False,
+        # The main worker runs the shadow queue beside it unless the role leaves it out.
+        shadow=None if role is None or (role.main and role.shadow) else False,
     )
     if role is not None and not role.main:
-        return [
+        workers = [
             plugin.bulkhead_worker(client, task_queue, b, graceful_shutdown_timeout=grace)
             for b in role.bulkheads
         ]
+        if role.shadow and any(r.shadow for r in deps.policy.roles.values()):
+            workers.append(
+                plugin.shadow_worker(client, task_queue, graceful_shutdown_timeout=grace)
+            )
+        return workers
     return [
         Worker(
             client,

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from agent_failover.providers.endpoint import EndpointConfig
 from agent_failover.resilience.limits import MAX_REPLY_BYTES_LIMIT
+from agent_failover.resilience.quality import ScorerSpec
 
 # --- breaker defaults (resilience4j-style seeds) -------------------------------------
 DEFAULT_ERROR_RATE_THRESHOLD = 0.15
@@ -102,6 +103,22 @@ MAX_FEW_SHOT = 8
 DEFAULT_SUMMARIZE_BUDGET_MS = 3_000.0
 #: Tokens the summary of dropped context may use.
 DEFAULT_SUMMARIZE_MAX_TOKENS = 256
+
+# --- shadow evaluation and degraded re-runs (issue 14) ------------------------------------
+DEFAULT_SHADOW_SAMPLE_FRACTION = 0.05
+#: Largest drop of agreement with the reference route (1 - mean agreement) tolerated.
+DEFAULT_SHADOW_TOLERANCE = 0.2
+DEFAULT_SHADOW_WINDOW_S = 600.0
+DEFAULT_SHADOW_MIN_SAMPLES = 5
+#: Consecutive agreeing shadow samples that restore a quality-demoted route.
+DEFAULT_SHADOW_RESTORE_AFTER = 3
+DEFAULT_SHADOW_TIMEOUT_S = 60.0
+#: Most shadow samples kept per route and role (bounds the store and the streak reads).
+MAX_QUALITY_SAMPLES = 64
+DEFAULT_RERUN_WINDOW_S = 600.0
+DEFAULT_RERUN_CHECK_INTERVAL_S = 15.0
+#: Agreement below which a re-run "disagrees materially" with the degraded answer.
+DEFAULT_RERUN_MIN_AGREEMENT = 0.7
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -385,6 +402,48 @@ class SummarizeSettings(BaseModel):
     max_tokens: int = Field(default=DEFAULT_SUMMARIZE_MAX_TOKENS, ge=16, le=4_096)
 
 
+class ShadowSettings(BaseModel):
+    """Shadow evaluation of a role: re-run a sample of its calls on a reference route.
+
+    A sampled call's answer is compared with the reference route's answer to the same
+    request (``scorer``; default ``json`` for roles with an output schema, else
+    ``normalized``). The rolling agreement per route is kept in the health store; a route
+    whose mean agreement over ``window_s`` (at least ``min_samples``) drops more than
+    ``tolerance`` below 1 is marked ``QUALITY_REGRESSION`` and demoted like an SLA breach,
+    and restored with the same hysteresis (``restore_after`` agreeing samples in a row, or
+    the drop back under ``hysteresis_margin x tolerance``).
+    """
+
+    model_config = _STRICT
+
+    reference_route: str = Field(min_length=1)
+    sample_fraction: float = Field(default=DEFAULT_SHADOW_SAMPLE_FRACTION, ge=0.0, le=1.0)
+    tolerance: float = Field(default=DEFAULT_SHADOW_TOLERANCE, gt=0.0, le=1.0)
+    window_s: float = Field(default=DEFAULT_SHADOW_WINDOW_S, gt=0.0, le=86_400.0)
+    min_samples: int = Field(default=DEFAULT_SHADOW_MIN_SAMPLES, ge=1, le=MAX_QUALITY_SAMPLES)
+    restore_after: int = Field(default=DEFAULT_SHADOW_RESTORE_AFTER, ge=1, le=MAX_SLA_STREAK)
+    timeout_s: float = Field(default=DEFAULT_SHADOW_TIMEOUT_S, gt=0.0, le=600.0)
+    scorer: ScorerSpec | None = None
+
+
+class RerunSettings(BaseModel):
+    """Degraded re-run of a role's pipeline steps once its primary is back.
+
+    A step answered degraded (tier 2, cache or static) is re-run on the role's tier 0 when
+    the primary is restored within ``window_s`` (checked every ``check_interval_s``); an
+    agreeing re-run (``scorer`` agreement >= ``min_agreement``) is recorded as the step's
+    revised result, a disagreeing one raises an escalation.
+    """
+
+    model_config = _STRICT
+
+    enabled: bool = True
+    window_s: float = Field(default=DEFAULT_RERUN_WINDOW_S, gt=0.0, le=86_400.0)
+    check_interval_s: float = Field(default=DEFAULT_RERUN_CHECK_INTERVAL_S, ge=1.0, le=3600.0)
+    min_agreement: float = Field(default=DEFAULT_RERUN_MIN_AGREEMENT, ge=0.0, le=1.0)
+    scorer: ScorerSpec | None = None
+
+
 class RolePolicy(BaseModel):
     """Everything the planner needs about one agent role."""
 
@@ -426,6 +485,8 @@ class RolePolicy(BaseModel):
         pattern=r"^[a-z0-9][a-z0-9_-]*$",
         description="task queue / slot pool this role's model calls run in",
     )
+    shadow: ShadowSettings | None = None
+    rerun: RerunSettings | None = None
 
     @model_validator(mode="after")
     def _check_budgets(self) -> RolePolicy:
@@ -630,7 +691,8 @@ class PolicyConfig(BaseModel):
         policy. Unknown names raise :class:`UnknownNameError`.
         """
         policy_role = self.role(role)
-        names = list(dict.fromkeys([*policy_role.roster.routes(), *(extra_routes or [])]))
+        quality = [route for _, route in quality_routes(policy_role)]
+        names = list(dict.fromkeys([*policy_role.roster.routes(), *(extra_routes or []), *quality]))
         endpoints = {r: self.endpoint(r) for r in names}
         return self.model_copy(
             update={
@@ -728,6 +790,9 @@ def _cross_reference_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
                 if route not in cfg.endpoints:
                     errors.append((f"{base}.roster.tier{tier}[{i}]", f"unknown endpoint {route!r}"))
         errors.extend(_static_fallback_errors(role, f"{base}.roster.static"))
+        for field, route in quality_routes(role):
+            if route not in cfg.endpoints:
+                errors.append((f"{base}.{field}", f"unknown endpoint {route!r}"))
         errors.extend(_prompt_key_errors(cfg, role, f"{base}.prompts"))
     return errors
 
@@ -752,6 +817,27 @@ def _prompt_key_errors(cfg: PolicyConfig, role: RolePolicy, path: str) -> list[t
         if k not in providers
     ]
     return errors
+
+
+def quality_routes(role: RolePolicy) -> list[tuple[str, str]]:
+    """(field path, route) of every endpoint the role's shadow and re-run settings name."""
+    out: list[tuple[str, str]] = []
+    if role.shadow is not None:
+        out.append(("shadow.reference_route", role.shadow.reference_route))
+    for name, settings in (("shadow", role.shadow), ("rerun", role.rerun)):
+        if settings is not None and settings.scorer is not None and settings.scorer.judge_route:
+            out.append((f"{name}.scorer.judge_route", settings.scorer.judge_route))
+    return out
+
+
+def role_scorer(role: RolePolicy, spec: ScorerSpec | None) -> ScorerSpec:
+    """The scorer comparing two answers of ``role``: ``spec``, else ``json`` for a role with
+    an output schema (its fields compared), else ``normalized`` text."""
+    if spec is not None:
+        return spec
+    if role.output_schema is not None:
+        return ScorerSpec(kind="json", json_schema=role.output_schema)
+    return ScorerSpec(kind="normalized")
 
 
 def _static_fallback_errors(role: RolePolicy, path: str) -> list[tuple[str, str]]:

@@ -100,6 +100,13 @@ class RouteHealth(BaseModel):
         default_factory=list,
         description="the rate-budget buckets a call of the role on this route draws from",
     )
+    quality_regressed: bool = Field(
+        default=False,
+        description="shadow evaluation found the role's answers on this route regressed",
+    )
+    quality_since: float | None = Field(
+        default=None, description="when the role's quality verdict on this route last changed"
+    )
 
 
 class HealthSnapshot(BaseModel):
@@ -135,6 +142,7 @@ class ReasonCode(StrEnum):
     RATE_LIMITED = "RATE_LIMITED"
     LATENCY_BUDGET_EXCEEDED = "LATENCY_BUDGET_EXCEEDED"
     SLA_DEMOTED = "SLA_DEMOTED"
+    QUALITY_REGRESSION = "QUALITY_REGRESSION"
     STREAM_INTERRUPTED = "STREAM_INTERRUPTED"
     SEMANTIC_FAILURE = "SEMANTIC_FAILURE"
     CONTEXT_TRUNCATED = "CONTEXT_TRUNCATED"

@@ -22,7 +22,9 @@ larger context window needed). The rules, in order:
    else the configured one; a route with neither is tried as-is, never assumed small.
 3. Routes whose rolling p95/p99 breach the role's SLA (evaluated with hysteresis from
    the route's stored ``sla_demoted`` flag) move to the end of the live attempts, not
-   out of the plan: proactive substitution before any timeout happens.
+   out of the plan: proactive substitution before any timeout happens. Routes shadow
+   evaluation marked ``QUALITY_REGRESSION`` for the role (:mod:`resilience.shadow`) move
+   back the same way, with that reason.
 4. Budget: each attempt's worst-case start is computed (sequential attempts start when
    every earlier attempt has used its full timeout; a hedge starts its delay after the
    attempt it hedges). No attempt starts at or past the role's total budget, every
@@ -97,6 +99,7 @@ class SkipReason(StrEnum):
     COOLING_DOWN = "cooling_down"
     HALF_OPEN = "half_open"
     SLA_DEMOTED = "sla_demoted"
+    QUALITY_REGRESSION = "quality_regression"
     CONTEXT_TOO_SMALL = "context_too_small"
     NO_BUDGET = "no_budget"
     RATE_BUDGET = "rate_budget"
@@ -193,6 +196,7 @@ class _Candidate(BaseModel):
     trial: bool
     demoted: bool
     demotion_reason: str | None
+    quality_regressed: bool = False
     needs_triage: bool
     target_input_tokens: int | None
 
@@ -345,21 +349,31 @@ def plan(
         for group in (closed, trials):
             # sorted() is stable: equal scores keep the roster's order.
             for cand in sorted(group, key=lambda c: -c.score.total):
-                if cand.demoted:
+                if cand.demoted or cand.quality_regressed:
                     demoted.append(cand)
-                    skipped.append(
-                        SkippedRoute(
-                            route=cand.route,
-                            tier=cand.tier,
-                            code=SkipReason.SLA_DEMOTED,
-                            reason=f"sla demoted: moved behind healthy routes "
-                            f"({cand.demotion_reason})",
-                        )
-                    )
+                    skipped.append(_demotion(cand))
                 else:
                     ordered.append(cand)
     ordered += demoted
     return _schedule(role, snapshot, facts, ordered, skipped)
+
+
+def _demotion(cand: _Candidate) -> SkippedRoute:
+    """The skip record of a candidate moved behind the healthy routes (SLA wins the code)."""
+    if cand.demoted:
+        return SkippedRoute(
+            route=cand.route,
+            tier=cand.tier,
+            code=SkipReason.SLA_DEMOTED,
+            reason=f"sla demoted: moved behind healthy routes ({cand.demotion_reason})",
+        )
+    return SkippedRoute(
+        route=cand.route,
+        tier=cand.tier,
+        code=SkipReason.QUALITY_REGRESSION,
+        reason="quality regression: shadow evaluation found its answers drifting from the "
+        "reference route; moved behind healthy routes",
+    )
 
 
 def _candidate(
@@ -407,6 +421,7 @@ def _candidate(
         trial=health.breaker in (BreakerState.HALF_OPEN, BreakerState.OPEN),
         demoted=verdict.demoted,
         demotion_reason=verdict.reason,
+        quality_regressed=health.quality_regressed,
         needs_triage=needs_triage,
         target_input_tokens=target,
     )
@@ -518,6 +533,8 @@ def _why(cand: _Candidate, hedge: bool, hedged: str | None) -> str:
     parts.append(cand.score.describe())
     if cand.demoted:
         parts.append(f"sla demoted, moved back ({cand.demotion_reason})")
+    if cand.quality_regressed:
+        parts.append("quality regression (shadow evaluation), moved back")
     if cand.needs_triage:
         parts.append(f"needs triage to {cand.target_input_tokens} input tokens")
     if hedge and hedged:

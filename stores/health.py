@@ -24,6 +24,7 @@ from agent_failover.resilience.budget import BucketLevel, Scope
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome, HealthSnapshot
 from agent_failover.stores.budgets import BudgetGrant
+from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.stores.status import StoreStatus
 
 
@@ -80,6 +81,22 @@ class HealthStore(Protocol):
     ) -> None:
         """Mark (or clear) ``route`` as latency-demoted for ``role``; ``at`` is when the
         verdict changed (reported as ``sla_since``)."""
+        ...
+
+    async def record_quality(self, role: str, route: str, sample: QualitySample) -> None:
+        """Append one shadow-evaluation sample (agreement with the reference route) of
+        ``route`` for ``role``; the newest ``MAX_QUALITY_SAMPLES`` are kept."""
+        ...
+
+    async def quality(self, role: str, route: str) -> QualityState:
+        """``route``'s shadow samples for ``role`` (oldest first) and its quality verdict."""
+        ...
+
+    async def set_quality_regressed(
+        self, role: str, route: str, regressed: bool, *, at: float, delta: float | None = None
+    ) -> None:
+        """Mark (or clear) ``route`` as ``QUALITY_REGRESSION`` for ``role``; ``at`` is when
+        the verdict changed (reported as ``quality_since`` in snapshots)."""
         ...
 
     async def learn_context_window(self, route: str, tokens: int, now: float) -> None:

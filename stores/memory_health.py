@@ -21,7 +21,8 @@ detection is off until the route has a history). Both are recomputed at most eve
 Besides the breaker (which also carries a 429's ``cooldown_until``) each route keeps
 when its last real call finished (the monitor probes only routes without traffic), the
 context window its provider stated when it rejected a prompt, the newest observations
-(the SLA streaks) and per role the SLA verdict with the time it last changed.
+(the SLA streaks), per role the SLA verdict with the time it last changed, and per role the
+shadow-evaluation samples and quality verdict (:mod:`resilience.shadow`).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ from agent_failover.resilience.breaker import (
     release_trial,
 )
 from agent_failover.resilience.budget import BucketLevel, Scope
-from agent_failover.resilience.config import MAX_SLA_STREAK, BreakerSettings
+from agent_failover.resilience.config import MAX_QUALITY_SAMPLES, MAX_SLA_STREAK, BreakerSettings
 from agent_failover.resilience.contracts import (
     BreakerState,
     CallOutcome,
@@ -69,6 +70,7 @@ from agent_failover.resilience.contracts import (
     RecentSample,
     RouteHealth,
 )
+from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.resilience.windows import DEFAULT_HORIZON_S
 from agent_failover.stores.budgets import BudgetBuckets, BudgetGrant, MemoryBudgets
 from agent_failover.stores.status import StoreStatus
@@ -104,6 +106,7 @@ def route_health(
     sla: tuple[bool, float | None],
     facts: RouteFacts,
     recent: list[RecentSample],
+    quality: QualityState | None = None,
 ) -> RouteHealth:
     """Assemble one route's :class:`RouteHealth` from its persisted parts.
 
@@ -124,6 +127,8 @@ def route_health(
         last_call_at=facts.last_call_at,
         context_window=facts.context_window,
         recent=recent,
+        quality_regressed=quality.regressed if quality else False,
+        quality_since=quality.since if quality else None,
     )
 
 
@@ -241,6 +246,7 @@ class MemoryHealthStore:
         self._sla: dict[str, set[str]] = {}
         self._sla_since: dict[str, dict[str, float]] = {}
         self._budgets = BudgetBuckets(MemoryBudgets())
+        self._quality: dict[tuple[str, str], QualityState] = {}
 
     def _route(self, route: str) -> _Route:
         r = self._routes.get(route)
@@ -334,6 +340,7 @@ class MemoryHealthStore:
                 sla=(name in demoted, since.get(name)),
                 facts=r.facts() if r else RouteFacts(),
                 recent=(decode_recent(r.agg.recent, now=now, keep=MAX_SLA_STREAK) if r else []),
+                quality=self._quality.get((role, name)) if role is not None else None,
             )
         return HealthSnapshot(taken_at=now, routes=out)
 
@@ -347,6 +354,24 @@ class MemoryHealthStore:
             self._sla.get(role, set()).discard(route)
         if at is not None:
             self._sla_since.setdefault(role, {})[route] = at
+
+    async def record_quality(self, role: str, route: str, sample: QualitySample) -> None:
+        """Append one shadow sample of ``route`` for ``role`` (the newest
+        ``MAX_QUALITY_SAMPLES`` are kept)."""
+        state = self._quality.setdefault((role, route), QualityState())
+        state.samples = [*state.samples, sample][-MAX_QUALITY_SAMPLES:]
+
+    async def quality(self, role: str, route: str) -> QualityState:
+        """The route's shadow samples for ``role`` (oldest first) and its quality verdict."""
+        state = self._quality.get((role, route))
+        return state.model_copy(deep=True) if state else QualityState()
+
+    async def set_quality_regressed(
+        self, role: str, route: str, regressed: bool, *, at: float, delta: float | None = None
+    ) -> None:
+        """Mark or clear ``route`` as quality-regressed for ``role`` (changed at ``at``)."""
+        state = self._quality.setdefault((role, route), QualityState())
+        state.regressed, state.since, state.delta = regressed, at, delta
 
     async def learn_context_window(self, route: str, tokens: int, now: float) -> None:
         """Remember the window ``route``'s provider stated (the latest statement wins)."""
@@ -387,6 +412,7 @@ class MemoryHealthStore:
         self._routes.clear()
         self._sla.clear()
         self._sla_since.clear()
+        self._quality.clear()
 
     # --- seeding and inspection, used by the Redis store's fallback view -----------------
 
@@ -425,6 +451,10 @@ class MemoryHealthStore:
         """Seed the set of routes demoted for ``role`` and when each verdict changed."""
         self._sla[role] = set(demoted_routes)
         self._sla_since[role] = dict(since or {})
+
+    def load_quality(self, role: str, route: str, state: QualityState) -> None:
+        """Seed one route's quality verdict (and samples) for ``role``."""
+        self._quality[(role, route)] = state.model_copy(deep=True)
 
     def context_windows(self) -> dict[str, int]:
         """Every learned context window held, by route."""

@@ -26,6 +26,10 @@ on a cluster; every key a script touches is passed in ``KEYS``):
 * ``NS:h:{route}:cw`` the context window the provider stated in a rejection (TTL 30 days).
 * ``NS:sla:<role>``   set of routes latency-demoted for the role; ``NS:slat:<role>`` hash
   route -> when the verdict last changed.
+* ``NS:h:{route}:q:<role>`` list of the route's newest shadow-evaluation samples for the
+  role (``at|score``, oldest first, capped at ``MAX_QUALITY_SAMPLES``; TTL ``ttl_s``), and
+  ``NS:h:{route}:qr`` hash role -> ``regressed|since|delta``, the quality verdict (no TTL,
+  like the breaker: a regression must not silently lift because a key expired).
 
 Concurrency: ``record`` increments the outcome's bucket and reads the breaker and the
 two merged breaker windows in one Lua script (one round trip), lets
@@ -97,13 +101,14 @@ from agent_failover.resilience.breaker import (
     release_trial,
 )
 from agent_failover.resilience.budget import BucketLevel, Scope
-from agent_failover.resilience.config import MAX_SLA_STREAK, BreakerSettings
+from agent_failover.resilience.config import MAX_QUALITY_SAMPLES, MAX_SLA_STREAK, BreakerSettings
 from agent_failover.resilience.contracts import (
     BreakerState,
     CallOutcome,
     HealthSnapshot,
     RouteHealth,
 )
+from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.resilience.windows import DEFAULT_HORIZON_S
 from agent_failover.stores.budgets import BudgetBuckets, BudgetGrant
 from agent_failover.stores.memory_health import (
@@ -311,7 +316,28 @@ class _PendingWindow:
     tokens: int
 
 
-_Pending = _PendingRecord | _PendingForce | _PendingSla | _PendingWindow
+@dataclass(frozen=True)
+class _PendingQuality:
+    role: str
+    route: str
+    sample: QualitySample | None  # a sample to append, or None: a verdict to write
+    verdict: tuple[bool, float, float | None] | None = None
+
+
+_Pending = _PendingRecord | _PendingForce | _PendingSla | _PendingWindow | _PendingQuality
+
+
+def _encode_verdict(regressed: bool, since: float, delta: float | None) -> str:
+    return f"{int(regressed)}|{since!r}|{'' if delta is None else repr(delta)}"
+
+
+def _decode_verdict(raw: bytes | None) -> QualityState | None:
+    if not raw:
+        return None
+    flag, since, delta = raw.decode().split("|")
+    return QualityState(
+        regressed=flag == "1", since=float(since), delta=float(delta) if delta else None
+    )
 
 
 def _nonce() -> str:
@@ -412,6 +438,7 @@ class RedisHealthStore:
         self._seen_recent: dict[str, list[str]] = {}
         self._seen_facts: dict[str, RouteFacts] = {}
         self._seen_sla: dict[str, tuple[set[str], dict[str, float]]] = {}
+        self._seen_quality: dict[tuple[str, str], QualityState] = {}
 
     # --- keys ---------------------------------------------------------------------------
 
@@ -433,6 +460,14 @@ class RedisHealthStore:
 
     def _sla_since_key(self, role: str) -> str:
         return f"{self.namespace}:slat:{role}"
+
+    def quality_key(self, route: str, role: str) -> str:
+        """The list of ``route``'s shadow samples for ``role`` (for tests and operators)."""
+        return self._k(route, f"q:{role}")
+
+    def quality_verdict_key(self, route: str) -> str:
+        """The hash role -> quality verdict of ``route``."""
+        return self._k(route, "qr")
 
     def _hour_key(self, route: str, hour: int) -> str:
         return self._k(route, f"lh:{hour}")
@@ -467,6 +502,8 @@ class RedisHealthStore:
                 local.load_route(route, facts=facts)
             for role, (demoted, since) in self._seen_sla.items():
                 local.load_sla(role, demoted, since)
+            for (role, route), state in self._seen_quality.items():
+                local.load_quality(role, route, state)
             self._local = local
         return self._local
 
@@ -503,6 +540,8 @@ class RedisHealthStore:
                     pass  # Redis already holds that state (another worker, or step one)
             elif isinstance(op, _PendingWindow):
                 await self._learn_window_redis(op.route, op.tokens)
+            elif isinstance(op, _PendingQuality):
+                await self._quality_write_redis(op)
             else:
                 await self._set_sla_redis(op.role, op.route, op.demoted, op.at)
             self._pending.popleft()
@@ -771,10 +810,15 @@ class RedisHealthStore:
         res = await self._read_routes(routes, now=now, window_s=window_s, role=role)
         demoted: set[str] = set()
         since: dict[str, float] = {}
+        quality: dict[str, QualityState] = {}
         if role is not None:
-            demoted = {m.decode() for m in res[-2]}
-            since = {k.decode(): float(v) for k, v in res[-1].items()}
+            n = len(routes)
+            demoted = {m.decode() for m in res[n]}
+            since = {k.decode(): float(v) for k, v in res[n + 1].items()}
             self._seen_sla[role] = (demoted, since)
+            for route, raw_q in zip(routes, res[n + 2 :], strict=True):
+                if (state := _decode_verdict(raw_q)) is not None:
+                    quality[route] = self._seen_quality[(role, route)] = state
         out: dict[str, RouteHealth] = {}
         for route, raw in zip(routes, res, strict=False):
             read = _RouteRead.parse(route, raw)
@@ -791,13 +835,15 @@ class RedisHealthStore:
                 sla=(route in demoted, since.get(route)),
                 facts=read.facts,
                 recent=decode_recent(read.recent, now=now, keep=MAX_SLA_STREAK),
+                quality=quality.get(route),
             )
         return HealthSnapshot(taken_at=now, routes=out)
 
     async def _read_routes(
         self, routes: Sequence[str], *, now: float, window_s: float, role: str | None
     ) -> list:
-        """``_READ_LUA`` per route, then the role's SLA set and times, in one round trip.
+        """``_READ_LUA`` per route, then the role's SLA set and times and each route's
+        quality verdict for the role, in one round trip.
 
         On Redis Cluster scripts cannot be pipelined (redis-py blocks it): the per-route
         reads run concurrently instead, each sent to its route's slot.
@@ -813,6 +859,7 @@ class RedisHealthStore:
             if role is not None:
                 reads += [self._r.smembers(self._sla_key(role))]
                 reads += [self._r.hgetall(self._sla_since_key(role))]
+                reads += [self._r.hget(self.quality_verdict_key(r), role) for r in routes]
             return list(await asyncio.gather(*reads))
         async with self._r.pipeline(transaction=False) as pipe:
             for route in routes:
@@ -821,6 +868,8 @@ class RedisHealthStore:
             if role is not None:
                 pipe.smembers(self._sla_key(role))
                 pipe.hgetall(self._sla_since_key(role))
+                for route in routes:
+                    pipe.hget(self.quality_verdict_key(route), role)
             return await pipe.execute()
 
     async def set_sla_demoted(
@@ -855,6 +904,69 @@ class RedisHealthStore:
             seen.discard(route)
         if at is not None:
             since[route] = at
+
+    # --- shadow evaluation ----------------------------------------------------------------
+
+    async def record_quality(self, role: str, route: str, sample: QualitySample) -> None:
+        """Append one shadow sample of ``route`` for ``role``, for every worker."""
+        await self._quality_write(_PendingQuality(role, route, sample))
+
+    async def set_quality_regressed(
+        self, role: str, route: str, regressed: bool, *, at: float, delta: float | None = None
+    ) -> None:
+        """Mark or clear ``route`` as quality-regressed for ``role``, for every worker."""
+        await self._quality_write(_PendingQuality(role, route, None, (regressed, at, delta)))
+
+    async def _quality_write(self, op: _PendingQuality) -> None:
+        if await self._use_redis():
+            try:
+                await self._quality_write_redis(op)
+                return
+            except REDIS_DOWN as exc:
+                local = self._go_local(exc)
+        else:
+            local = self._local_view()
+        if op.sample is not None:
+            await local.record_quality(op.role, op.route, op.sample)
+        elif op.verdict is not None:
+            regressed, at, delta = op.verdict
+            await local.set_quality_regressed(op.role, op.route, regressed, at=at, delta=delta)
+        self._queue(op)
+
+    async def _quality_write_redis(self, op: _PendingQuality) -> None:
+        if op.sample is not None:
+            key = self.quality_key(op.route, op.role)
+            # One key, one slot; redis-py's cluster pipeline takes no MULTI, so plain there.
+            async with self._r.pipeline(transaction=not self._cluster) as pipe:
+                pipe.rpush(key, op.sample.encode())
+                pipe.ltrim(key, -MAX_QUALITY_SAMPLES, -1)
+                pipe.pexpire(key, self._ttl_ms)
+                await pipe.execute()
+            return
+        assert op.verdict is not None
+        regressed, at, delta = op.verdict
+        raw = _encode_verdict(regressed, at, delta)
+        await self._r.hset(self.quality_verdict_key(op.route), op.role, raw)
+        self._seen_quality[(op.role, op.route)] = QualityState(
+            regressed=regressed, since=at, delta=delta
+        )
+
+    async def quality(self, role: str, route: str) -> QualityState:
+        """The route's shadow samples for ``role`` (oldest first) and its quality verdict."""
+        if await self._use_redis():
+            try:
+                async with self._r.pipeline(transaction=False) as pipe:
+                    pipe.lrange(self.quality_key(route, role), 0, -1)
+                    pipe.hget(self.quality_verdict_key(route), role)
+                    raw_samples, raw_verdict = await pipe.execute()
+                state = _decode_verdict(raw_verdict) or QualityState()
+                state.samples = [QualitySample.decode(x.decode()) for x in raw_samples]
+                return state
+            except REDIS_DOWN as exc:
+                local = self._go_local(exc)
+        else:
+            local = self._local_view()
+        return await local.quality(role, route)
 
     async def learn_context_window(self, route: str, tokens: int, now: float) -> None:
         """Remember the window ``route``'s provider stated, for every worker."""

@@ -79,6 +79,10 @@ class Instruments:
     escalations: Any
     store_degraded: Any
     cost: Any
+    shadow_samples: Any
+    shadow_agreement: Any
+    quality_regressions: Any
+    reruns: Any
 
 
 _cache: tuple[object, Instruments] | None = None
@@ -159,6 +163,17 @@ def _build(m: metrics.Meter) -> Instruments:
         escalations=count(names.ESCALATIONS, description="Human escalations"),
         store_degraded=count(names.STORE_DEGRADED, description="Shared store degradations"),
         cost=count(names.COST, unit="USD", description="Cost of answered attempts"),
+        shadow_samples=count(names.SHADOW_SAMPLES, description="Shadow-evaluation samples"),
+        shadow_agreement=hist(
+            names.SHADOW_AGREEMENT,
+            unit="1",
+            description="Agreement of shadowed answers with the reference route",
+            explicit_bucket_boundaries_advisory=[0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0],
+        ),
+        quality_regressions=count(
+            names.QUALITY_REGRESSIONS, description="Quality regressions found and lifted"
+        ),
+        reruns=count(names.RERUNS, description="Degraded re-runs by outcome"),
     )
 
 

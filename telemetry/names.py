@@ -83,11 +83,24 @@ STORE_DEGRADED = "failover.store.degraded"
 #: Counter (USD): cost of answered attempts, attributes route, role.
 COST = "failover.cost"
 
+#: Counter: shadow-evaluation samples (a route's answer graded against the reference),
+#: attributes role, route, agreed (score >= the scorer's pass threshold).
+SHADOW_SAMPLES = "failover.shadow.samples"
+#: Histogram (1): agreement of a shadowed answer with the reference route, 0..1.
+SHADOW_AGREEMENT = "failover.shadow.agreement"
+#: Counter: quality verdict changes, attributes role, route, event (regressed/restored).
+QUALITY_REGRESSIONS = "failover.quality.regressions"
+#: Counter: degraded re-runs, attributes role, status (revised/escalated/expired/failed).
+RERUNS = "failover.reruns"
+
 # -- span events -------------------------------------------------------------------------
 EV_SUBSTITUTION = "failover.substitution"
 EV_BREAKER_TRANSITION = "failover.breaker.transition"
 EV_SLA_DEMOTED = "failover.sla.demoted"
 EV_SLA_RESTORED = "failover.sla.restored"
+EV_QUALITY_REGRESSION = "failover.quality.regression"
+EV_QUALITY_RESTORED = "failover.quality.restored"
+EV_RERUN = "failover.rerun"
 EV_HEDGE_FIRED = "failover.hedge.fired"
 EV_HEDGE_WON = "failover.hedge.won"
 EV_HEDGE_CANCELLED = "failover.hedge.cancelled"

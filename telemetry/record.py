@@ -97,6 +97,31 @@ def sla_changed(role: str, route: str, demoted: bool, stats: Any) -> None:
     )
 
 
+def shadow_sample(role: str, route: str, score: float, agreed: bool) -> None:
+    """One shadow comparison of ``route``'s answer with the reference route's."""
+    inst = instruments()
+    inst.shadow_samples.add(1, {"role": role, "route": route, "agreed": agreed})
+    inst.shadow_agreement.record(score, {"role": role, "route": route})
+
+
+def quality_changed(
+    role: str, route: str, regressed: bool, reason: str, delta: float | None
+) -> None:
+    """A route's quality verdict flipped: ``QUALITY_REGRESSION`` found, or lifted."""
+    event(
+        names.EV_QUALITY_REGRESSION if regressed else names.EV_QUALITY_RESTORED,
+        {
+            "failover.role": role,
+            "failover.route": route,
+            "failover.reason": reason,
+            "failover.quality.delta": delta,
+        },
+    )
+    instruments().quality_regressions.add(
+        1, {"role": role, "route": route, "event": "regressed" if regressed else "restored"}
+    )
+
+
 def probe(route: str, ok: bool, state: str) -> None:
     """One health probe and the breaker state it left."""
     instruments().probes.add(1, {"route": route, "ok": ok})

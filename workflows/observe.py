@@ -204,6 +204,19 @@ def sla_demoted(call: _ResilientCall, route: str, reason: str) -> None:
     )
 
 
+def quality_demoted(call: _ResilientCall, route: str, reason: str) -> None:
+    """A route the plan moved last because shadow evaluation marked it QUALITY_REGRESSION."""
+    event(
+        names.EV_QUALITY_REGRESSION,
+        {
+            "failover.route": route,
+            "failover.reason": reason,
+            "failover.quality.since": call.ctx.snapshot.get(route).quality_since,
+        },
+        span=call.obs.span,
+    )
+
+
 def cache_served(call: _ResilientCall, age_s: float) -> None:
     """The degraded tier answered from the response cache."""
     _substituted(call, None, to_route="cache")

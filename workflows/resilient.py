@@ -74,6 +74,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.triage import bound_request_bytes, minimal_input_tokens, triage
     from agent_failover.workflows import observe
     from agent_failover.workflows.errors import FailoverExhausted
+    from agent_failover.workflows.shadow import maybe_shadow
     from agent_failover.workflows.summarize import SUMMARIZE_PATCH, summarize_context
 
 #: Extra time Temporal allows beyond the activity's own budget before it times it out.
@@ -565,6 +566,10 @@ class _ResilientCall:
                 self.state.add_reason(ReasonCode.SLA_DEMOTED)
                 observe.sla_demoted(self, s.route, s.reason)
                 continue
+            elif s.code is SkipReason.QUALITY_REGRESSION:
+                self.state.add_reason(ReasonCode.QUALITY_REGRESSION)
+                observe.quality_demoted(self, s.route, s.reason)
+                continue
             elif s.code is not SkipReason.CONTEXT_TOO_SMALL:
                 continue
             self.attempts.append(
@@ -633,6 +638,8 @@ class _ResilientCall:
                 start_to_close_timeout=timedelta(seconds=10),
                 summary=f"{self.role_name}: cache the answer of {output.route}",
             )
+        # Sampled calls are re-run on the reference route by a child nobody waits for.
+        maybe_shadow(role, self.request, winner.attempt.route, reply.text, self.ctx.snapshot)
         return output
 
     def _refusal(

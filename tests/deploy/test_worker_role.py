@@ -26,10 +26,12 @@ def demo_policy() -> PolicyConfig:
 @pytest.mark.parametrize(
     ("text", "role"),
     [
-        (None, WorkerRole(True, ("core", "specialists"))),
-        ("", WorkerRole(True, ("core", "specialists"))),
-        ("all", WorkerRole(True, ("core", "specialists"))),
+        (None, WorkerRole(True, ("core", "specialists"), shadow=True)),
+        ("", WorkerRole(True, ("core", "specialists"), shadow=True)),
+        ("all", WorkerRole(True, ("core", "specialists"), shadow=True)),
         ("main", WorkerRole(True, ())),
+        ("shadow", WorkerRole(False, (), shadow=True)),
+        ("main,shadow", WorkerRole(True, (), shadow=True)),
         ("bulkhead:specialists", WorkerRole(False, ("specialists",))),
         ("main, bulkhead:core", WorkerRole(True, ("core",))),
         (

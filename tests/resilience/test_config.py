@@ -31,9 +31,11 @@ from agent_failover.resilience.config import (
     RateBudget,
     RateBudgets,
     RateLimitSettings,
+    RerunSettings,
     RolePolicy,
     Roster,
     ScoringWeights,
+    ShadowSettings,
     StaticFallback,
     parse_policy,
 )
@@ -229,7 +231,7 @@ def test_policy_reference_documents_every_field() -> None:
     models = [
         BreakerSettings, LatencySLA, HedgeSettings, CacheTier, StaticFallback, Roster,
         RolePolicy, ScoringWeights, ProbeSettings, PolicyConfig, EndpointConfig, Prices,
-        Capabilities, RateLimitSettings, RateBudget, RateBudgets,
+        Capabilities, RateLimitSettings, RateBudget, RateBudgets, ShadowSettings, RerunSettings,
     ]  # fmt: skip
     missing = [f"{m.__name__}.{f}" for m in models for f in m.model_fields if f"`{f}" not in doc
                and f".{f}`" not in doc]  # fmt: skip

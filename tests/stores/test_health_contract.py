@@ -2,7 +2,8 @@
 
 Anything a planner or the health monitor relies on is asserted here once, so both
 implementations behave identically: breaker transitions driven by recorded outcomes,
-atomic half-open trial slots, forcing, snapshots and SLA demotion flags.
+atomic half-open trial slots, forcing, snapshots, SLA demotion flags and shadow-evaluation
+quality samples and verdicts.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import pytest
 
 from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.breaker import BreakerReason, IllegalTransition
-from agent_failover.resilience.config import MAX_SLA_STREAK, BreakerSettings
+from agent_failover.resilience.config import MAX_QUALITY_SAMPLES, MAX_SLA_STREAK, BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome
+from agent_failover.resilience.shadow import QualitySample
 from agent_failover.stores.health import HealthStore
 
 T0 = 1_700_000_000.0
@@ -421,3 +423,41 @@ async def test_closed_breaker_starts_from_a_clean_window(health_store: HealthSto
         if t is not None:
             break
     assert (await health_store.breaker(ROUTE)).state is BreakerState.OPEN
+
+
+# --- shadow evaluation (issue 14) ----------------------------------------------------------
+
+
+async def test_quality_samples_are_per_role_oldest_first_and_capped(
+    health_store: HealthStore,
+) -> None:
+    """record_quality keeps the newest MAX_QUALITY_SAMPLES per (role, route), oldest first."""
+    n = MAX_QUALITY_SAMPLES + 5
+    for i in range(n):
+        await health_store.record_quality("critic", ROUTE, QualitySample(at=T0 + i, score=i % 2))
+    await health_store.record_quality("planner", ROUTE, QualitySample(at=T0, score=0.25))
+    state = await health_store.quality("critic", ROUTE)
+    assert [s.at for s in state.samples] == [T0 + i for i in range(5, n)]
+    assert [s.score for s in state.samples[:2]] == [1.0, 0.0]
+    assert [s.score for s in (await health_store.quality("planner", ROUTE)).samples] == [0.25]
+    assert (await health_store.quality("critic", "openai-us")).samples == []
+
+
+async def test_quality_verdict_is_per_role_and_in_snapshots(health_store: HealthStore) -> None:
+    """set_quality_regressed shows as quality_regressed/quality_since in the role's snapshot
+    only, is read back by quality(), and can be cleared."""
+    await health_store.set_quality_regressed("critic", ROUTE, True, at=T0 + 5, delta=0.5)
+    snap = await health_store.snapshot([ROUTE], now=T0 + 6, window_s=30, min_calls=1, role="critic")
+    rh = snap.get(ROUTE)
+    assert rh.quality_regressed and rh.quality_since == T0 + 5
+    other = await health_store.snapshot([ROUTE], now=T0 + 6, window_s=30, min_calls=1, role="x")
+    assert not other.get(ROUTE).quality_regressed
+    no_role = await health_store.snapshot([ROUTE], now=T0 + 6, window_s=30, min_calls=1)
+    assert not no_role.get(ROUTE).quality_regressed
+    state = await health_store.quality("critic", ROUTE)
+    assert (state.regressed, state.since, state.delta) == (True, T0 + 5, 0.5)
+    await health_store.set_quality_regressed("critic", ROUTE, False, at=T0 + 9)
+    rh = (
+        await health_store.snapshot([ROUTE], now=T0 + 10, window_s=30, min_calls=1, role="critic")
+    ).get(ROUTE)
+    assert not rh.quality_regressed and rh.quality_since == T0 + 9
