@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
+from agent_failover.testing.sim.config import DEFAULT_LOAD_THRESHOLD, AccuracySettings
 from agent_failover.testing.sim.faults import Fault
 from agent_failover.testing.sim.scenario import Scenario, load_scenario
 from agent_failover.testing.sim.tools import ToolFault
@@ -112,6 +113,33 @@ class SimAdmin:
     async def clear(self, endpoint: str | None = None) -> None:
         """Clear one endpoint's faults, or every fault and the scenario."""
         await self._call("DELETE", f"faults/{endpoint}" if endpoint else "faults")
+
+    async def set_accuracy(
+        self,
+        endpoint: str,
+        accuracy: float,
+        *,
+        accuracy_under_load: float | None = None,
+        load_threshold: int = DEFAULT_LOAD_THRESHOLD,
+    ) -> AccuracySettings:
+        """Set how often ``endpoint`` answers golden-set tasks right (testing.sim.golden)."""
+        body = {
+            "accuracy": accuracy,
+            "accuracy_under_load": accuracy_under_load,
+            "load_threshold": load_threshold,
+        }
+        data = await self._call("PUT", f"accuracy/{endpoint}", json=body)
+        data.pop("endpoint", None)
+        return AccuracySettings.model_validate(data)
+
+    async def accuracy(self) -> dict[str, AccuracySettings]:
+        """Golden-set accuracy per endpoint."""
+        data = await self._call("GET", "accuracy")
+        return {name: AccuracySettings.model_validate(a) for name, a in data.items()}
+
+    async def reset_accuracy(self, endpoint: str | None = None) -> None:
+        """Back to the configured accuracy (one endpoint, or all)."""
+        await self._call("DELETE", f"accuracy/{endpoint}" if endpoint else "accuracy")
 
     async def load_scenario(self, scenario: str | Path | Scenario | dict[str, Any]) -> dict:
         """Load a timeline from a file path, a :class:`Scenario` or a plain dict."""

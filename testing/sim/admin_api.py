@@ -18,6 +18,10 @@ silently testing nothing.
     PUT    /_admin/tool_faults/{tool}          replace a tool's faults (POST: same)
     DELETE /_admin/tool_faults[/{tool}]        clear one tool's faults, or all
     GET    /_admin/effects?tool=&key=          effects applied by the tool server, in order
+    GET    /_admin/accuracy                    golden-set accuracy per endpoint
+    PUT    /_admin/accuracy/{endpoint}         replace it ({"accuracy", "accuracy_under_load",
+                                               "load_threshold"}; POST: same)
+    DELETE /_admin/accuracy[/{endpoint}]       back to the configured accuracy
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import yaml
 from aiohttp import web
 from pydantic import TypeAdapter, ValidationError
 
+from agent_failover.testing.sim.config import AccuracySettings
 from agent_failover.testing.sim.faults import Fault
 from agent_failover.testing.sim.scenario import Scenario
 from agent_failover.testing.sim.state import SimState
@@ -260,6 +265,38 @@ async def effects(request: web.Request) -> web.Response:
     return web.json_response({"effects": rows, "calls": dict(tools.calls)})
 
 
+async def get_accuracy(request: web.Request) -> web.Response:
+    """Golden-set accuracy per endpoint (see testing.sim.golden)."""
+    state = _state(request)
+    return web.json_response({n: a.model_dump(mode="json") for n, a in state.accuracy.items()})
+
+
+async def set_accuracy(request: web.Request) -> web.Response:
+    """Replace one endpoint's golden-set accuracy."""
+    state = _state(request)
+    name = request.match_info["endpoint"]
+    if name not in state.endpoints:
+        return web.json_response({"error": f"unknown endpoint {name!r}"}, status=404)
+    try:
+        settings = AccuracySettings.model_validate(await _json_body(request) or {})
+    except (ValueError, yaml.YAMLError) as exc:
+        if isinstance(exc, ValidationError):
+            return _bad_request("invalid accuracy", _validation_details(exc))
+        return _bad_request(f"body is not valid JSON/YAML: {exc}")
+    state.set_accuracy(name, settings)
+    return web.json_response({"endpoint": name, **settings.model_dump(mode="json")})
+
+
+async def reset_accuracy(request: web.Request) -> web.Response:
+    """Back to the configured accuracy (one endpoint, or all)."""
+    state = _state(request)
+    name = request.match_info.get("endpoint")
+    if name is not None and name not in state.endpoints:
+        return web.json_response({"error": f"unknown endpoint {name!r}"}, status=404)
+    state.reset_accuracy(name)
+    return web.json_response({"reset": name or "all"})
+
+
 def add_admin_routes(app: web.Application) -> None:
     """Mount the admin API on ``app``."""
     app.router.add_get("/_admin/health", health)
@@ -281,3 +318,8 @@ def add_admin_routes(app: web.Application) -> None:
     app.router.add_delete("/_admin/tool_faults", clear_tool_faults)
     app.router.add_delete("/_admin/tool_faults/{tool}", clear_tool_faults)
     app.router.add_get("/_admin/effects", effects)
+    app.router.add_get("/_admin/accuracy", get_accuracy)
+    app.router.add_put("/_admin/accuracy/{endpoint}", set_accuracy)
+    app.router.add_post("/_admin/accuracy/{endpoint}", set_accuracy)
+    app.router.add_delete("/_admin/accuracy", reset_accuracy)
+    app.router.add_delete("/_admin/accuracy/{endpoint}", reset_accuracy)

@@ -30,6 +30,8 @@ DEFAULT_TTFT_MEDIAN_MS = 10.0
 DEFAULT_TTFT_SIGMA = 0.25
 DEFAULT_TOKENS_PER_SEC = 2000.0
 DEFAULT_MAX_ATTEMPTS_LOGGED = 50_000
+#: In-flight requests on one endpoint above which ``accuracy_under_load`` applies.
+DEFAULT_LOAD_THRESHOLD = 4
 #: The Google Cloud project simulated Vertex routes are addressed under.
 SIM_GCP_PROJECT = "sim-project"
 
@@ -60,6 +62,27 @@ class LatencyModel(BaseModel):
         return min(max(ms, self.min_ms), self.max_ms) / 1000.0
 
 
+class AccuracySettings(BaseModel):
+    """How often an endpoint answers golden-set tasks right (:mod:`testing.sim.golden`).
+
+    ``accuracy_under_load`` (when set) replaces ``accuracy`` while more than
+    ``load_threshold`` requests are in flight on the endpoint, the request being
+    answered included: a model that degrades silently when busy.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    accuracy: float = Field(default=1.0, ge=0.0, le=1.0)
+    accuracy_under_load: float | None = Field(default=None, ge=0.0, le=1.0)
+    load_threshold: int = Field(default=DEFAULT_LOAD_THRESHOLD, ge=1)
+
+    def effective(self, inflight: int) -> float:
+        """The accuracy that applies with ``inflight`` requests on the endpoint."""
+        if self.accuracy_under_load is not None and inflight > self.load_threshold:
+            return self.accuracy_under_load
+        return self.accuracy
+
+
 class SimEndpoint(BaseModel):
     """One simulated endpoint, mounted at ``/<name>/`` and speaking ``kind``'s wire format.
 
@@ -83,6 +106,19 @@ class SimEndpoint(BaseModel):
     max_output_tokens: int = Field(default=8192, ge=1)
     latency: LatencyModel = Field(default_factory=LatencyModel)
     tokens_per_sec: float = Field(default=DEFAULT_TOKENS_PER_SEC, gt=0.0)
+    # Golden-set quality (testing.sim.golden); 1.0 = always right.
+    accuracy: float = Field(default=1.0, ge=0.0, le=1.0)
+    accuracy_under_load: float | None = Field(default=None, ge=0.0, le=1.0)
+    load_threshold: int = Field(default=DEFAULT_LOAD_THRESHOLD, ge=1)
+
+    @property
+    def accuracy_settings(self) -> AccuracySettings:
+        """The configured golden-set accuracy as one value (the admin API can replace it)."""
+        return AccuracySettings(
+            accuracy=self.accuracy,
+            accuracy_under_load=self.accuracy_under_load,
+            load_threshold=self.load_threshold,
+        )
 
     @model_validator(mode="after")
     def _cloud_wire(self) -> SimEndpoint:

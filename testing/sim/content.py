@@ -26,6 +26,7 @@ from enum import StrEnum
 from typing import Any
 
 from agent_failover.testing.sim.faults import AttemptPlan, FaultKind
+from agent_failover.testing.sim.golden import golden_text
 from agent_failover.testing.sim.schema_gen import generate_instance, violate_schema, words
 
 CHARS_PER_TOKEN = 4
@@ -240,13 +241,15 @@ def build_reply(
     reply_id: str,
     created: int,
     max_output_tokens: int,
+    correct: bool = True,
 ) -> Reply:
     """Build the reply for ``request`` with the plan's output faults applied.
 
     A trailing assistant turn is a prefill: like a real model, the reply continues it. The
     answer is generated for the conversation without the prefill and, when it starts with
     the prefill (the partial output of the same model, resumed elsewhere), only the rest is
-    sent; the caller then holds prefill + continuation = the complete answer.
+    sent; the caller then holds prefill + continuation = the complete answer. A golden-set
+    task or a judge request (:mod:`testing.sim.golden`) is answered right when ``correct``.
     """
     prefill = request.prefill
     if prefill:
@@ -260,8 +263,9 @@ def build_reply(
         value = generate_instance(request.schema, rng) if request.schema else None
         text = json.dumps(value if value is not None else default_json(request, rng))
         finish = Finish.STOP
+        text = _golden(request, rng, correct, value) or text
     else:
-        text = prose(request, rng)
+        text = _golden(request, rng, correct, None) or prose(request, rng)
         finish = Finish.STOP
 
     if prefill and tool is None and text.startswith(prefill):
@@ -304,6 +308,18 @@ def build_reply(
         tool=tool,
         tool_call_id=f"toolu_{reply_id[-12:]}" if tool is not None else "",
         piece_chars=piece_chars,
+    )
+
+
+def _golden(request: ParsedRequest, rng: random.Random, correct: bool, value: Any) -> str | None:
+    return golden_text(
+        request.last_user_text,
+        request.system,
+        request.schema,
+        value,
+        correct,
+        rng,
+        json_mode=request.json_mode,
     )
 
 

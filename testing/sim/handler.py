@@ -32,6 +32,7 @@ from agent_failover.testing.sim.content import (
     follow_prompted_schema,
 )
 from agent_failover.testing.sim.faults import AttemptPlan, Fault, FaultKind, plan_attempt
+from agent_failover.testing.sim.golden import answers_correctly
 from agent_failover.testing.sim.state import (
     SYSTEM_LOG_CHARS,
     AttemptLogEntry,
@@ -218,6 +219,7 @@ class CompletionHandler:
         entry: AttemptLogEntry,
     ) -> web.StreamResponse:
         state = self.state
+        arrival_load = state.inflight_on(endpoint.name)
         parsed = await self._parse(request, endpoint, wire, op)
         entry.model, entry.stream = parsed.model, parsed.stream
         entry.input_tokens = parsed.prompt_tokens
@@ -265,11 +267,20 @@ class CompletionHandler:
             reply_id=f"{_ID_PREFIX[endpoint.kind]}_{parsed.seed() & 0xFFFFFFFF:08x}{entry.seq:06d}",
             created=int(state.clock.now()),
             max_output_tokens=endpoint.max_output_tokens,
+            correct=self._correct(endpoint.name, parsed, arrival_load),
         )
         tps = plan.tokens_per_sec or endpoint.tokens_per_sec
         if parsed.stream:
             return await self._stream(request, wire, reply, parsed, plan, entry, tps)
         return await self._respond(request, wire, op, reply, plan, entry, tps)
+
+    def _correct(self, endpoint: str, parsed: ParsedRequest, arrival_load: int) -> bool:
+        """Whether this endpoint gets a golden task right (busiest load seen counts)."""
+        load = max(arrival_load, self.state.inflight_on(endpoint))
+        accuracy = self.state.accuracy[endpoint].effective(load)
+        return answers_correctly(
+            self.state.config.seed, endpoint, parsed.system, parsed.last_user_text, accuracy
+        )
 
     async def _hold(self, seconds: float | None) -> bool:
         """Wait ``seconds`` (forever if None) or until shutdown; True if shutdown ended it."""

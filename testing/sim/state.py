@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from agent_failover.testing.sim.clock import Clock, SystemClock
-from agent_failover.testing.sim.config import SimConfig, SimEndpoint
+from agent_failover.testing.sim.config import AccuracySettings, SimConfig, SimEndpoint
 from agent_failover.testing.sim.faults import Fault
 from agent_failover.testing.sim.oauth import OAuthState
 from agent_failover.testing.sim.scenario import ActiveScenario, Scenario
@@ -84,6 +84,10 @@ class SimState:
         self.attempts: deque[AttemptLogEntry] = deque(maxlen=config.max_attempts_logged)
         self._seq = 0
         self._inflight = 0
+        self._inflight_by: dict[str, int] = {name: 0 for name in self.endpoints}
+        self.accuracy: dict[str, AccuracySettings] = {
+            e.name: e.accuracy_settings for e in config.endpoints
+        }
         self._idle = asyncio.Event()
         self._idle.set()
         self._busy = asyncio.Event()
@@ -128,6 +132,7 @@ class SimState:
         entry = AttemptLogEntry(seq=self._seq, endpoint=endpoint, arrival=self.clock.now())
         self.attempts.append(entry)
         self._inflight += 1
+        self._inflight_by[endpoint] = self._inflight_by.get(endpoint, 0) + 1
         self._idle.clear()
         self._busy.set()
         return entry
@@ -136,6 +141,7 @@ class SimState:
         """Stamp the duration and release the in-flight slot."""
         entry.duration_s = max(0.0, self.clock.now() - entry.arrival)
         self._inflight -= 1
+        self._inflight_by[entry.endpoint] -= 1
         if self._inflight == 0:
             self._idle.set()
             self._busy.clear()
@@ -144,6 +150,22 @@ class SimState:
     def inflight(self) -> int:
         """Attempts currently being answered (or held)."""
         return self._inflight
+
+    def inflight_on(self, endpoint: str) -> int:
+        """Attempts currently in flight on one endpoint."""
+        return self._inflight_by.get(endpoint, 0)
+
+    # golden-set accuracy -----------------------------------------------------------
+    def set_accuracy(self, endpoint: str, settings: AccuracySettings) -> None:
+        """Replace one endpoint's golden-set accuracy at run time."""
+        self._require(endpoint)
+        self.accuracy[endpoint] = settings
+
+    def reset_accuracy(self, endpoint: str | None = None) -> None:
+        """Back to the configured accuracy (one endpoint, or all)."""
+        names = [endpoint] if endpoint is not None else list(self.endpoints)
+        for name in names:
+            self.accuracy[name] = self._require(name).accuracy_settings
 
     async def wait_idle(self) -> None:
         """Return once no attempt is in flight (tests await this instead of sleeping)."""
@@ -172,6 +194,7 @@ class SimState:
     def reset(self) -> None:
         """Back to start-up state: no faults, no scenario, empty logs, reseeded RNG, no tools."""
         self.clear_faults()
+        self.reset_accuracy()
         self.tools.reset()
         self.oauth.reset()
         self.attempts.clear()
