@@ -61,12 +61,14 @@ def build_harness(
     reconnect_interval_s: float | None = None,
     codec: PayloadCodec | None = None,
     http: httpx.AsyncClient | None = None,
+    shadow: bool | None = None,
 ) -> tuple[Harness, list[Worker]]:
     """Activities over fresh stores (memory, or Redis under a unique namespace).
 
     Pass ``task_queue`` and the stores of a dead worker to stand in a replacement;
     ``codec`` seals the Redis cache's entries (the client must carry the same codec);
-    ``http`` is the providers' client (e.g. over a :class:`FaultTransport`).
+    ``http`` is the providers' client (e.g. over a :class:`FaultTransport`); ``shadow``
+    is the plugin's (False: nobody serves the shadow queue).
     """
     tq = task_queue or f"test-{uuid.uuid4().hex[:10]}"
     if health is None or cache is None:
@@ -85,7 +87,7 @@ def build_harness(
             health, cache = MemoryHealthStore(), MemoryResponseCache()
     stores = Stores(health, cache, "test")
     plugin = FailoverPlugin(
-        policy, stores=stores, start_monitor=False, codec=codec or False, http=http
+        policy, stores=stores, start_monitor=False, codec=codec or False, http=http, shadow=shadow
     )
     acts = plugin.activities_for(tq)
     return Harness(client, tq, acts, health, cache, policy), _workers(client, plugin, tq)

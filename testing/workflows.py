@@ -16,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.options import CallOptions
     from agent_failover.workflows.inputs import workflow_input
     from agent_failover.workflows.resilient import resilient_complete
+    from agent_failover.workflows.shadow import settle_shadows
 
 
 class CallInput(BaseModel):
@@ -30,4 +31,6 @@ class ResilientCallWorkflow:
     async def run(self, *args: Any) -> AgentOutput:
         # Untyped on purpose (see workflows.inputs): bad input fails the run, not the task.
         inp = workflow_input(CallInput, args, workflow_name="ResilientCallWorkflow")
-        return await resilient_complete(inp.role, inp.request, options=inp.options)
+        out = await resilient_complete(inp.role, inp.request, options=inp.options)
+        await settle_shadows()  # a sampled call's shadow evaluation must outlive this run
+        return out
