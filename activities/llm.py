@@ -210,6 +210,9 @@ class LLMActivities:
                 for n, r in self._policy.roles.items()
                 if r.critical and r.min_confidence > 0
             },
+            rerun={
+                n: r.rerun for n, r in self._policy.roles.items() if r.rerun and r.rerun.enabled
+            },
         )
 
     # -- one model attempt --------------------------------------------------------------

@@ -14,7 +14,12 @@ from pydantic import BaseModel, Field, field_serializer, model_validator
 from agent_failover.providers.models import ChatReply, ChatRequest
 from agent_failover.resilience.breaker import Breaker, Transition
 from agent_failover.resilience.budget import BucketLevel
-from agent_failover.resilience.config import DEFAULT_MAX_REPLY_BYTES, PolicyConfig, RolePolicy
+from agent_failover.resilience.config import (
+    DEFAULT_MAX_REPLY_BYTES,
+    PolicyConfig,
+    RerunSettings,
+    RolePolicy,
+)
 from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
 
 
@@ -256,6 +261,8 @@ class PipelineRoles(BaseModel):
     critical: list[str] = Field(default_factory=list)
     #: ``min_confidence`` of critical roles that set one (an answer below it escalates).
     min_confidence: dict[str, float] = Field(default_factory=dict)
+    #: Roles whose degraded steps are re-run once their primary is back (``rerun``).
+    rerun: dict[str, RerunSettings] = Field(default_factory=dict)
 
 
 class ToolCallInput(BaseModel):

@@ -443,6 +443,16 @@ class RerunSettings(BaseModel):
     min_agreement: float = Field(default=DEFAULT_RERUN_MIN_AGREEMENT, ge=0.0, le=1.0)
     scorer: ScorerSpec | None = None
 
+    @model_validator(mode="after")
+    def _local_scorer(self) -> RerunSettings:
+        # The re-run is graded in workflow code, which cannot call a judge model.
+        if self.scorer is not None and self.scorer.kind == "judge":
+            raise ValueError(
+                "scorer.kind 'judge' is not supported for degraded re-runs; "
+                "use exact, normalized or json"
+            )
+        return self
+
 
 class RolePolicy(BaseModel):
     """Everything the planner needs about one agent role."""

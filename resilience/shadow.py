@@ -30,7 +30,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_failover.resilience.config import RolePolicy, ShadowSettings
-from agent_failover.resilience.contracts import BreakerState, HealthSnapshot
+from agent_failover.resilience.contracts import AgentOutput, BreakerState, HealthSnapshot
 
 #: Hash bytes turned into a ticket (8 bytes: 2**64 distinct tickets).
 _TICKET_BYTES = 8
@@ -135,13 +135,17 @@ def evaluate_quality(
 
 
 def primary_restored(role: RolePolicy, snapshot: HealthSnapshot, now: float) -> str | None:
-    """The first tier-0 route that can serve again (closed breaker, not demoted for
-    latency or quality, not cooling down), or None while none can."""
+    """The first tier-0 route that can serve again, or None while none can: its breaker
+    closed, not demoted for latency or quality, not cooling down, and its newest
+    observation (a call or a probe) a success, so a primary that just failed the step is
+    not "restored" merely because its breaker has not tripped."""
     for route in role.roster.tier0:
         h = snapshot.get(route)
         if h.breaker not in (BreakerState.CLOSED, BreakerState.FORCED_CLOSED):
             continue
         if h.sla_demoted or h.quality_regressed or (h.cooldown_until or 0.0) > now:
+            continue
+        if h.recent and not h.recent[-1].ok:
             continue
         return route
     return None
@@ -158,6 +162,23 @@ class RerunStatus(StrEnum):
     EXPIRED = "expired"
     #: The re-run itself did not get a full answer: the degraded answer stands.
     FAILED = "failed"
+
+
+class StepRevision(BaseModel):
+    """What the degraded re-run of one pipeline step found (the ``revisions`` query)."""
+
+    step: str
+    role: str
+    status: RerunStatus
+    original_tier: int
+    original_capability: str
+    agreement: float | None = Field(default=None, description="scorer agreement, 0..1")
+    detail: str = ""
+    revised: AgentOutput | None = Field(
+        default=None, description="the primary's answer (revised), or a human's (escalated)"
+    )
+    decision: str | None = Field(default=None, description="the escalation's decision")
+    at: float | None = Field(default=None, description="workflow time it was decided")
 
 
 def rerun_verdict(agreement: float, min_agreement: float) -> RerunStatus:

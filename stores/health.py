@@ -23,8 +23,8 @@ from agent_failover.resilience.breaker import Admission, Breaker, Transition
 from agent_failover.resilience.budget import BucketLevel, Scope
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome, HealthSnapshot
-from agent_failover.stores.budgets import BudgetGrant
 from agent_failover.resilience.shadow import QualitySample, QualityState
+from agent_failover.stores.budgets import BudgetGrant
 from agent_failover.stores.status import StoreStatus
 
 

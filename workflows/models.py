@@ -15,6 +15,7 @@ from agent_failover.resilience.limits import MAX_RESULT_BYTES, clip
 from agent_failover.resilience.notify import NotifyResult
 from agent_failover.resilience.pipeline import FailoverSummary
 from agent_failover.resilience.saga import CompensationEntry, CompensationLog
+from agent_failover.resilience.shadow import StepRevision
 
 
 class ContextItem(BaseModel):
@@ -232,6 +233,8 @@ class PipelineResult(BaseModel):
     trimmed_steps: list[str] = Field(default_factory=list)
     #: On-call notifications of the run's escalations: delivered, skipped or failed.
     notifications: list[NotifyResult] = Field(default_factory=list)
+    #: Degraded steps re-run once their primary was back (roles with ``rerun`` settings).
+    revisions: list[StepRevision] = Field(default_factory=list)
 
     def bounded(self, limit: int = MAX_RESULT_BYTES) -> PipelineResult:
         """This result, small enough to be one workflow result payload.
@@ -261,10 +264,32 @@ class PipelineResult(BaseModel):
             steps[i] = steps[i].model_copy(update={"output": cut})
             size -= before - len(cut.model_dump_json())
             trimmed.append(steps[i].step)
+        revisions = list(self.revisions)
+        for i, rev in enumerate(revisions):
+            if size <= limit:
+                break
+            if rev.revised is not None:
+                before = len(rev.model_dump_json())
+                cut = rev.revised.model_copy(
+                    update={
+                        "content": clip(rev.revised.content, TRIMMED_PREVIEW_CHARS),
+                        "data": None,
+                    }
+                )
+                revisions[i] = rev.model_copy(update={"revised": cut})
+                size -= before - len(revisions[i].model_dump_json())
+                trimmed.append(f"{rev.step} (revision)")
         answer = self.answer
         if size > limit:
             answer = clip(answer, max(limit // 2, TRIMMED_PREVIEW_CHARS))
-        return self.model_copy(update={"steps": steps, "answer": answer, "trimmed_steps": trimmed})
+        return self.model_copy(
+            update={
+                "steps": steps,
+                "answer": answer,
+                "trimmed_steps": trimmed,
+                "revisions": revisions,
+            }
+        )
 
 
 class PipelineStatus(BaseModel):

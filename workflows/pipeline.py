@@ -20,6 +20,14 @@ With ``options.actions`` the pipeline then applies side effects as a saga: each 
 appends its compensation to the log; a hard failure undoes the log in reverse
 (``compensate``), and a compensation that cannot complete escalates the same way. With no
 actions none of this runs, so histories recorded before it replay unchanged.
+
+Roles with ``rerun`` settings get their degraded steps re-run once their primary is back
+(:mod:`workflows.rerun`): after the last stage the run waits (phase ``rerun``) up to the
+role's window, records each agreeing re-run as a revised result (``revisions`` query,
+``PipelineResult.revisions``, search attribute ``RevisionState``) and escalates a material
+disagreement through the same desk (trigger ``rerun_disagreed``). Sampled calls of roles
+with ``shadow`` settings are shadow-evaluated (:mod:`workflows.shadow`); the run makes sure
+those evaluations started before it returns.
 """
 
 from __future__ import annotations
@@ -79,6 +87,7 @@ with workflow.unsafe.imports_passed_through():
         idempotency_key,
         render_args,
     )
+    from agent_failover.resilience.shadow import StepRevision
     from agent_failover.workflows import observe
     from agent_failover.workflows.agent_loop import AgentTool, run_agent_loop
     from agent_failover.workflows.escalation import EscalationDesk
@@ -104,12 +113,15 @@ with workflow.unsafe.imports_passed_through():
         StepResult,
     )
     from agent_failover.workflows.notify import EscalationNotifications
+    from agent_failover.workflows.rerun import DegradedReruns
     from agent_failover.workflows.resilient import LOCAL_ACTIVITY_RETRY, resilient_complete
     from agent_failover.workflows.saga import Saga, compensation_failed
     from agent_failover.workflows.search_attributes import (
+        REVISION_STATE,
         set_failover_details,
         upsert_failover_search_attributes,
     )
+    from agent_failover.workflows.shadow import settle_shadows
 
 
 #: Roles the pipeline stages use; specialists are every other role in the policy.
@@ -120,6 +132,8 @@ ABORTED = "aborted_by_operator"
 ESCALATION_TIMED_OUT = "escalation_timed_out"
 #: Stage and escalation role of the side-effect saga.
 ACTIONS, SAGA = "actions", "saga"
+#: Escalation trigger of a degraded re-run that disagrees with the degraded answer.
+RERUN_DISAGREED = "rerun_disagreed"
 #: Retries of one compensation before it escalates (each attempt is idempotent).
 COMPENSATION_ATTEMPTS = 3
 TOOL_RETRY_INITIAL = timedelta(milliseconds=200)
@@ -150,6 +164,7 @@ class AgentPipelineWorkflow:
         self._opened_by: tuple[str, str, str, AgentOutput] | None = None
         self._opts = PipelineOptions()
         self._unwound = False
+        self._reruns = DegradedReruns({})
 
     @workflow.run
     async def run(self, *args: Any) -> PipelineResult:
@@ -171,6 +186,7 @@ class AgentPipelineWorkflow:
         roles = await self._load_roles()
         self._critical = set(roles.critical)
         self._min_confidence = dict(roles.min_confidence)
+        self._reruns = DegradedReruns(dict(roles.rerun))
         specialists = roles.specialists
 
         self._phase = "planning"
@@ -232,6 +248,10 @@ class AgentPipelineWorkflow:
             self._done_stage(SYNTHESIS)
             self._phase = ACTIONS
             actions, compensated = await self._apply_actions(opts.actions, answer, synth, opts)
+        if self._reruns.noted:
+            self._phase = "rerun"
+            await self._reruns.run(self._escalate_rerun, self._upsert_revisions)
+        await settle_shadows()
         self._phase = "done"
         self._pending = []
         await self._flush_notifications()
@@ -262,6 +282,7 @@ class AgentPipelineWorkflow:
             compensated=compensated,
             compensation_log=self._saga,
             notifications=self._notifications(),
+            revisions=list(self._reruns.revisions),
         ).bounded()
 
     # -- stages -------------------------------------------------------------------------
@@ -367,6 +388,7 @@ class AgentPipelineWorkflow:
             else:
                 out = _accepted(out)
             break
+        self._reruns.note(name, role, request, upstream, out)
         self._steps.append(StepResult(step=name, output=out))
         self._upsert()
         return out
@@ -437,6 +459,35 @@ class AgentPipelineWorkflow:
             type=ABORTED,
             non_retryable=True,
         )
+
+    # -- degraded re-runs ---------------------------------------------------------------
+
+    async def _escalate_rerun(self, rev: StepRevision) -> StepRevision:
+        """A re-run that disagrees materially: a human decides which answer stands."""
+        assert rev.revised is not None
+        if self._desk.standing is not None:
+            # An acceptance of degraded answers already stands for this run.
+            return rev.model_copy(update={"decision": self._desk.standing.action.value})
+        blocked = BlockedStep(
+            step=f"{rev.step}/rerun",
+            role=rev.role,
+            trigger=RERUN_DISAGREED,
+            reason=(
+                f"re-run on the restored primary disagrees with the degraded answer "
+                f"(agreement {rev.agreement or 0.0:.2f}): {rev.detail}"
+            ),
+            confidence=rev.revised.confidence,
+        )
+        decision = await self._escalate(blocked, rev.revised, self._opts)
+        if decision.action is EscalationAction.ABORT:
+            await self._abort(decision, blocked.step)
+        update: dict[str, Any] = {"decision": decision.action.value}
+        if decision.action is EscalationAction.PROVIDE_OUTPUT:
+            update["revised"] = _human_output(rev.role, decision, rev.revised)
+        return rev.model_copy(update=update)
+
+    def _upsert_revisions(self) -> None:
+        workflow.upsert_search_attributes([REVISION_STATE.value_set(self._reruns.state())])
 
     # -- side effects (saga) ------------------------------------------------------------
 
@@ -718,6 +769,13 @@ class AgentPipelineWorkflow:
             )
         if self._desk.decided:
             raise ValueError("this escalation already has a decision")
+        if decision.action is EscalationAction.RETRY and any(
+            b.trigger == RERUN_DISAGREED for b in self._desk.blocked()
+        ):
+            raise ValueError(
+                "retry does not apply to a re-run that disagrees; use accept_degraded (keep "
+                "the degraded answer), provide_output or abort"
+            )
         if decision.action is EscalationAction.PROVIDE_OUTPUT:
             if any(b.role == SAGA for b in self._desk.blocked()):
                 raise ValueError(
@@ -744,6 +802,11 @@ class AgentPipelineWorkflow:
             compensation_log=self._saga,
             notifications=self._notifications(),
         )
+
+    @workflow.query(name="revisions")
+    def revisions(self) -> list[StepRevision]:
+        """Degraded steps re-run so far: revised, escalated, failed or expired."""
+        return list(self._reruns.revisions)
 
     @workflow.query(name="failover_history")
     def failover_history(self) -> list[StepHistory]:

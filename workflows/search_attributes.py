@@ -3,7 +3,8 @@
 ``FailoverCount`` (steps that did not get their tier-0 answer), ``WorstTier`` (0-3),
 ``Degraded`` (some step got less than a full-capability answer; see ``Capability``) and
 ``EscalationState`` (``none``/``pending``/...) make every run filterable in the Temporal
-UI, e.g. ``Degraded = true`` or ``EscalationState = "pending"``. Our pipeline upserts
+UI, e.g. ``Degraded = true`` or ``EscalationState = "pending"``; ``RevisionState`` is set
+by a pipeline that re-ran degraded steps (``RevisionState = "revised"``). Our pipeline upserts
 them; a user's workflow does the same with::
 
     outputs.append(await resilient_complete("analyst", request))
@@ -32,8 +33,11 @@ FAILOVER_COUNT = SearchAttributeKey.for_int("FailoverCount")
 WORST_TIER = SearchAttributeKey.for_int("WorstTier")
 DEGRADED = SearchAttributeKey.for_bool("Degraded")
 ESCALATION_STATE = SearchAttributeKey.for_keyword("EscalationState")
+#: Degraded re-runs of the run (``pending`` while waiting for a primary, then the worst
+#: outcome: ``escalated``, ``revised``, ``failed`` or ``expired``); unset without re-runs.
+REVISION_STATE = SearchAttributeKey.for_keyword("RevisionState")
 #: Every key, for registering them on a namespace or a dev server.
-SEARCH_ATTRIBUTES = (FAILOVER_COUNT, WORST_TIER, DEGRADED, ESCALATION_STATE)
+SEARCH_ATTRIBUTES = (FAILOVER_COUNT, WORST_TIER, DEGRADED, ESCALATION_STATE, REVISION_STATE)
 
 
 def upsert_failover_search_attributes(

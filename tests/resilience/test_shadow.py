@@ -8,7 +8,12 @@ import random
 import pytest
 
 from agent_failover.resilience.config import PolicyConfig, ShadowSettings
-from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
+from agent_failover.resilience.contracts import (
+    BreakerState,
+    HealthSnapshot,
+    RecentSample,
+    RouteHealth,
+)
 from agent_failover.resilience.planner import RequestFacts, SkipReason, plan
 from agent_failover.resilience.shadow import (
     QualitySample,
@@ -133,7 +138,8 @@ def test_planner_moves_a_quality_regressed_route_last(demo_policy: PolicyConfig)
 
 
 def test_primary_restored_needs_a_closed_undemoted_tier0(demo_policy: PolicyConfig) -> None:
-    """Open, SLA-demoted, quality-regressed or cooling-down primaries are not restored."""
+    """Open, SLA-demoted, quality-regressed, cooling-down or just-failed primaries are not
+    restored; a success after the failure restores it."""
     role = demo_policy.role("planner")
     primary = role.roster.tier0[0]
     assert primary_restored(role, HealthSnapshot(taken_at=T0), T0) == primary
@@ -145,6 +151,20 @@ def test_primary_restored_needs_a_closed_undemoted_tier0(demo_policy: PolicyConf
     ):
         snap = HealthSnapshot(taken_at=T0, routes={primary: RouteHealth(route=primary, **bad)})
         assert primary_restored(role, snap, T0) is None, bad
+    failed_last = RouteHealth(
+        route=primary,
+        recent=[
+            RecentSample(at=T0 - 2, latency_ms=5, ok=True),
+            RecentSample(at=T0 - 1, latency_ms=5, ok=False),
+        ],
+    )
+    snap = HealthSnapshot(taken_at=T0, routes={primary: failed_last})
+    assert primary_restored(role, snap, T0) is None  # just failed, breaker not tripped yet
+    good_again = failed_last.model_copy(
+        update={"recent": [*failed_last.recent, RecentSample(at=T0, latency_ms=5, ok=True)]}
+    )
+    snap = HealthSnapshot(taken_at=T0, routes={primary: good_again})
+    assert primary_restored(role, snap, T0) == primary
 
 
 def test_rerun_verdict() -> None:
