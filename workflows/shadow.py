@@ -101,7 +101,9 @@ def maybe_shadow(
     start = workflow.start_child_workflow(
         ShadowEvaluationWorkflow.run,
         inp,
-        id=f"{info.workflow_id}/shadow/{workflow.uuid4().hex[:12]}",
+        # Not derived from the parent's id: a replay under another id must issue the same
+        # command (the parent is on the child's record anyway). uuid4 here replays exactly.
+        id=f"shadow-{role.name}-{workflow.uuid4().hex}",
         task_queue=shadow_task_queue(info.task_queue),
         parent_close_policy=ParentClosePolicy.ABANDON,
         execution_timeout=SHADOW_EXECUTION_TIMEOUT,

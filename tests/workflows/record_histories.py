@@ -44,6 +44,8 @@ from agent_failover.workflows.models import (
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from tests.workflows.conftest import Harness, make_harness, running
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow, with_test_roles
+from tests.workflows.test_rerun_devserver import _rerun_policy, _run_until_rerun
+from tests.workflows.test_shadow_devserver import _golden, _shadowed
 
 OUT = Path(__file__).resolve().parents[1] / "histories"
 #: Every endpoint of the shipped policy (all down: the planner escalates).
@@ -238,12 +240,40 @@ async def _escalation_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]
     return runs
 
 
+async def _quality_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
+    """A shadow-sampled call and a pipeline whose degraded steps were revised (issue 14
+    §4-5), each on its own worker: their policies differ from the shared one."""
+    await admin.reset()
+    hs, workers = await make_harness(h.client, _shadowed(h.policy))
+    async with running(workers):
+        wid = f"shadowed-{uuid.uuid4().hex[:6]}"
+        await hs.client.execute_workflow(
+            ResilientCallWorkflow.run,
+            CallInput(role="plain", request=_golden(0)),
+            id=wid,
+            task_queue=hs.task_queue,
+            result_type=AgentOutput,
+        )
+    runs = [("call_shadowed", wid)]
+    await admin.reset()
+    for ep in ("gemini-flash", "cheap-mini"):  # the re-run agrees: a revision
+        await admin.set_accuracy(ep, 1.0)
+    hr, workers = await make_harness(h.client, _rerun_policy(h.policy))
+    async with running(workers):
+        handle = await _run_until_rerun(hr, admin)
+        await handle.result()
+    runs.append(("pipeline_rerun", handle.id))
+    await admin.reset()
+    return runs
+
+
 #: (the history names a recorder produces, the recorder), in recording order.
 RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("pipeline_healthy", "pipeline_failover", "call_hedged"), _classic_runs),
     (("call_summarized",), _summarized_run),
     (("pipeline_escalation", "pipeline_escalation_notified"), _escalation_runs),
     (("pipeline_agent_tools_rollback", "pipeline_agent_tools_cancelled"), _agent_tool_runs),
+    (("call_shadowed", "pipeline_rerun"), _quality_runs),
 ]
 
 

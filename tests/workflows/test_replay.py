@@ -21,7 +21,8 @@ HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.j
 def test_histories_are_committed() -> None:
     """The replay suite covers a healthy, a failover, a hedged and a summarized run,
     specialists' tool calls rolled back by a failed action and unwound on a cancellation,
-    and an escalated run from before and after on-call notifications."""
+    an escalated run from before and after on-call notifications, a shadow-sampled call and
+    a pipeline that re-ran its degraded steps."""
     names = {p.stem for p in HISTORIES}
     assert {
         "pipeline_healthy",
@@ -32,6 +33,8 @@ def test_histories_are_committed() -> None:
         "pipeline_agent_tools_cancelled",
         "pipeline_escalation",
         "pipeline_escalation_notified",
+        "call_shadowed",
+        "pipeline_rerun",
     } <= names
 
 
