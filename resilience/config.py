@@ -107,9 +107,9 @@ DEFAULT_SUMMARIZE_MAX_TOKENS = 256
 # --- shadow evaluation and degraded re-runs (issue 14) ------------------------------------
 DEFAULT_SHADOW_SAMPLE_FRACTION = 0.05
 #: Largest drop of agreement with the reference route (1 - mean agreement) tolerated.
-DEFAULT_SHADOW_TOLERANCE = 0.2
+DEFAULT_SHADOW_TOLERANCE = 0.25
 DEFAULT_SHADOW_WINDOW_S = 600.0
-DEFAULT_SHADOW_MIN_SAMPLES = 5
+DEFAULT_SHADOW_MIN_SAMPLES = 20
 #: Consecutive agreeing shadow samples that restore a quality-demoted route.
 DEFAULT_SHADOW_RESTORE_AFTER = 3
 DEFAULT_SHADOW_TIMEOUT_S = 60.0
