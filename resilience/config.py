@@ -425,6 +425,12 @@ class ShadowSettings(BaseModel):
     timeout_s: float = Field(default=DEFAULT_SHADOW_TIMEOUT_S, gt=0.0, le=600.0)
     scorer: ScorerSpec | None = None
 
+    @model_validator(mode="after")
+    def _judge_named(self) -> ShadowSettings:
+        if self.scorer is not None and self.scorer.kind == "judge" and not self.scorer.judge_route:
+            raise ValueError("scorer.kind 'judge' needs scorer.judge_route (an endpoint)")
+        return self
+
 
 class RerunSettings(BaseModel):
     """Degraded re-run of a role's pipeline steps once its primary is back.

@@ -171,3 +171,47 @@ def test_rerun_verdict() -> None:
     """Agreement at or above min_agreement revises; below escalates."""
     assert rerun_verdict(0.7, 0.7) is RerunStatus.REVISED
     assert rerun_verdict(0.69, 0.7) is RerunStatus.ESCALATED
+
+
+def test_shadow_and_rerun_settings_are_validated(demo_policy: PolicyConfig) -> None:
+    """An unknown reference or judge route names its field; a judge needs a route; re-runs
+    refuse a judge (they are graded in workflow code)."""
+    from agent_failover.resilience.config import PolicyError, RerunSettings
+    from agent_failover.resilience.quality import ScorerSpec
+
+    with pytest.raises(ValueError, match="judge_route"):
+        ShadowSettings(reference_route="openai-us", scorer=ScorerSpec(kind="judge"))
+    with pytest.raises(ValueError, match="not supported for degraded re-runs"):
+        RerunSettings(scorer=ScorerSpec(kind="judge", judge_route="openai-us"))
+    role = demo_policy.role("analyst").model_copy(
+        update={
+            "shadow": ShadowSettings(
+                reference_route="gpt-x",
+                scorer=ScorerSpec(kind="judge", judge_route="judge-x"),
+            )
+        }
+    )
+    data = demo_policy.model_dump()
+    data["roles"]["analyst"] = role.model_dump()
+    with pytest.raises(PolicyError) as info:
+        PolicyConfig.model_validate(data)
+    paths = {p for p, _ in info.value.errors}
+    assert {
+        "roles.analyst.shadow.reference_route",
+        "roles.analyst.shadow.scorer.judge_route",
+    } <= paths
+
+
+def test_role_subset_keeps_the_reference_route(demo_policy: PolicyConfig) -> None:
+    """The policy sent to workflows keeps the shadow reference even outside the roster."""
+    analyst = demo_policy.role("analyst")
+    role = analyst.model_copy(
+        update={
+            "roster": analyst.roster.model_copy(
+                update={"tier0": ["anthropic-us-east"], "tier1": [], "tier2": []}
+            ),
+            "shadow": ShadowSettings(reference_route="openai-us"),
+        }
+    )
+    cfg = demo_policy.model_copy(update={"roles": {**demo_policy.roles, "analyst": role}})
+    assert set(cfg.checked_subset_for("analyst").endpoints) == {"anthropic-us-east", "openai-us"}
