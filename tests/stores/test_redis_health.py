@@ -15,6 +15,7 @@ from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.breaker import BreakerReason
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome
+from agent_failover.resilience.shadow import QualitySample
 from agent_failover.stores.embedded_redis import EmbeddedRedis
 from agent_failover.stores.health import RedisHealthStore
 from agent_failover.stores.redis_link import fail_fast_client
@@ -254,5 +255,41 @@ async def test_new_facts_survive_redis_loss(embedded_redis: EmbeddedRedis, fake_
         assert snap.get(ROUTE).context_window == 128_000  # restored into the empty server
         assert (snap.get(ROUTE).sla_demoted, snap.get(ROUTE).sla_since) == (True, T0 + 2)
         assert snap.get(ROUTE).cooldown_until == T0 + 7.0
+    finally:
+        await store.close()
+
+
+async def test_quality_survives_redis_loss(embedded_redis: EmbeddedRedis, fake_clock) -> None:
+    """A quality verdict seen before the outage is served locally; samples and verdicts
+    written during it are kept locally and written back when Redis returns."""
+    clock = fake_clock
+    store = RedisHealthStore(
+        fail_fast_client(embedded_redis.url),
+        namespace="quality",
+        reconnect_interval_s=5.0,
+        clock=clock,
+    )
+    try:
+        await store.set_quality_regressed("critic", ROUTE, True, at=T0, delta=0.6)
+        await store.snapshot([ROUTE], now=T0, window_s=30, min_calls=1, role="critic")
+        await asyncio.to_thread(embedded_redis.kill)
+        snap = await store.snapshot([ROUTE], now=T0 + 1, window_s=30, min_calls=1, role="critic")
+        assert snap.store_degraded and snap.get(ROUTE).quality_regressed
+        for i in range(3):
+            await store.record_quality("critic", ROUTE, QualitySample(at=T0 + 2 + i, score=1.0))
+        await store.set_quality_regressed("critic", ROUTE, False, at=T0 + 5)
+        assert [s.at for s in (await store.quality("critic", ROUTE)).samples] == [
+            T0 + 2,
+            T0 + 3,
+            T0 + 4,
+        ]
+
+        await asyncio.to_thread(embedded_redis.start)  # empty: no persistence
+        clock.advance(6.0)
+        assert (await store.status()).healthy
+        state = await store.quality("critic", ROUTE)
+        assert len(state.samples) == 3 and (state.regressed, state.since) == (False, T0 + 5)
+        snap = await store.snapshot([ROUTE], now=T0 + 6, window_s=30, min_calls=1, role="critic")
+        assert not snap.store_degraded and not snap.get(ROUTE).quality_regressed
     finally:
         await store.close()
