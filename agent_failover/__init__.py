@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "OnExhausted": "agent_failover.resilience.options",
     "ContentFilterMode": "agent_failover.resilience.config",
     "FailoverExhausted": "agent_failover.workflows.errors",
+    "settle_shadows": "agent_failover.workflows.shadow",
     # side effects: the saga and tool calls inside an agent step, from workflow code
     "Saga": "agent_failover.workflows.saga",
     "idempotency_key": "agent_failover.resilience.saga",
@@ -111,6 +112,7 @@ __all__ = [
     "resilient_complete",
     "run_agent_loop",
     "set_failover_details",
+    "settle_shadows",
     "setup_telemetry",
     "upsert_failover_search_attributes",
     "verify_webhook_signature",
@@ -153,6 +155,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         set_failover_details,
         upsert_failover_search_attributes,
     )
+    from agent_failover.workflows.shadow import settle_shadows
 
 
 def __getattr__(name: str) -> Any:
