@@ -3,7 +3,8 @@ is re-run once the primary is back, and either revised or escalated.
 
 The specialists here have one primary (gemini-flash) and one warm fallback (cheap-mini);
 the task is a simulator golden task (``Reply with exactly: ALPHA``), so each endpoint's
-accuracy decides whether the fallback's answer agrees with the primary's.
+accuracy decides whether the fallback's answer agrees with the primary's. The expiry test
+runs in the time-skipping environment (its window passes at once).
 """
 
 from __future__ import annotations
@@ -143,3 +144,29 @@ async def test_a_disagreeing_rerun_escalates(
     assert result.escalation is EscalationState.RESOLVED
     sa = (await handle.describe()).typed_search_attributes
     assert sa.get(REVISION_STATE) == "escalated"
+
+
+async def test_rerun_expires_when_the_primary_stays_down(
+    ts_env: WorkflowEnvironment, policy: PolicyConfig, sim_admin: SimAdmin
+) -> None:
+    """Time-skipping: the primary never comes back within the window, so the degraded
+    answers stand (status expired, RevisionState expired) and the run still completes."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "overloaded"}])
+    h, workers = build_harness(ts_env.client, _rerun_policy(policy))
+    async with running(workers):
+        handle = await h.client.start_workflow(
+            AgentPipelineWorkflow.run,
+            PipelineInput(
+                task="Reply with exactly: ALPHA",
+                options=PipelineOptions(max_subtasks=2, revision_rounds=0),
+            ),
+            id=f"pipe-rerun-{uuid.uuid4().hex[:10]}",
+            task_queue=h.task_queue,
+            result_type=PipelineResult,
+        )
+        result: PipelineResult = await handle.result()
+        state = (await handle.describe()).typed_search_attributes.get(REVISION_STATE)
+    assert result.revisions and state == "expired"
+    assert {r.status for r in result.revisions} == {RerunStatus.EXPIRED}
+    assert all(r.revised is None and "not restored" in r.detail for r in result.revisions)
+    assert all(s.output.route == FALLBACK for s in result.steps if s.output.role in SPECIALISTS)
