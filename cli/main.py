@@ -575,6 +575,76 @@ def drill(
     )
 
 
+
+@app.command("chaos-proxy")
+def chaos_proxy(
+    upstream: Annotated[
+        str, typer.Option(help="The real endpoint to front, e.g. https://api.anthropic.com.")
+    ],
+    scenario: Annotated[
+        Path,
+        typer.Option(help="Fault timeline: a simulator scenario or drill file (bench/scenarios)."),
+    ],
+    port: Annotated[int, typer.Option(help="Port to listen on (0 = any free port).")] = 8410,
+    host: Annotated[
+        str, typer.Option(help="Interface to listen on (keep loopback unless you must).")
+    ] = "127.0.0.1",
+    endpoint: Annotated[
+        str | None,
+        typer.Option(help="Name of the upstream, matched by events' `endpoint:` selectors."),
+    ] = None,
+    organisation: Annotated[
+        str | None, typer.Option(help="Matched by events' `organisation:` selectors.")
+    ] = None,
+    region: Annotated[str | None, typer.Option(help="Matched by `region:` selectors.")] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            help="Wire format for injected errors and stream events: anthropic, openai, "
+            "gemini, bedrock, azure, vertex (default: detected from each request's path)."
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed for fault probabilities.")] = 1234,
+    start_at: Annotated[
+        str | None,
+        typer.Option(
+            help="t=0 of the timeline: epoch seconds or ISO-8601 (default: when the proxy "
+            "starts); POST /_chaos/restart restarts it."
+        ),
+    ] = None,
+    quiet: Annotated[bool, typer.Option(help="No per-request log lines.")] = False,
+) -> None:
+    """Put the simulator's fault timeline in front of a real endpoint (staging only): the
+    scenario's faults are injected into live traffic, everything else passes unchanged."""
+    from agent_failover.cli.chaos_proxy import run_chaos_proxy
+
+    def body() -> None:
+        try:
+            run_chaos_proxy(
+                console,
+                upstream=upstream,
+                scenario_path=scenario,
+                host=host,
+                port=port,
+                endpoint=endpoint,
+                organisation=organisation,
+                region=region,
+                provider=provider,
+                seed=seed,
+                start_at=start_at,
+                quiet=quiet,
+            )
+        except OSError as exc:
+            import errno
+
+            if exc.errno == errno.EADDRINUSE:
+                raise CliError(
+                    f"port {port} is already in use: stop what holds it or pass --port"
+                ) from None
+            raise
+
+    _guard(body)
+
 def main() -> None:  # pragma: no cover - console entry convenience
     app()
 

@@ -1,0 +1,102 @@
+"""``failover chaos-proxy``: parse the options, load the timeline, serve until stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from rich.console import Console
+
+from agent_failover.cli.errors import EXIT_BAD_INPUT, CliError
+
+
+def parse_start_at(value: str | None) -> float | None:
+    """``--start-at``: epoch seconds or an ISO-8601 time (with a zone, or local)."""
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise CliError(
+            f"--start-at {value!r}: give epoch seconds or an ISO-8601 time "
+            "such as 2026-11-30T14:00:00Z",
+            EXIT_BAD_INPUT,
+        ) from None
+
+
+def check_upstream(url: str) -> str:
+    """The upstream must be an absolute http(s) URL (no query: paths are appended)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CliError(
+            f"--upstream {url!r}: give an absolute URL such as https://api.anthropic.com",
+            EXIT_BAD_INPUT,
+        )
+    if parts.query or parts.fragment:
+        raise CliError(
+            "--upstream must not carry a query or fragment: the proxy appends each "
+            "request's own path and query",
+            EXIT_BAD_INPUT,
+        )
+    return url
+
+
+def run_chaos_proxy(
+    console: Console,
+    *,
+    upstream: str,
+    scenario_path: Path,
+    host: str,
+    port: int,
+    endpoint: str | None,
+    organisation: str | None,
+    region: str | None,
+    provider: str | None,
+    seed: int,
+    start_at: str | None,
+    quiet: bool,
+) -> None:
+    """Validate everything, then serve in the foreground until SIGINT/SIGTERM."""
+    from agent_failover.testing.chaos_proxy import (
+        ProxyIdentity,
+        load_proxy_scenario,
+        serve_chaos_proxy,
+    )
+
+    from agent_failover.testing.chaos_proxy.scenario import PROXY_WIRES
+
+    check_upstream(upstream)
+    if provider is not None and provider not in PROXY_WIRES:
+        raise CliError(
+            f"--provider {provider!r}: use one of {', '.join(PROXY_WIRES)}", EXIT_BAD_INPUT
+        )
+    try:
+        scenario = load_proxy_scenario(scenario_path)
+    except ValueError as exc:
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        raise CliError("invalid scenario: " + "\n  ".join(lines), EXIT_BAD_INPUT) from None
+    if not quiet:
+        # One line per request (method, path with keys redacted, status, faults).
+        logging.getLogger("agent_failover.chaos_proxy").setLevel(logging.INFO)
+        logging.getLogger().setLevel(min(logging.getLogger().level, logging.INFO))
+    identity = ProxyIdentity(endpoint=endpoint, organisation=organisation, region=region)
+    asyncio.run(
+        serve_chaos_proxy(
+            upstream,
+            scenario,
+            announce=lambda line: console.print(line, markup=False, highlight=False),
+            host=host,
+            port=port,
+            identity=identity,
+            provider=provider,
+            seed=seed,
+            start_at=parse_start_at(start_at),
+        )
+    )
