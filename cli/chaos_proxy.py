@@ -69,7 +69,6 @@ def run_chaos_proxy(
         load_proxy_scenario,
         serve_chaos_proxy,
     )
-
     from agent_failover.testing.chaos_proxy.scenario import PROXY_WIRES
 
     check_upstream(upstream)

@@ -575,7 +575,6 @@ def drill(
     )
 
 
-
 @app.command("chaos-proxy")
 def chaos_proxy(
     upstream: Annotated[
@@ -644,6 +643,7 @@ def chaos_proxy(
             raise
 
     _guard(body)
+
 
 def main() -> None:  # pragma: no cover - console entry convenience
     app()

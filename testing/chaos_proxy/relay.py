@@ -54,9 +54,7 @@ _EVENTSTREAM = "application/vnd.amazon.eventstream"
 def end_to_end(headers: httpx.Headers | Any, *drop: str) -> list[tuple[str, str]]:
     """Every header but the hop-by-hop ones (and those the Connection header names)."""
     items = headers.multi_items() if hasattr(headers, "multi_items") else list(headers.items())
-    named = {
-        t.strip().lower() for k, v in items if k.lower() == "connection" for t in v.split(",")
-    }
+    named = {t.strip().lower() for k, v in items if k.lower() == "connection" for t in v.split(",")}
     skip = HOP_BY_HOP | named | set(drop)
     return [(k, v) for k, v in items if k.lower() not in skip]
 

@@ -228,9 +228,7 @@ class ChaosProxyHandler:
 
 def _bad_gateway(upstream: str, exc: httpx.HTTPError) -> web.Response:
     message = f"chaos proxy: upstream {safe_origin(upstream)} failed: {type(exc).__name__}"
-    return web.json_response(
-        {"error": {"type": "bad_gateway", "message": message}}, status=502
-    )
+    return web.json_response({"error": {"type": "bad_gateway", "message": message}}, status=502)
 
 
 STATE_KEY: web.AppKey[ChaosProxyState] = web.AppKey("chaos_proxy_state", ChaosProxyState)

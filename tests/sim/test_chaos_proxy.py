@@ -151,9 +151,15 @@ def test_redaction_hides_every_credential() -> None:
 
 def test_hop_by_hop_headers_are_dropped() -> None:
     h = httpx.Headers(
-        [("Connection", "keep-alive, x-private"), ("X-Private", "1"), ("Keep-Alive", "5")]
-        + [("Transfer-Encoding", "chunked"), ("X-Kept", "yes"), ("Set-Cookie", "a=1")]
-        + [("Set-Cookie", "b=2")]
+        [
+            ("Connection", "keep-alive, x-private"),
+            ("X-Private", "1"),
+            ("Keep-Alive", "5"),
+            ("Transfer-Encoding", "chunked"),
+            ("X-Kept", "yes"),
+            ("Set-Cookie", "a=1"),
+            ("Set-Cookie", "b=2"),
+        ]
     )
     assert end_to_end(h) == [("x-kept", "yes"), ("set-cookie", "a=1"), ("set-cookie", "b=2")]
 
@@ -248,7 +254,7 @@ async def test_pass_through_is_byte_exact(upstream, method) -> None:
 
 
 async def test_encoded_body_passes_through_still_encoded(upstream) -> None:
-    up, url = upstream
+    _up, url = upstream
     proxy = await start_chaos_proxy(url, NO_FAULTS)
     try:
         async with httpx.AsyncClient() as c:

@@ -35,8 +35,7 @@ ENDPOINTS = ["anthropic-us-east", "openai-us", "gemini-flash", "bedrock-us-west-
 SUPPORTED = {
     name: case
     for name, case in CASES.items()
-    if FaultKind(case.fault["kind"]) not in UNSUPPORTED_KINDS
-    and case.fault.get("mode") != "finish"
+    if FaultKind(case.fault["kind"]) not in UNSUPPORTED_KINDS and case.fault.get("mode") != "finish"
 }
 PARAMS = [
     pytest.param(ep, name, stream, id=f"{ep}-{name}-{'stream' if stream else 'json'}")
