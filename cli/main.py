@@ -611,7 +611,7 @@ def chaos_proxy(
             "starts); POST /_chaos/restart restarts it."
         ),
     ] = None,
-    quiet: Annotated[bool, typer.Option(help="No per-request log lines.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No per-request log lines.")] = False,
 ) -> None:
     """Put the simulator's fault timeline in front of a real endpoint (staging only): the
     scenario's faults are injected into live traffic, everything else passes unchanged."""
