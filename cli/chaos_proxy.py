@@ -81,9 +81,12 @@ def run_chaos_proxy(
     except ValueError as exc:
         lines = str(exc).strip().splitlines() or [type(exc).__name__]
         raise CliError("invalid scenario: " + "\n  ".join(lines), EXIT_BAD_INPUT) from None
+    for name in ("httpx", "httpcore"):
+        # Their request lines carry the full upstream URL (Gemini's ?key=) even with -v.
+        logging.getLogger(name).setLevel(logging.WARNING)
     if not quiet:
         # One line per request (method, path with keys redacted, status, faults).
-        logging.getLogger("agent_failover.chaos_proxy").setLevel(logging.INFO)
+        # (-v lowers the root to DEBUG, which adds the forwarded headers, redacted.)
         logging.getLogger().setLevel(min(logging.getLogger().level, logging.INFO))
     identity = ProxyIdentity(endpoint=endpoint, organisation=organisation, region=region)
     asyncio.run(

@@ -185,6 +185,9 @@ class ChaosProxyHandler:
         try:
             ctx = RelayContext(st.clock, info.wire or FALLBACK_WIRE, info.model, self._hold)
             return await relay(request, upstream, plan, ctx)
+        except ConnectionError:
+            # The client left mid-answer; the transport is gone, nothing more to send.
+            return web.Response(), "client_disconnected"
         except httpx.HTTPError as exc:
             # The upstream broke mid-answer: drop the client too, as the upstream did.
             st.stats.upstream_errors += 1

@@ -31,12 +31,14 @@ async def _read_until(stream: asyncio.StreamReader, marker: str, seen: list[str]
                 return seen[-1]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize(("sig", "verbose"), [(signal.SIGTERM, []), (signal.SIGINT, ["-v"])])
 async def test_serves_logs_redacted_and_stops_on_signal(
-    simulator: RunningSimulator, sig: signal.Signals
+    simulator: RunningSimulator, sig: signal.Signals, verbose: list[str]
 ) -> None:
+    """Also with -v, where headers are logged (redacted) and HTTP clients are chatty."""
     proc = await asyncio.create_subprocess_exec(
         FAILOVER,
+        *verbose,
         "chaos-proxy",
         "--upstream",
         simulator.url,
@@ -70,7 +72,9 @@ async def test_serves_logs_redacted_and_stops_on_signal(
     assert r.status_code == 200 and status["phase"] == "after"
     assert proc.returncode == 0, text
     assert "chaos proxy stopping" in text and "Traceback" not in text
-    assert SECRET not in text and "<redacted>" in text
+    assert SECRET not in text and "?key=<redacted>" in text
+    if verbose:  # the forwarded headers are shown, with the key's value hidden
+        assert "('x-api-key', '<redacted>')" in text
 
 
 async def test_bad_scenario_and_upstream_are_refused(tmp_path: Path) -> None:
@@ -87,3 +91,10 @@ async def test_bad_scenario_and_upstream_are_refused(tmp_path: Path) -> None:
         ["chaos-proxy", "--upstream", "http://x", "--scenario", DRILL, "--provider", "foo"]
     )
     assert result.exit_code == 2 and "--provider" in result.stderr
+
+
+async def test_help_describes_the_command() -> None:
+    result = await invoke(["chaos-proxy", "--help"])
+    assert result.exit_code == 0 and "Usage" in result.output
+    for option in ("--upstream", "--scenario", "--port", "--start-at", "--provider"):
+        assert option in result.output
