@@ -379,3 +379,31 @@ async def test_secrets_never_reach_logs_or_admin_output(upstream, caplog) -> Non
     for text in (caplog.text, admin, startup):
         assert SECRET not in text
     assert any(("x-goog-api-key", SECRET) == (k.lower(), v) for k, v in up.seen[0]["headers"])
+
+
+async def test_stop_releases_held_requests_and_unreachable_upstream_is_502(upstream) -> None:
+    """A request held by ``hang`` (no end) is released when the proxy stops, which
+    takes well under its shutdown timeout; a dead upstream answers 502, key-free."""
+    _up, url = upstream
+    sc = scenario({"from": 0, "path": "/held", "faults": [{"kind": "hang"}]})
+    proxy = await start_chaos_proxy(url, sc)
+    async with httpx.AsyncClient() as c:
+        held = asyncio.create_task(c.post(f"{proxy.url}/held", json={}))
+        async with asyncio.timeout(5):
+            while proxy.state.stats.inflight == 0:  # noqa: ASYNC110 - no event to await
+                await asyncio.sleep(0.01)
+        t0 = asyncio.get_running_loop().time()
+        await proxy.stop()
+        assert asyncio.get_running_loop().time() - t0 < 1.5
+        with pytest.raises(httpx.HTTPError):
+            await held
+    assert proxy.state.stats.outcomes["server_shutdown"] == 1
+
+    dead = await start_chaos_proxy(f"http://user:{SECRET}@127.0.0.1:9", NO_FAULTS)
+    try:
+        async with httpx.AsyncClient() as c:
+            r = await c.get(f"{dead.url}/v1/models")
+    finally:
+        await dead.stop()
+    assert r.status_code == 502 and r.json()["error"]["type"] == "bad_gateway"
+    assert SECRET not in r.text and dead.state.stats.upstream_errors == 1
