@@ -46,13 +46,15 @@ from agent_failover.testing.chaos_proxy.scenario import (
     redact_target,
 )
 from agent_failover.testing.sim.clock import Clock, SystemClock
-from agent_failover.testing.sim.faults import Fault, FaultKind, plan_attempt
+from agent_failover.testing.sim.faults import AttemptPlan, Fault, FaultKind, plan_attempt
 from agent_failover.testing.sim.handler import reset_connection
 from agent_failover.testing.sim.server import MAX_REQUEST_BYTES, SHUTDOWN_TIMEOUT_S
 from agent_failover.testing.sim.wire.base import context_error, error_from_fault
 
 log = logging.getLogger("agent_failover.chaos_proxy")
 ADMIN_PREFIX = "/_chaos/"
+#: Outcomes that end the connection before any status line reached the client.
+_NO_STATUS = frozenset({"reset", "server_shutdown", "client_disconnected"})
 #: Without a ``--provider`` or a recognisable path, errors are rendered OpenAI-style.
 FALLBACK_WIRE = PROXY_WIRES["openai"]
 
@@ -143,7 +145,7 @@ class ChaosProxyHandler:
         outcome, status = "client_disconnected", "-"
         try:
             resp, outcome = await self._answer(request, body, info, plan)
-            status = str(resp.status)
+            status = "-" if outcome in _NO_STATUS else str(resp.status)
             return resp
         finally:
             st.stats.inflight -= 1
@@ -162,7 +164,7 @@ class ChaosProxyHandler:
             )
 
     async def _answer(
-        self, request: web.Request, body: bytes, info: RequestInfo, plan: Any
+        self, request: web.Request, body: bytes, info: RequestInfo, plan: AttemptPlan
     ) -> tuple[web.StreamResponse, str]:
         st = self.state
         if plan.latency_s:
