@@ -47,8 +47,9 @@ PROXY_WIRES: dict[str, WireFormat] = {
     "openai": WIRES[ProviderKind.OPENAI],
     "gemini": WIRES[ProviderKind.GEMINI],
 }
-#: Faults that rewrite a reply's content: the proxy passes real content through unchanged.
-UNSUPPORTED_KINDS = frozenset(OUTPUT_KINDS)
+#: Faults that need the request parsed as the simulator parses it (JSON mode, or a reply
+#: whose content the simulator writes): see :mod:`.substitute`.
+CONTENT_KINDS = frozenset(OUTPUT_KINDS | {FaultKind.CONTENT_FILTER})
 _STREAM_VARIANTS = {"converse-stream", "invoke-with-response-stream"}
 
 
@@ -71,14 +72,6 @@ class ProxyEvent(ScenarioEvent):
                 "an event must select 'endpoint(s)', 'organisation', 'region', 'path', "
                 "'provider' or 'model'"
             )
-        for f in self.faults:
-            if f.kind in UNSUPPORTED_KINDS or (
-                f.kind is FaultKind.CONTENT_FILTER and f.mode == "finish"
-            ):
-                raise ValueError(
-                    f"fault {f.label!r} rewrites the reply's content, which the chaos proxy "
-                    "passes through unchanged: inject it with the simulator instead"
-                )
         return self
 
     def matches(self, req: RequestInfo, identity: ProxyIdentity) -> bool:

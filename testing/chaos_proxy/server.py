@@ -8,6 +8,8 @@ timeline's active faults for it are folded into one plan by the simulator's own
 * a terminal fault answers in the upstream's place (the request is *not* forwarded):
   the provider's own error status, body and Retry-After as the simulator renders them,
   a TCP reset, or a hang until ``seconds`` pass, the client leaves or the proxy stops;
+* an output fault (content the simulator writes: invalid JSON, schema violation, empty,
+  oversized, refusal) also answers in the upstream's place, see :mod:`.substitute`;
 * otherwise the request goes upstream byte for byte (headers untouched but the
   hop-by-hop ones and ``Host``) and the answer comes back through :func:`relay`.
 
@@ -36,6 +38,7 @@ from aiohttp import web
 
 from agent_failover.testing.chaos_proxy.relay import RelayContext, end_to_end, relay
 from agent_failover.testing.chaos_proxy.scenario import (
+    CONTENT_KINDS,
     PROXY_WIRES,
     ProxyIdentity,
     ProxyScenario,
@@ -45,7 +48,12 @@ from agent_failover.testing.chaos_proxy.scenario import (
     redact_headers,
     redact_target,
 )
+from agent_failover.testing.chaos_proxy.substitute import (
+    answer_with_faulty_reply,
+    parse_for_simulator,
+)
 from agent_failover.testing.sim.clock import Clock, SystemClock
+from agent_failover.testing.sim.content import ParsedRequest
 from agent_failover.testing.sim.faults import AttemptPlan, Fault, FaultKind, plan_attempt
 from agent_failover.testing.sim.handler import reset_connection
 from agent_failover.testing.sim.server import MAX_REQUEST_BYTES, SHUTDOWN_TIMEOUT_S
@@ -132,19 +140,20 @@ class ChaosProxyHandler:
         info = describe_request(
             request.method, request.path, request.query, body, provider=st.provider
         )
+        faults = st.timeline.faults_for(info, st.clock.now())
+        parsed = None
+        if any(f.kind in CONTENT_KINDS for f in faults):
+            parsed = parse_for_simulator(info, body)
+        json_mode = parsed is not None and parsed.json_mode
         plan = plan_attempt(
-            st.timeline.faults_for(info, st.clock.now()),
-            model=info.model,
-            stream=info.stream,
-            json_mode=False,
-            rng=st.rng,
+            faults, model=info.model, stream=info.stream, json_mode=json_mode, rng=st.rng
         )
         st.stats.requests += 1
         st.stats.inflight += 1
         st.stats.faults.update(plan.labels)
         outcome, status = "client_disconnected", "-"
         try:
-            resp, outcome = await self._answer(request, body, info, plan)
+            resp, outcome = await self._answer(request, body, info, plan, parsed)
             status = "-" if outcome in _NO_STATUS else str(resp.status)
             return resp
         finally:
@@ -164,13 +173,20 @@ class ChaosProxyHandler:
             )
 
     async def _answer(
-        self, request: web.Request, body: bytes, info: RequestInfo, plan: AttemptPlan
+        self,
+        request: web.Request,
+        body: bytes,
+        info: RequestInfo,
+        plan: AttemptPlan,
+        parsed: ParsedRequest | None,
     ) -> tuple[web.StreamResponse, str]:
         st = self.state
         if plan.latency_s:
             await st.clock.sleep(plan.latency_s)
         if plan.terminal is not None:
             return await self._terminal(request, info, plan.terminal)
+        if parsed is not None and (plan.output is not None or plan.refusal is not None):
+            return await answer_with_faulty_reply(request, info, parsed, plan, st.clock)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("forwarding headers %s", redact_headers(request.headers.items()))
         upstream_req = httpx.Request(

@@ -79,17 +79,17 @@ async def test_serves_logs_redacted_and_stops_on_signal(
 
 async def test_bad_scenario_and_upstream_are_refused(tmp_path: Path) -> None:
     bad = tmp_path / "s.yaml"
-    bad.write_text("events:\n  - {from: 0, endpoint: x, faults: [{kind: empty_output}]}\n")
+    bad.write_text("events:\n  - {from: 0, endpoint: x, faults: [{kind: stream_stall}]}\n")
+    # --port 0 everywhere: should a check ever let one through, no fixed port is taken.
     result = await invoke(
-        ["chaos-proxy", "--upstream", "http://127.0.0.1:9", "--scenario", str(bad)]
+        ["chaos-proxy", "--upstream", "http://127.0.0.1:9", "--scenario", str(bad), "--port", "0"]
     )
-    assert result.exit_code == 2 and "events.0" in result.stderr
-    assert "empty_output" in result.stderr and "Traceback" not in result.output
-    result = await invoke(["chaos-proxy", "--upstream", "api.example.com", "--scenario", DRILL])
+    assert result.exit_code == 2 and "events.0.faults.0" in result.stderr
+    assert "stream_stall needs 'seconds'" in result.stderr and "Traceback" not in result.output
+    base = ["chaos-proxy", "--scenario", DRILL, "--port", "0", "--upstream"]
+    result = await invoke([*base, "api.example.com"])
     assert result.exit_code == 2 and "--upstream" in result.stderr
-    result = await invoke(
-        ["chaos-proxy", "--upstream", "http://x", "--scenario", DRILL, "--provider", "foo"]
-    )
+    result = await invoke([*base, "http://x", "--provider", "foo"])
     assert result.exit_code == 2 and "--provider" in result.stderr
 
 

@@ -50,14 +50,14 @@ NO_FAULTS = scenario({"from": 1e6, "path": "/never", "answers": 500})
 # --- scenario file, selectors, detection ---------------------------------------------
 
 
-def test_drill_files_load_and_output_faults_are_refused(tmp_path: Path) -> None:
-    """bench/scenarios drill files load as they are; content-rewriting faults are refused
-    with the event's field named; an event must select something."""
+def test_drill_files_load_and_bad_events_name_the_field(tmp_path: Path) -> None:
+    """bench/scenarios drill files load as they are (``drill:`` ignored); a bad fault names
+    the file and the event's field; an event must select something."""
     sc = load_proxy_scenario(ROOT / "bench/scenarios/hard_primary_outage.yaml")
     assert sc.name == "hard_primary_outage" and sc.events[0].faults[0].label == "http_error_529"
     bad = tmp_path / "bad.yaml"
-    bad.write_text("events:\n  - {from: 0, path: /x, faults: [{kind: invalid_json}]}\n")
-    with pytest.raises(ValueError, match=r"bad.yaml.*events\.0.*invalid_json.*simulator"):
+    bad.write_text("events:\n  - {from: 0, path: /x, faults: [{kind: stream_stall}]}\n")
+    with pytest.raises(ValueError, match=r"(?s)bad.yaml: events\.0\.faults\.0.*needs 'seconds'"):
         load_proxy_scenario(bad)
     with pytest.raises(ValueError, match="must select"):
         scenario({"from": 0, "answers": 529})
