@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -82,6 +82,9 @@ HEARTBEAT_TAIL_CHARS = 400
 PROBE_PROMPT = "Reply with the single word: pong"
 #: Smallest same-route retry delay for a 429 waited out (a Retry-After of 0 still yields).
 MIN_RETRY_DELAY_S = 0.05
+#: Error type of an eagerly dispatched attempt whose bulkhead had no free slot: the
+#: workflow sends it again to the bulkhead's own task queue, where it waits for a slot.
+BULKHEAD_FULL = "bulkhead_full"
 
 
 class LLMActivities:
@@ -96,6 +99,8 @@ class LLMActivities:
         *,
         task_queue_for: Callable[[str], str],
         connect_timeout_s: float = 5.0,
+        overflow_queue_for: Callable[[str], str | None] | None = None,
+        bulkhead_slots: Mapping[str, int] | None = None,
     ) -> None:
         self._policy = policy
         self._http = http
@@ -103,6 +108,11 @@ class LLMActivities:
         self._cache = cache
         self._task_queue_for = task_queue_for
         self._connect_s = connect_timeout_s
+        # Eager dispatch: attempts run on the workflow's own queue (``task_queue_for``) and
+        # the bulkhead is a semaphore per bulkhead here; a full one overflows to the
+        # bulkhead's queue (``overflow_queue_for``), whose worker shares these semaphores.
+        self._overflow_queue_for = overflow_queue_for
+        self._gates = {b: asyncio.Semaphore(n) for b, n in (bulkhead_slots or {}).items()}
 
     def bind_stores(self, health: HealthStore, cache: ResponseCache) -> None:
         """Attach the stores when they are connected after construction (the plugin's case:
@@ -157,8 +167,13 @@ class LLMActivities:
         await self._read_budgets(inp.role, routes, snap, inp.now)
         try:
             subset = self._policy.checked_subset_for(inp.role, inp.routes)
+            overflow = self._overflow_queue_for(inp.role) if self._overflow_queue_for else None
             return RoleContext(
-                role=role, policy=subset, snapshot=snap, task_queue=self._task_queue_for(inp.role)
+                role=role,
+                policy=subset,
+                snapshot=snap,
+                task_queue=self._task_queue_for(inp.role),
+                overflow_queue=overflow,
             )
         except (PolicyError, ValidationError) as exc:
             # A policy this worker cannot express is a configuration error: retrying the
@@ -219,6 +234,38 @@ class LLMActivities:
 
     @activity.defn(name="call_model")
     async def call_model(self, inp: CallModelInput) -> CallModelResult:
+        """One attempt on one route, inside its bulkhead's slot limit when dispatched eagerly.
+
+        On the workflow's queue a full bulkhead fails at once (``bulkhead_full``, before
+        admission: not the route's fault), so a saturated bulkhead never holds more of the
+        shared worker's slots than its own limit; on the bulkhead's queue it waits there.
+        """
+        gate = self._gate_for(inp.role)
+        if gate is None:
+            return await self._call_model(inp)
+        if gate.locked() and not self._on_overflow_queue(inp.role):
+            raise ApplicationError(
+                f"bulkhead {self._policy.role(inp.role).bulkhead!r} is full on this worker",
+                type=BULKHEAD_FULL,
+                non_retryable=True,
+                category=ApplicationErrorCategory.BENIGN,
+            )
+        async with gate:
+            return await self._call_model(inp)
+
+    def _gate_for(self, role: str) -> asyncio.Semaphore | None:
+        if not self._gates or role not in self._policy.roles:
+            return None
+        return self._gates.get(self._policy.role(role).bulkhead)
+
+    def _on_overflow_queue(self, role: str) -> bool:
+        try:
+            queue = activity.info().task_queue
+        except RuntimeError:
+            return False  # called directly (tests)
+        return self._overflow_queue_for is not None and queue == self._overflow_queue_for(role)
+
+    async def _call_model(self, inp: CallModelInput) -> CallModelResult:
         """One attempt on one route: admit, stream, validate, record, classify."""
         try:
             endpoint = self._policy.endpoint(inp.route)

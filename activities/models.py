@@ -44,6 +44,9 @@ class RoleContext(BaseModel):
     policy: PolicyConfig
     snapshot: HealthSnapshot
     task_queue: str
+    #: Eager dispatch: ``task_queue`` is the workflow's own and this is the bulkhead's
+    #: queue, where an attempt goes when the worker's bulkhead is full. None: queue dispatch.
+    overflow_queue: str | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -98,6 +98,9 @@ PASSTHROUGH_MODULES = (
 )
 
 StoresArg = Stores | Literal["redis", "memory"]
+DispatchArg = Literal["eager", "queue"] | None
+#: What a Temporal worker allows by default (``max_concurrent_activities=None``).
+SDK_DEFAULT_ACTIVITY_SLOTS = 100
 CodecArg = PayloadCodec | bool | None
 
 
@@ -159,6 +162,7 @@ class FailoverPlugin(SimplePlugin):
         tracing: bool | None = None,
         shadow: bool | None = None,
         shadow_slots: int = DEFAULT_SHADOW_SLOTS,
+        dispatch: DispatchArg = None,
     ) -> None:
         self.policy = _resolve_policy(policy)
         self.shadow = (
@@ -181,6 +185,7 @@ class FailoverPlugin(SimplePlugin):
         self.bulkheads = (
             self.policy_bulkheads() if bulkheads is None else self._check_bulkheads(bulkheads)
         )
+        self.dispatch = self._resolve_dispatch(dispatch)
         self._own_http = http is None
         self.http = http or build_http_client(self.policy.endpoints.values())
         self._acts: dict[str, LLMActivities] = {}
@@ -203,6 +208,15 @@ class FailoverPlugin(SimplePlugin):
     def policy_bulkheads(self) -> tuple[str, ...]:
         """Every bulkhead the policy's roles name, sorted."""
         return tuple(sorted({r.bulkhead for r in self.policy.roles.values()}))
+
+    def _resolve_dispatch(self, dispatch: DispatchArg) -> Literal["eager", "queue"]:
+        """``eager`` unless asked otherwise or some bulkhead is served by another process
+        (then its calls belong on its queue, to its process)."""
+        if dispatch not in (None, "eager", "queue"):
+            raise ValueError(f"dispatch must be 'eager' or 'queue', got {dispatch!r}")
+        if dispatch is not None:
+            return dispatch
+        return "eager" if set(self.bulkheads) == set(self.policy_bulkheads()) else "queue"
 
     def _check_bulkheads(self, names: Iterable[str]) -> tuple[str, ...]:
         names = tuple(dict.fromkeys(names))
@@ -250,6 +264,13 @@ class FailoverPlugin(SimplePlugin):
         if self.tracing is not None and _client_traces(config["client"]):
             config["interceptors"] = [i for i in config["interceptors"] if i is not self.tracing]
         acts = self.activities_for(task_queue)
+        if self.dispatch == "eager" and config.get("tuner") is None:
+            # Model calls share this worker's slots: room for every bulkhead's limit on top
+            # of what the worker was given, so a full bulkhead cannot starve the rest.
+            own = config.get("max_concurrent_activities") or SDK_DEFAULT_ACTIVITY_SLOTS
+            config["max_concurrent_activities"] = own + sum(
+                self._slots.get(b, 16) for b in self.bulkheads
+            )
         ours: list[Callable[..., Any]] = acts.all()
         if self._include_pipeline:
             ours += ToolActivities(self.http, tools_base_url()).all()
@@ -282,12 +303,27 @@ class FailoverPlugin(SimplePlugin):
         """The activities object serving workers on ``task_queue`` (one per queue)."""
         if task_queue not in self._acts:
             policy = self.policy
+
+            # Eager: the bulkheads this worker runs beside it; others stay on their queues.
+            local = set(self.bulkheads) if self.dispatch == "eager" else set()
+
+            def bulkhead_queue(role: str) -> str:
+                return llm_task_queue(task_queue, policy.role(role).bulkhead)
+
+            def queue_for(role: str) -> str:
+                return task_queue if policy.role(role).bulkhead in local else bulkhead_queue(role)
+
+            def overflow_for(role: str) -> str | None:
+                return bulkhead_queue(role) if policy.role(role).bulkhead in local else None
+
             self._acts[task_queue] = LLMActivities(
                 policy,
                 self.http,
                 None,
                 None,
-                task_queue_for=lambda role: llm_task_queue(task_queue, policy.role(role).bulkhead),
+                task_queue_for=queue_for,
+                overflow_queue_for=overflow_for,
+                bulkhead_slots={b: self._slots.get(b, 16) for b in local},
             )
             if self._stores is not None:
                 self._acts[task_queue].bind_stores(self._stores.health, self._stores.cache)

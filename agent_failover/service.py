@@ -29,6 +29,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 from datetime import timedelta
 
 import httpx
@@ -187,6 +188,16 @@ def shutdown_grace_s(env: dict[str, str] | None = None) -> float:
     return value
 
 
+def dispatch_from_env(env: Mapping[str, str] | None = None) -> Literal["eager", "queue"] | None:
+    """``FAILOVER_DISPATCH`` (``eager`` / ``queue``), None when unset (the plugin decides)."""
+    raw = (os.environ if env is None else env).get("FAILOVER_DISPATCH", "").strip().lower()
+    if not raw:
+        return None
+    if raw not in ("eager", "queue"):
+        raise ValueError(f"FAILOVER_DISPATCH: expected 'eager' or 'queue', got {raw!r}")
+    return raw  # type: ignore[return-value]
+
+
 def build_workers(
     client: Client,
     deps: WorkerDeps,
@@ -213,6 +224,7 @@ def build_workers(
         start_monitor=False,
         bulkhead_slots=bulkhead_slots,
         bulkheads=role.bulkheads if role is not None and role.main else None,
+        dispatch=dispatch_from_env(),
         codec=client.data_converter.payload_codec or False,
         # The main worker runs the shadow queue beside it unless the role leaves it out.
         shadow=None if role is None or (role.main and role.shadow) else False,
@@ -352,6 +364,7 @@ async def main() -> None:
         if not forward_core_logs(metrics=buffer):
             buffer = None  # the runtime was set before us: no SDK metrics to drain
         grace_s = shutdown_grace_s()
+        dispatch_from_env()  # a typo exits here, before any connection
     except ValueError as exc:
         raise _fail(str(exc), 2) from None
     if telemetry.metrics_port is not None:

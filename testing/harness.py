@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import httpx
 from temporalio.client import Client
@@ -62,13 +64,16 @@ def build_harness(
     codec: PayloadCodec | None = None,
     http: httpx.AsyncClient | None = None,
     shadow: bool | None = None,
+    dispatch: Literal["eager", "queue"] | None = None,
+    bulkhead_slots: Mapping[str, int] | None = None,
 ) -> tuple[Harness, list[Worker]]:
     """Activities over fresh stores (memory, or Redis under a unique namespace).
 
     Pass ``task_queue`` and the stores of a dead worker to stand in a replacement;
     ``codec`` seals the Redis cache's entries (the client must carry the same codec);
     ``http`` is the providers' client (e.g. over a :class:`FaultTransport`); ``shadow``
-    is the plugin's (False: nobody serves the shadow queue).
+    is the plugin's (False: nobody serves the shadow queue); ``dispatch`` and
+    ``bulkhead_slots`` go to :class:`FailoverPlugin`.
     """
     tq = task_queue or f"test-{uuid.uuid4().hex[:10]}"
     if health is None or cache is None:
@@ -87,7 +92,14 @@ def build_harness(
             health, cache = MemoryHealthStore(), MemoryResponseCache()
     stores = Stores(health, cache, "test")
     plugin = FailoverPlugin(
-        policy, stores=stores, start_monitor=False, codec=codec or False, http=http, shadow=shadow
+        policy,
+        stores=stores,
+        start_monitor=False,
+        codec=codec or False,
+        http=http,
+        dispatch=dispatch,
+        bulkhead_slots=bulkhead_slots,
+        shadow=shadow,
     )
     acts = plugin.activities_for(tq)
     return Harness(client, tq, acts, health, cache, policy), _workers(client, plugin, tq)

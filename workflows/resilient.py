@@ -13,6 +13,7 @@ role (or the call) opts in to ``content_filter: failover``.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -22,7 +23,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from agent_failover.activities.llm import POLICY_ERROR, LLMActivities
+    from agent_failover.activities.llm import BULKHEAD_FULL, POLICY_ERROR, LLMActivities
     from agent_failover.activities.models import (
         CacheLookupInput,
         CacheLookupResult,
@@ -105,6 +106,9 @@ REQUEST_TOO_LARGE = "request_too_large"
 #: the cache itself (no ``cache_store`` activity after it). Runs recorded before it replay
 #: with the separate activity.
 CACHE_IN_CALL_PATCH = "cache-in-call-issue-10"
+#: workflow.patched id of eager dispatch's overflow: an attempt refused by a full bulkhead
+#: on the workflow's queue is scheduled again on the bulkhead's queue.
+EAGER_OVERFLOW_PATCH = "eager-overflow-issue-10"
 
 
 @dataclass
@@ -370,32 +374,39 @@ class _ResilientCall:
         left_ms = self.ctx.role.total_budget_ms - (now - self.started_at) * 1000
         overall = max(timeout, timedelta(milliseconds=left_ms))
         token = observe.attempt_started(self, attempt, request.max_tokens)
-        handle = workflow.start_activity_method(
-            LLMActivities.call_model,
-            CallModelInput(
-                role=self.role_name,
-                route=attempt.route,
-                request=request,
-                output_schema=self._output_schema(attempt),
-                ttft_budget_ms=attempt.ttft_budget_ms,
-                idle_budget_ms=attempt.idle_budget_ms,
-                timeout_ms=attempt.timeout_ms,
-                now=now,
-                deadline_at=self.started_at + self.ctx.role.total_budget_ms / 1000,
-                max_reply_bytes=self.ctx.role.max_reply_bytes,
-                cache=self._cache_write(attempt),
-            ),
-            task_queue=self.ctx.task_queue,
-            start_to_close_timeout=timeout + ACTIVITY_GRACE,
-            schedule_to_close_timeout=overall + ACTIVITY_GRACE,
-            heartbeat_timeout=CALL_HEARTBEAT_TIMEOUT,
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(milliseconds=200),
-                backoff_coefficient=2.0,
-                maximum_attempts=SAME_ROUTE_ATTEMPTS,
-            ),
-            summary=f"{self.role_name} → {attempt.route} (tier {attempt.tier})",
+        inp = CallModelInput(
+            role=self.role_name,
+            route=attempt.route,
+            request=request,
+            output_schema=self._output_schema(attempt),
+            ttft_budget_ms=attempt.ttft_budget_ms,
+            idle_budget_ms=attempt.idle_budget_ms,
+            timeout_ms=attempt.timeout_ms,
+            now=now,
+            deadline_at=self.started_at + self.ctx.role.total_budget_ms / 1000,
+            max_reply_bytes=self.ctx.role.max_reply_bytes,
+            cache=self._cache_write(attempt),
         )
+
+        def schedule(queue: str, summary: str = "") -> asyncio.Task[Any]:
+            return workflow.start_activity_method(
+                LLMActivities.call_model,
+                inp,
+                task_queue=queue,
+                start_to_close_timeout=timeout + ACTIVITY_GRACE,
+                schedule_to_close_timeout=overall + ACTIVITY_GRACE,
+                heartbeat_timeout=CALL_HEARTBEAT_TIMEOUT,
+                retry_policy=RetryPolicy(
+                    initial_interval=timedelta(milliseconds=200),
+                    backoff_coefficient=2.0,
+                    maximum_attempts=SAME_ROUTE_ATTEMPTS,
+                ),
+                summary=f"{self.role_name} → {attempt.route} (tier {attempt.tier}){summary}",
+            )
+
+        handle = schedule(self.ctx.task_queue)
+        if self.ctx.overflow_queue is not None:
+            handle = asyncio.create_task(_overflowing(handle, schedule, self.ctx.overflow_queue))
         observe.attempt_scheduled(self, handle, token)
         return handle, used_prefill, now
 
@@ -733,6 +744,21 @@ def _every_call_a_trial(policy: PolicyConfig) -> PolicyConfig:
         for r, o in policy.breaker_overrides.items()
     }
     return policy.model_copy(update={"breaker": breaker, "breaker_overrides": overrides})
+
+
+async def _overflowing(
+    first: asyncio.Task[Any], schedule: Callable[[str, str], asyncio.Task[Any]], queue: str
+) -> Any:
+    """An eagerly dispatched attempt; sent again to its bulkhead's queue if the worker's
+    bulkhead was full (``bulkhead_full``: it never reached the provider)."""
+    try:
+        return await first
+    except ActivityError as err:
+        full = isinstance(err.cause, ApplicationError) and err.cause.type == BULKHEAD_FULL
+        # Recorded only when a bulkhead overflows: the healthy path carries no marker.
+        if not full or not workflow.patched(EAGER_OVERFLOW_PATCH):
+            raise
+    return await schedule(queue, " via its bulkhead queue")
 
 
 def _failure_of(err: ActivityError) -> tuple[str, dict[str, Any]]:
