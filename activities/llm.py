@@ -38,6 +38,7 @@ from agent_failover.activities.models import (
     RoleContext,
     RoleContextInput,
     context_windows,
+    policy_ref,
 )
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.errors import (
@@ -113,6 +114,7 @@ class LLMActivities:
         # bulkhead's queue (``overflow_queue_for``), whose worker shares these semaphores.
         self._overflow_queue_for = overflow_queue_for
         self._gates = {b: asyncio.Semaphore(n) for b, n in (bulkhead_slots or {}).items()}
+        self._subsets: dict[tuple[str, tuple[str, ...] | None], tuple[PolicyConfig, str]] = {}
 
     def bind_stores(self, health: HealthStore, cache: ResponseCache) -> None:
         """Attach the stores when they are connected after construction (the plugin's case:
@@ -166,7 +168,7 @@ class LLMActivities:
             snap.routes[route] = rh.model_copy(update=update)
         await self._read_budgets(inp.role, routes, snap, inp.now)
         try:
-            subset = self._policy.checked_subset_for(inp.role, inp.routes)
+            subset, ref = self._subset(inp.role, inp.routes)
             overflow = self._overflow_queue_for(inp.role) if self._overflow_queue_for else None
             return RoleContext(
                 role=role,
@@ -174,7 +176,8 @@ class LLMActivities:
                 snapshot=snap,
                 task_queue=self._task_queue_for(inp.role),
                 overflow_queue=overflow,
-            )
+                policy_ref=ref,
+            ).omitting_policy(ref in inp.known_policies)
         except (PolicyError, ValidationError) as exc:
             # A policy this worker cannot express is a configuration error: retrying the
             # local activity (and the workflow task) forever would hide it.
@@ -197,6 +200,14 @@ class LLMActivities:
             names = {s.name for s in ss}
             mine = [lv for lv in levels if lv.scope in names]
             snap.routes[route] = snap.get(route).model_copy(update={"budgets": mine})
+
+    def _subset(self, role: str, routes: list[str] | None) -> tuple[PolicyConfig, str]:
+        """The role's checked policy subset and its ref (the same for every call: cached)."""
+        key = (role, tuple(routes) if routes else None)
+        if key not in self._subsets:
+            subset = self._policy.checked_subset_for(role, routes)
+            self._subsets[key] = (subset, policy_ref(subset))
+        return self._subsets[key]
 
     @activity.defn(name="pipeline_roles")
     async def pipeline_roles(self, inp: PipelineRolesInput) -> PipelineRoles:

@@ -7,9 +7,17 @@ resolved inside the worker.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-from pydantic import BaseModel, Field, field_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    field_serializer,
+    model_serializer,
+    model_validator,
+)
 
 from agent_failover.providers.models import ChatReply, ChatRequest
 from agent_failover.resilience.breaker import Breaker, Transition
@@ -28,6 +36,24 @@ class RoleContextInput(BaseModel):
     now: float
     #: A per-call roster override's routes (``CallOptions.roster``); None: the role's roster.
     routes: list[str] | None = None
+    #: ``policy_ref`` of the policies this workflow run already holds (from an earlier call's
+    #: role context in its own history): such a policy is not sent again.
+    known_policies: list[str] = Field(default_factory=list)
+
+
+#: Policies by ``policy_ref``, as decoded from role contexts in this process: content
+#: addressed (a ref names one policy subset), so sharing it across runs is safe. A role
+#: context that leaves its policy out is only written for a run whose own history holds
+#: the policy in full, decoded (and registered here) before it on replay too.
+_POLICIES_BY_REF: dict[str, PolicyConfig] = {}
+#: Decimals kept of the snapshot's floats in history (timestamps in s, latencies in ms).
+SNAPSHOT_DECIMALS = 3
+
+
+def policy_ref(policy: PolicyConfig) -> str:
+    """Content hash of a policy subset as it travels (defaults left out)."""
+    body = policy.model_dump_json(exclude_defaults=True)
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
 class RoleContext(BaseModel):
@@ -35,9 +61,14 @@ class RoleContext(BaseModel):
 
     It is a local activity's result, so it is written to history on every call: it is kept
     small. ``policy`` is the policy cut down to the role and its routes, serialized without
-    the fields left at their defaults; ``role`` travels as its name only (it is
-    ``policy.roles[name]``, re-expanded on decode); the snapshot also drops its defaults.
-    Decoding restores the same values, and histories recorded with the full shape decode.
+    the fields left at their defaults, and only on the run's first call that needs it
+    (later ones carry ``policy_ref``); ``role`` travels as its name only (it is
+    ``policy.roles[name]``, re-expanded on decode); the snapshot drops its defaults, the
+    routes' repeated names and float digits beyond :data:`SNAPSHOT_DECIMALS`. Decoding
+    restores the same values, and histories recorded with the full shape decode.
+
+    ``policy_ref`` set also means the issue-10 format: the rules of the ``decisions-issue-8``
+    and ``cache-in-call-issue-10`` patches apply without their markers.
     """
 
     role: RolePolicy
@@ -47,15 +78,41 @@ class RoleContext(BaseModel):
     #: Eager dispatch: ``task_queue`` is the workflow's own and this is the bulkhead's
     #: queue, where an attempt goes when the worker's bulkhead is full. None: queue dispatch.
     overflow_queue: str | None = None
+    policy_ref: str | None = None
+    _omit_policy: bool = PrivateAttr(default=False)
+
+    def omitting_policy(self, omit: bool) -> RoleContext:
+        """This context, written to history without its policy when ``omit``."""
+        self._omit_policy = omit
+        return self
 
     @model_validator(mode="before")
     @classmethod
-    def _expand_role(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("role"), str):
+    def _expand(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        if "policy" not in data and data.get("policy_ref"):
+            known = _POLICIES_BY_REF.get(data["policy_ref"])
+            if known is None:
+                raise ValueError(
+                    f"role context names policy {data['policy_ref']} that no earlier call "
+                    "of this run carried"
+                )
+            data = {**data, "policy": known}
+        if isinstance(data.get("role"), str):
             policy = data.get("policy")
             roles = policy.get("roles", {}) if isinstance(policy, dict) else policy.roles
             data = {**data, "role": roles[data["role"]]}
+        snap = data.get("snapshot")
+        if isinstance(snap, dict) and "window_s" in snap:
+            data = {**data, "snapshot": _expand_snapshot(snap)}
         return data
+
+    @model_validator(mode="after")
+    def _remember_policy(self) -> RoleContext:
+        if self.policy_ref is not None:
+            _POLICIES_BY_REF.setdefault(self.policy_ref, self.policy)
+        return self
 
     @field_serializer("role", when_used="json")
     def _role_name(self, role: RolePolicy) -> Any:
@@ -63,9 +120,62 @@ class RoleContext(BaseModel):
             return role.name
         return role.model_dump(mode="json")
 
-    @field_serializer("policy", "snapshot", when_used="json")
+    @field_serializer("policy", when_used="json")
     def _without_defaults(self, value: BaseModel) -> Any:
         return value.model_dump(mode="json", exclude_defaults=True)
+
+    @field_serializer("snapshot", when_used="json")
+    def _compact_snapshot(self, snap: HealthSnapshot) -> Any:
+        if self.policy_ref is None:  # the pre-issue-10 shape
+            return snap.model_dump(mode="json", exclude_defaults=True)
+        return _compact_snapshot(snap)
+
+    @model_serializer(mode="wrap", when_used="json")
+    def _drop_known_policy(self, handler: Any) -> Any:
+        out = handler(self)
+        if self._omit_policy:
+            out.pop("policy", None)
+        if out.get("overflow_queue") is None:
+            out.pop("overflow_queue", None)
+        if out.get("policy_ref") is None:
+            out.pop("policy_ref", None)
+        return out
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, SNAPSHOT_DECIMALS)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def _compact_snapshot(snap: HealthSnapshot) -> dict[str, Any]:
+    """The snapshot without defaults, route names, or one window repeated per route."""
+    windows = [rh.stats.window_s for rh in snap.routes.values()]
+    window = max(set(windows), key=windows.count) if windows else 0.0
+    routes: dict[str, Any] = {}
+    for name, rh in snap.routes.items():
+        d = rh.model_dump(mode="json", exclude_defaults=True, exclude={"route"})
+        stats = d.get("stats", {})
+        if stats.get("window_s") == window:
+            stats.pop("window_s")
+        if not stats:
+            d.pop("stats", None)
+        routes[name] = _rounded(d)
+    out = snap.model_dump(mode="json", exclude_defaults=True, exclude={"routes"})
+    return {**_rounded(out), "window_s": window, "routes": routes}
+
+
+def _expand_snapshot(data: dict[str, Any]) -> dict[str, Any]:
+    window = data["window_s"]
+    routes = {}
+    for name, d in (data.get("routes") or {}).items():
+        stats = {"window_s": window, **d.get("stats", {})}
+        routes[name] = {**d, "route": name, "stats": stats}
+    return {k: v for k, v in data.items() if k != "window_s"} | {"routes": routes}
 
 
 class CacheWrite(BaseModel):
@@ -75,7 +185,17 @@ class CacheWrite(BaseModel):
     ttl_s: float = Field(gt=0)
 
 
+def _without_default_fields(model: BaseModel, out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` (the model's JSON) without the top-level fields left at their defaults."""
+    for name, info in type(model).model_fields.items():
+        if name in out and getattr(model, name) == info.get_default(call_default_factory=True):
+            del out[name]
+    return out
+
+
 class CallModelInput(BaseModel):
+    """One attempt's input; written to history without its defaults (they decode back)."""
+
     role: str
     route: str
     request: ChatRequest
@@ -96,6 +216,14 @@ class CallModelInput(BaseModel):
         description="write a successful answer to the response cache under this key",
     )
 
+    @field_serializer("request", when_used="json")
+    def _request_without_defaults(self, request: ChatRequest) -> Any:
+        return request.model_dump(mode="json", exclude_defaults=True)
+
+    @model_serializer(mode="wrap", when_used="json")
+    def _compact(self, handler: Any) -> Any:
+        return _without_default_fields(self, handler(self))
+
 
 class CallModelResult(BaseModel):
     reply: ChatReply
@@ -104,6 +232,18 @@ class CallModelResult(BaseModel):
     #: Temporal's attempt number that answered: 2 after a same-route retry (a 500 after
     #: backoff, or a 429 whose short Retry-After was waited out).
     attempt: int = 1
+
+    @field_serializer("reply", when_used="json")
+    def _reply_without_defaults(self, reply: ChatReply) -> Any:
+        out = reply.model_dump(mode="json", exclude_defaults=True)
+        for key in ("ttft_ms", "latency_ms"):  # sub-microsecond digits are noise
+            if isinstance(out.get(key), float):
+                out[key] = round(out[key], SNAPSHOT_DECIMALS)
+        return out
+
+    @model_serializer(mode="wrap", when_used="json")
+    def _compact(self, handler: Any) -> Any:
+        return _without_default_fields(self, handler(self))
 
 
 class AttemptFailure(BaseModel):

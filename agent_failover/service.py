@@ -29,8 +29,8 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 from datetime import timedelta
+from typing import Literal
 
 import httpx
 from temporalio.client import Client, WorkflowHandle

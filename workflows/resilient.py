@@ -13,6 +13,7 @@ role (or the call) opts in to ``content_filter: failover``.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -192,6 +193,7 @@ class _ResilientCall:
                 role=self.role_name,
                 now=started.timestamp(),
                 routes=override_routes(self.options),
+                known_policies=sorted(_policies_of_this_run()),
             ),
             start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
             # Bounded: an error that keeps recurring ends the call with its reason
@@ -205,6 +207,12 @@ class _ResilientCall:
             raise ApplicationError(str(exc), type=POLICY_ERROR, non_retryable=True) from exc
         ctx = ctx.model_copy(update={"role": role})
         self.ctx = ctx
+        # A role context with a policy ref is the issue-10 format: the rules the two patches
+        # below gate apply to it without their markers (two events and two search-attribute
+        # upserts per call); an older history replays through the patch markers it holds.
+        current = ctx.policy_ref is not None
+        if current:
+            _policies_of_this_run().add(ctx.policy_ref)
         request = self.request
         # A caller's own system prompt is kept on every route (self.own_system); otherwise
         # each attempt gets the role's variant for its route (_prepare), the default here.
@@ -215,7 +223,7 @@ class _ResilientCall:
         self.request = request = self._bounded(request)
         key = cache_key(self.role_name, request)
         self.cache_key = key
-        self.cache_in_call = workflow.patched(CACHE_IN_CALL_PATCH)
+        self.cache_in_call = current or workflow.patched(CACHE_IN_CALL_PATCH)
         # Grouped by model family: Claude on Bedrock or Vertex is the model the Anthropic
         # API serves, under another id, and refuses the same content.
         routes_by_model: dict[str, list[str]] = {}
@@ -224,7 +232,7 @@ class _ResilientCall:
         first_plan: FailoverPlan | None = None
         input_tokens = estimate_request_tokens(request)
         policy, floor, ticket = ctx.policy, None, 0.0
-        if workflow.patched(DECISIONS_PATCH):
+        if current or workflow.patched(DECISIONS_PATCH):
             # What triage could at best shrink the request to: a route whose window cannot
             # hold even that is skipped (CONTEXT_TOO_SMALL), not sent a request it rejects.
             floor = minimal_input_tokens(request)
@@ -744,6 +752,14 @@ def _every_call_a_trial(policy: PolicyConfig) -> PolicyConfig:
         for r, o in policy.breaker_overrides.items()
     }
     return policy.model_copy(update={"breaker": breaker, "breaker_overrides": overrides})
+
+
+#: Per workflow run: the policy refs its history holds in full (see RoleContext).
+_RUN_POLICIES: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _policies_of_this_run() -> set[str]:
+    return _RUN_POLICIES.setdefault(workflow.instance(), set())
 
 
 async def _overflowing(

@@ -267,6 +267,43 @@ async def _quality_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
     return runs
 
 
+async def _issue_10_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
+    """An eagerly dispatched call, a call its full bulkhead sent to the bulkhead's queue,
+    and a pipeline whose later calls carry their role's policy by ref (issue 10)."""
+    await admin.reset()
+    he, workers = await make_harness(h.client, h.policy, bulkhead_slots={"specialists": 1})
+    async with running(workers):
+        runs = [("call_eager_issue10", await _plain_call(he, "eager"))]
+        await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.0}])
+        first = asyncio.create_task(_plain_call(he, "hold"))
+        await asyncio.sleep(0.5)  # the only specialists slot is taken: the next overflows
+        runs.append(("call_overflow_issue10", await _plain_call(he, "overflow")))
+        await first
+        await admin.reset()
+        wid = f"refs-{uuid.uuid4().hex[:6]}"
+        await he.client.execute_workflow(
+            AgentPipelineWorkflow.run,
+            PipelineInput(task="Compare two queue designs"),
+            id=wid,
+            task_queue=he.task_queue,
+            result_type=PipelineResult,
+        )
+        runs.append(("pipeline_policy_refs_issue10", wid))
+    return runs
+
+
+async def _plain_call(h: Harness, text: str) -> str:
+    wid = f"{text}-{uuid.uuid4().hex[:6]}"
+    await h.client.execute_workflow(
+        ResilientCallWorkflow.run,
+        CallInput(role="plain", request=ChatRequest(messages=[Message(role="user", content=text)])),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=AgentOutput,
+    )
+    return wid
+
+
 #: (the history names a recorder produces, the recorder), in recording order.
 RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("pipeline_healthy", "pipeline_failover", "call_hedged"), _classic_runs),
@@ -274,6 +311,7 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("pipeline_escalation", "pipeline_escalation_notified"), _escalation_runs),
     (("pipeline_agent_tools_rollback", "pipeline_agent_tools_cancelled"), _agent_tool_runs),
     (("call_shadowed", "pipeline_rerun"), _quality_runs),
+    (("call_eager_issue10", "call_overflow_issue10", "pipeline_policy_refs_issue10"), _issue_10_runs),
 ]
 
 

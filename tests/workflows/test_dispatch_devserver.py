@@ -79,9 +79,7 @@ async def test_a_saturated_bulkhead_keeps_its_limit_and_starves_no_other(
     plain = policy.role("plain")
     core_role = plain.model_copy(update={"name": "plain-core", "bulkhead": "core"})
     policy = policy.model_copy(update={"roles": {**policy.roles, "plain-core": core_role}})
-    h, workers = await make_harness(
-        dev_env.client, policy, dispatch=dispatch, bulkhead_slots=SLOTS
-    )
+    h, workers = await make_harness(dev_env.client, policy, dispatch=dispatch, bulkhead_slots=SLOTS)
     await sim_admin.set_faults(SLOW, [{"kind": "slow_first_token", "seconds": HOLD_S}])
     slow_opts = CallOptions(roster=RosterOverride(tier0=[SLOW]))
     slow_ids = [f"slow-{uuid.uuid4().hex[:8]}" for _ in range(SLOW_CALLS)]

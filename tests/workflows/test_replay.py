@@ -10,6 +10,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from agent_failover.activities.models import _POLICIES_BY_REF
 from agent_failover.service import workflow_runner
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
@@ -36,11 +37,15 @@ def test_histories_are_committed() -> None:
         "call_shadowed",
         "pipeline_rerun",
     } <= names
+    # Issue 10: eager dispatch, a full bulkhead's overflow, policies sent once per run.
+    assert {"call_eager_issue10", "call_overflow_issue10", "pipeline_policy_refs_issue10"} <= names
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_history_replays_deterministically(path: Path) -> None:
     """Replaying a recorded run with the current code raises no non-determinism error."""
+    # As in a fresh worker: a policy sent by ref must come from the run's own history.
+    _POLICIES_BY_REF.clear()
     data = json.loads(path.read_text())  # noqa: ASYNC240 - a small local file
     history = WorkflowHistory.from_json(path.stem, data)
     replayer = Replayer(
