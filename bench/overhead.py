@@ -8,6 +8,8 @@ fixed extra time to first token, 50 ms by default) on one dev server:
   that POST (the yardstick);
 * ``failover``: ``resilient_complete`` through the test harness's worker (role ``plain``,
   in-memory stores; ``--redis`` for the shared store);
+* ``failover-queue``: the same with ``dispatch="queue"`` (attempts on the bulkhead's own
+  task queue, the behaviour before eager dispatch), for the eager/queue comparison;
 * ``litellm``: the bare workflow whose activity calls ``litellm.acompletion`` (only when
   the ``bench`` extra is installed; its local cost map, no network).
 
@@ -15,8 +17,10 @@ Sequential: ``--rounds`` rounds, each running ``--batch`` calls of every arm in 
 (arms interleaved so machine noise hits them alike): p50/p95/p99 latency. Concurrent:
 per round, ``--concurrent`` calls with 16 in flight per arm: throughput. Per arm also
 the history bytes and events per call (sum of the events' protobuf sizes, from the
-server) and the CPU seconds per call of this process (worker, client and simulator share
-it; the dev server is a separate process). Prints JSON with ratios to ``bare``; ``--png``
+server), the p50 wait of its activities between scheduled and started (from the events'
+times: ~0 when Temporal hands the activity to the worker eagerly) and the CPU seconds
+per call of this process (worker, client and simulator share it; the dev server is a
+separate process). Prints JSON with ratios to ``bare``; ``--png``
 draws latency and throughput bars. Usage::
 
     .venv/bin/python bench/overhead.py --out bench/out/overhead.json --png bench/out/overhead.png
@@ -85,8 +89,11 @@ async def litellm_call(inp: BareCallInput) -> str:
 class _Arms:
     """The callables of each arm and the workflow ids they started (for history sizes)."""
 
-    def __init__(self, client: Client, harness: Any, bare_tq: str, base_url: str) -> None:
+    def __init__(
+        self, client: Client, harness: Any, bare_tq: str, base_url: str, queued: Any = None
+    ) -> None:
         self.client, self.h, self.bare_tq, self.base = client, harness, bare_tq, base_url
+        self.queued = queued  # the harness with dispatch="queue"
         self.http = httpx.AsyncClient()
         self.ids: dict[str, list[str]] = {}
 
@@ -116,7 +123,7 @@ class _Arms:
     async def litellm(self) -> None:
         await self.bare("litellm_call", "litellm")
 
-    async def failover(self) -> None:
+    async def failover(self, arm: str = "failover", harness: Any = None) -> None:
         req = ChatRequest(
             messages=[Message(role="user", content=f"overhead {uuid.uuid4().hex[:8]}")],
             max_tokens=64,
@@ -124,10 +131,13 @@ class _Arms:
         await self.client.execute_workflow(
             ResilientCallWorkflow.run,
             CallInput(role="plain", request=req),
-            id=self._id("failover"),
-            task_queue=self.h.task_queue,
+            id=self._id(arm),
+            task_queue=(harness or self.h).task_queue,
             result_type=AgentOutput,
         )
+
+    async def failover_queue(self) -> None:
+        await self.failover("failover-queue", self.queued)
 
 
 async def _sequential(op: Callable[[], Awaitable[None]], n: int) -> tuple[list[float], float]:
@@ -152,14 +162,23 @@ async def _concurrent(op: Callable[[], Awaitable[None]], n: int) -> tuple[float,
 
 
 async def _history(client: Client, ids: list[str]) -> dict[str, float]:
-    sizes, events = [], []
+    sizes, events, waits = [], [], []
     for wf_id in ids:
         hist = await client.get_workflow_handle(wf_id).fetch_history()
         sizes.append(sum(e.ByteSize() for e in hist.events))
         events.append(len(hist.events))
+        scheduled = {}
+        for e in hist.events:
+            t = e.event_time.ToDatetime()
+            if e.HasField("activity_task_scheduled_event_attributes"):
+                scheduled[e.event_id] = t
+            if e.HasField("activity_task_started_event_attributes"):
+                at = scheduled[e.activity_task_started_event_attributes.scheduled_event_id]
+                waits.append((t - at).total_seconds())
     return {
         "history_bytes_per_call": round(sum(sizes) / len(sizes)),
         "history_events_per_call": round(sum(events) / len(events), 1),
+        "activity_start_wait_ms_p50": round(percentile([w * 1000 for w in waits], 50) or 0.0, 2),
     }
 
 
@@ -168,7 +187,7 @@ def _ms(values: list[float], q: float) -> float:
 
 
 async def _measure(arms: _Arms, names: list[str], args: argparse.Namespace) -> dict[str, Any]:
-    ops = {n: getattr(arms, n) for n in names}
+    ops = {n: getattr(arms, n.replace("-", "_")) for n in names}
     for op in ops.values():  # warm-up: connections, sandbox imports, first workflow tasks
         for _ in range(3):
             await op()
@@ -231,10 +250,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     policy = with_test_roles(load_policy(DEFAULT_POLICY_PATH))
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0") if args.redis else None
     h, workers = await make_harness(env.client, policy, redis_url=redis_url)
+    hq, queued_workers = await make_harness(
+        env.client, policy, redis_url=redis_url, dispatch="queue"
+    )
     bare_tq = f"bare-{uuid.uuid4().hex[:8]}"
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=64))
     acts: list[Any] = [BareActivities(http).call]
-    names = ["httpx", "bare", "failover"]
+    names = ["httpx", "bare", "failover", "failover-queue"]
     if litellm is not None:
         acts.append(litellm_call)
         names.append("litellm")
@@ -245,9 +267,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         activities=acts,
         max_concurrent_activities=64,
     )
-    arms = _Arms(env.client, h, bare_tq, sim.base_url(PRIMARY))
+    arms = _Arms(env.client, h, bare_tq, sim.base_url(PRIMARY), queued=hq)
     try:
-        async with running([*workers, bare_worker]):
+        async with running([*workers, *queued_workers, bare_worker]):
             res = await _measure(arms, names, args)
     finally:
         await arms.http.aclose()
@@ -263,6 +285,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "concurrent_calls_per_arm": args.rounds * args.concurrent,
             "concurrency": CONCURRENCY,
             "health_store": "redis" if args.redis else "memory",
+            "failover_dispatch": h.activities and "eager (default); failover-queue: queue",
             "litellm": getattr(litellm, "version", None) and "installed" if litellm else None,
         },
         "arms": res,

@@ -138,7 +138,11 @@ async def agent_failover_arm(client: Client, policy: PolicyConfig, role: str) ->
     async with running(workers):
         monitor = await client.start_workflow(
             HealthMonitorWorkflow.run,
-            MonitorInput(routes=sorted(policy.endpoints), interval_s=policy.probes.interval_s),
+            MonitorInput(
+                routes=sorted(policy.endpoints),
+                interval_s=policy.probes.interval_s,
+                half_open_interval_s=policy.probes.half_open_interval(),
+            ),
             id=f"drill-monitor-{uuid.uuid4().hex[:8]}",
             task_queue=h.task_queue,
         )

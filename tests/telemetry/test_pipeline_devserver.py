@@ -33,8 +33,8 @@ pytestmark = pytest.mark.devserver
 PRIMARY = "anthropic-us-east"
 TICKET = ActionSpec(tool="create_ticket", args={"title": "incident"}, answer_arg="body")
 MESSAGE = ActionSpec(tool="post_message", args={"channel": "#ops"}, answer_arg="text")
-#: Dashboard series no scenario here produces: a breaker closing again takes its open
-#: duration (30 s+); record.breaker_transition's restoration timing has its own test.
+#: Dashboard series no scenario here produces: a breaker closes again only through the
+#: health monitor's probes (test_restoration_devserver.py runs that on the dev server).
 NOT_IN_SCENARIO = {"failover_restoration_duration_seconds_bucket"}
 
 
