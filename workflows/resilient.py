@@ -415,6 +415,8 @@ class _ResilientCall:
         handle = schedule(self.ctx.task_queue)
         if self.ctx.overflow_queue is not None:
             handle = asyncio.create_task(_overflowing(handle, schedule, self.ctx.overflow_queue))
+            # A cancelled hedge loser is never awaited: its error is expected, not "lost".
+            handle.add_done_callback(_retrieved)
         observe.attempt_scheduled(self, handle, token)
         return handle, used_prefill, now
 
@@ -760,6 +762,11 @@ _RUN_POLICIES: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDiction
 
 def _policies_of_this_run() -> set[str]:
     return _RUN_POLICIES.setdefault(workflow.instance(), set())
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 async def _overflowing(
