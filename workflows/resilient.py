@@ -331,7 +331,8 @@ class _ResilientCall:
             self.request,
             target_tokens=min(a.target_input_tokens or 0 for a in need),
             time_left_ms=left_ms,
-            task_queue=self.ctx.task_queue,
+            # On the bulkhead's own queue: it waits for a slot rather than meeting a full one.
+            task_queue=self.ctx.overflow_queue or self.ctx.task_queue,
             exclude=sorted({*self.state.excluded, first.route, *([hedge.route] if hedge else [])}),
         )
         if out is not None:

@@ -14,11 +14,13 @@ running workflows (non-determinism).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from agent_failover.activities.notify import WEBHOOK_SECRET_ENV, WEBHOOK_URL_ENV
 from agent_failover.config import DEFAULT_POLICY_PATH
@@ -268,28 +270,55 @@ async def _quality_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
 
 
 async def _issue_10_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
-    """An eagerly dispatched call, a call its full bulkhead sent to the bulkhead's queue,
-    and a pipeline whose later calls carry their role's policy by ref (issue 10)."""
+    """A pipeline whose later calls carry their role's policy by ref, an eagerly dispatched
+    call, and a call its full bulkhead sent to the bulkhead's queue (issue 10)."""
     await admin.reset()
-    he, workers = await make_harness(h.client, h.policy, bulkhead_slots={"specialists": 1})
+    policy = with_test_roles(load_policy(DEFAULT_POLICY_PATH))  # the shipped roles only
+    he, workers = await make_harness(h.client, policy, bulkhead_slots={"specialists": 1})
     async with running(workers):
-        runs = [("call_eager_issue10", await _plain_call(he, "eager"))]
+        for _ in range(5):  # until the critic asks for a revision (roles called again)
+            wid = f"refs-{uuid.uuid4().hex[:6]}"
+            await he.client.execute_workflow(
+                AgentPipelineWorkflow.run,
+                PipelineInput(task="Compare two queue designs"),
+                id=wid,
+                task_queue=he.task_queue,
+                result_type=PipelineResult,
+            )
+            if _has_ref_only(await he.client.get_workflow_handle(wid).fetch_history()):
+                break
+        runs = [("pipeline_policy_refs_issue10", wid)]
+        runs.append(("call_eager_issue10", await _plain_call(he, "eager")))
         await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.0}])
         first = asyncio.create_task(_plain_call(he, "hold"))
         await asyncio.sleep(0.5)  # the only specialists slot is taken: the next overflows
         runs.append(("call_overflow_issue10", await _plain_call(he, "overflow")))
         await first
         await admin.reset()
-        wid = f"refs-{uuid.uuid4().hex[:6]}"
-        await he.client.execute_workflow(
-            AgentPipelineWorkflow.run,
-            PipelineInput(task="Compare two queue designs"),
-            id=wid,
-            task_queue=he.task_queue,
-            result_type=PipelineResult,
-        )
-        runs.append(("pipeline_policy_refs_issue10", wid))
     return runs
+
+
+async def _plain_call(h: Harness, text: str) -> str:
+    wid = f"{text}-{uuid.uuid4().hex[:6]}"
+    await h.client.execute_workflow(
+        ResilientCallWorkflow.run,
+        CallInput(role="plain", request=ChatRequest(messages=[Message(role="user", content=text)])),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=AgentOutput,
+    )
+    return wid
+
+
+def _has_ref_only(history: Any) -> bool:
+    """Whether some role context of the run carries its policy by ref only."""
+    for e in history.events:
+        m = e.marker_recorded_event_attributes
+        if e.HasField("marker_recorded_event_attributes") and "result" in m.details:
+            data = json.loads(m.details["result"].payloads[0].data)
+            if isinstance(data, dict) and "policy_ref" in data and "policy" not in data:
+                return True
+    return False
 
 
 async def _plain_call(h: Harness, text: str) -> str:
@@ -311,7 +340,10 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("pipeline_escalation", "pipeline_escalation_notified"), _escalation_runs),
     (("pipeline_agent_tools_rollback", "pipeline_agent_tools_cancelled"), _agent_tool_runs),
     (("call_shadowed", "pipeline_rerun"), _quality_runs),
-    (("call_eager_issue10", "call_overflow_issue10", "pipeline_policy_refs_issue10"), _issue_10_runs),
+    (
+        ("call_eager_issue10", "call_overflow_issue10", "pipeline_policy_refs_issue10"),
+        _issue_10_runs,
+    ),
 ]
 
 
