@@ -18,6 +18,7 @@ from typing import Any
 
 from rich.table import Table
 
+from agent_failover.codec import ENV_KEYS
 from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.contracts import AgentOutput, Capability
 from agent_failover.resilience.windows import percentile
@@ -57,6 +58,8 @@ class RunFacts:
     escalation: str = "none"
     steps: list[tuple[str, AgentOutput]] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
+    #: The result could not be decoded here (e.g. encrypted and no key set for the CLI).
+    unreadable: bool = False
 
 
 @dataclass
@@ -96,6 +99,14 @@ def build_report(runs: list[RunFacts]) -> Report:
         ("escalations", ", ".join(f"{s}: {n}" for s, n in sorted(escalations.items())) or "none"),
         ("answers below full capability", _pct(below_full, len(steps))),
     ]
+    unreadable = sum(r.unreadable for r in runs)
+    if unreadable:
+        overview.append(
+            (
+                "results not readable here",
+                f"{unreadable} (encrypted? set {ENV_KEYS} for the CLI as for the worker)",
+            )
+        )
     saga = Counter(a for r in runs for a in r.actions)
     return Report(
         runs=len(runs),

@@ -4,6 +4,7 @@ breaker figures from a worker's metrics endpoint."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -17,6 +18,8 @@ from agent_failover.workflows.search_attributes import (
     FAILOVER_COUNT,
     WORST_TIER,
 )
+
+log = logging.getLogger(__name__)
 
 #: Results fetched at once (each is one history read).
 FETCH_CONCURRENCY = 8
@@ -64,7 +67,12 @@ async def _facts(client: Client, wf: WorkflowExecution) -> RunFacts:
         from agent_failover.workflows.models import PipelineResult
 
         handle = client.get_workflow_handle(wf.id, run_id=wf.run_id, result_type=PipelineResult)
-        result: PipelineResult = await handle.result()
+        try:
+            result: PipelineResult = await handle.result()
+        except (KeyError, ValueError, TypeError) as exc:  # undecodable payload: count, go on
+            log.info("result of %s not readable: %s", wf.id, exc)
+            facts.unreadable = True
+            return facts
         facts.steps = [(s.step, s.output) for s in result.steps]
         facts.actions = [a.status.value for a in result.actions]
     return facts

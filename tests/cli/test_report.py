@@ -96,3 +96,43 @@ async def test_report_reads_the_window_from_temporal(
     assert "anthropic-us-east" in text and "overloaded" in text
     planner = next(ln for ln in text.splitlines() if ln.strip().startswith("│ planner"))
     assert "(0%)" not in planner
+
+
+def test_unreadable_results_are_counted_with_what_to_do() -> None:
+    runs = [
+        RunFacts("a", "AgentPipelineWorkflow", "completed", 0, 0, False, "none", [
+            ("planner", _out("planner", 0, [("p", "ok", 100.0)])),
+        ]),
+        RunFacts("b", "AgentPipelineWorkflow", "completed", 0, 0, False, unreadable=True),
+    ]  # fmt: skip
+    overview = dict(build_report(runs).overview)
+    assert overview["runs"] == "2"
+    assert overview["results not readable here"].startswith("1 (encrypted?")
+    assert "FAILOVER_CODEC_KEYS" in overview["results not readable here"]
+    assert "results not readable here" not in dict(build_report(runs[:1]).overview)
+
+
+async def test_an_undecodable_result_does_not_break_the_report() -> None:
+    """An encrypted run read without the key (temporalio raises KeyError on the unknown
+    encoding) is counted as unreadable; the report goes on."""
+    from types import SimpleNamespace
+
+    from temporalio.client import WorkflowExecutionStatus
+    from temporalio.common import TypedSearchAttributes
+
+    from agent_failover.cli.report_fetch import _facts
+
+    class Handle:
+        async def result(self) -> None:
+            raise KeyError("Unknown payload encoding binary/encrypted")
+
+    client = SimpleNamespace(get_workflow_handle=lambda *a, **k: Handle())
+    wf = SimpleNamespace(
+        id="enc-1",
+        run_id="r",
+        workflow_type="AgentPipelineWorkflow",
+        status=WorkflowExecutionStatus.COMPLETED,
+        typed_search_attributes=TypedSearchAttributes.empty,
+    )
+    facts = await _facts(client, wf)  # type: ignore[arg-type]
+    assert facts.unreadable and facts.steps == [] and facts.workflow_id == "enc-1"
