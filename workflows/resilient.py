@@ -570,7 +570,9 @@ class _ResilientCall:
                 self.state.add_reason(ReasonCode.QUALITY_REGRESSION)
                 observe.quality_demoted(self, s.route, s.reason)
                 continue
-            elif s.code is not SkipReason.CONTEXT_TOO_SMALL:
+            elif s.code not in (SkipReason.CONTEXT_TOO_SMALL, SkipReason.UNQUALIFIED):
+                # UNQUALIFIED: below the role's min_quality in the qualification lock; the
+                # attempt note carries the measured quality and the golden set.
                 continue
             self.attempts.append(
                 AttemptRecord(
