@@ -18,6 +18,7 @@ the item's result (``ok`` false, score 0), so a dead route is measured, not retr
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -85,6 +86,10 @@ class QualityActivities:
         self._policy = policy
         self._http = http
         self._connect_s = connect_timeout_s
+
+    def all(self) -> list[Callable[..., Any]]:
+        """Every activity of this class, for worker registration."""
+        return [self.score_answer, self.qualify_item]
 
     @activity.defn(name="score_answer")
     async def score_answer(self, inp: ScoreAnswerInput) -> ScoreResult:

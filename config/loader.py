@@ -117,12 +117,16 @@ def _read_text(p: Path) -> str:
 
 
 def load_policy(
-    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+    path: str | os.PathLike[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    with_lock: bool = True,
 ) -> PolicyConfig:
     """Read and validate a YAML policy file; raise :class:`PolicyError` with field paths.
 
     When the policy names a ``qualification.lock_file`` (relative to the policy file), each
-    role's verdicts from it are attached (``RolePolicy.qualification``).
+    role's verdicts from it are attached (``RolePolicy.qualification``); ``with_lock=False``
+    skips that (``failover qualify`` writes the lock, so it may not exist yet).
     """
     p = Path(path)
     text = _read_text(p)
@@ -142,7 +146,8 @@ def load_policy(
         raise PolicyError([(str(p), "invalid YAML: nested too deeply")]) from None
     finally:
         loader.dispose()
-    return attach_lock(parse_policy(data, env=env), p)
+    policy = parse_policy(data, env=env)
+    return attach_lock(policy, p) if with_lock else policy
 
 
 def check_policy_file(
