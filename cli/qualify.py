@@ -36,7 +36,6 @@ from agent_failover.resilience.qualification import (
     QualificationLock,
     RoleQualification,
     gate_failures,
-    golden_hash,
 )
 from agent_failover.resilience.quality import ScorerSpec
 from agent_failover.workflows.qualify import (
@@ -152,7 +151,7 @@ async def run_qualify(
     console: Console, client: Client, inp: QualifyInput, task_queue: str, fresh: bool
 ) -> QualifyResult:
     """Start or attach to the role's qualification run and wait for its result."""
-    wid = qualify_workflow_id(inp.role, golden_hash(inp.items), inp.routes)
+    wid = qualify_workflow_id(inp)
     handle = client.get_workflow_handle(wid, result_type=QualifyResult)
     status = await _status(handle)
     if status is WorkflowExecutionStatus.COMPLETED and not fresh:

@@ -5,8 +5,8 @@ item-major (item 0 on every route, then item 1...), so progress is even and no r
 sees more than a request or two at once (qualification measures a route idle; shadow
 evaluation measures it under load). The ``progress`` query reports what is done.
 
-Resumable: the workflow id is derived from the role, the golden set's hash and the
-routes (:func:`qualify_workflow_id`), so re-running ``failover qualify`` after the CLI
+Resumable: the workflow id is derived from the role, the golden set's hash, the routes,
+the scorer and the threshold (:func:`qualify_workflow_id`), so re-running ``failover qualify`` after the CLI
 died attaches to the same run, and a worker that dies mid-run loses nothing: finished
 items are in the workflow's state (kept as compact :class:`DoneItem` rows) and only
 items in flight are retried. Every ``continue_as_new_every`` finished items (or when
@@ -117,10 +117,14 @@ class QualifyResult(BaseModel):
     finished_at: str = Field(description="UTC time the run finished, ISO 8601 (workflow clock)")
 
 
-def qualify_workflow_id(role: str, golden_hash: str, routes: list[str]) -> str:
-    """Deterministic id: the same role, golden set and routes resume the same run."""
-    tag = hashlib.sha256(json.dumps(routes).encode()).hexdigest()[:8]
-    return f"qualify-{role}-{golden_hash}-{tag}"
+def qualify_workflow_id(inp: QualifyInput) -> str:
+    """Deterministic id: the same role, golden set, routes, scorer and threshold resume
+    (or reuse) the same run; changing any of them starts another."""
+    setup = json.dumps(
+        [inp.routes, inp.min_quality, inp.scorer.model_dump(mode="json")], sort_keys=True
+    )
+    tag = hashlib.sha256(setup.encode()).hexdigest()[:8]
+    return f"qualify-{inp.role}-{golden_hash(inp.items)}-{tag}"
 
 
 def _check(inp: QualifyInput) -> None:

@@ -14,10 +14,18 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.cli.qualify import QualifyArgs, build_input
 from agent_failover.datasets import DATASETS_DIR
+from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig
+from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.qualification import (
+    QualificationLock,
+    RoleQualification,
+    RouteQualification,
+)
 from agent_failover.testing.harness import Harness, make_harness, running
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.faults import Fault, FaultKind
+from agent_failover.testing.workflows import CallInput, ResilientCallWorkflow
 from agent_failover.workflows.qualify import (
     QualifyInput,
     QualifyProgress,
@@ -139,3 +147,36 @@ async def test_worker_restart_mid_run_does_not_rescore(
     # at the stop, concurrency 2, a second time): nothing finished is re-scored.
     assert before < total
     assert total <= sent <= total + inp.concurrency
+
+
+async def test_unqualified_primary_is_skipped_with_its_reason(
+    dev_env: WorkflowEnvironment, policy: PolicyConfig, sim_admin: SimAdmin
+) -> None:
+    """With the lock saying the primary is below min_quality, a call is answered by a
+    standby and its failover history records the skip with the measured quality; the
+    primary receives no request."""
+    verdict = RouteQualification(quality=0.4, pass_rate=0.4, items=20, errors=0, qualified=False)
+    entry = RoleQualification(
+        golden_set="plain.jsonl",
+        golden_hash="0123456789abcdef",
+        scorer="normalized",
+        min_quality=0.85,
+        qualified_at="2026-11-30T12:00:00+00:00",
+        routes={"anthropic-us-east": verdict},
+    )
+    qualified = policy.with_qualification(QualificationLock(roles={"plain": entry}))
+    h, workers = await make_harness(dev_env.client, qualified)
+    async with running(workers):
+        out: AgentOutput = await h.client.execute_workflow(
+            ResilientCallWorkflow.run,
+            CallInput(
+                role="plain", request=ChatRequest(messages=[Message(role="user", content="hi")])
+            ),
+            id=f"call-{uuid.uuid4().hex[:8]}",
+            task_queue=h.task_queue,
+            result_type=AgentOutput,
+        )
+    assert out.tier == 1
+    [skip] = [a for a in out.attempts if a.outcome == "skipped"]
+    assert skip.route == "anthropic-us-east" and "unqualified: quality 0.40" in skip.note
+    assert "anthropic-us-east" not in {a.endpoint for a in await sim_admin.attempts()}
