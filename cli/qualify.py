@@ -211,9 +211,9 @@ async def _follow(console: Console, handle: WorkflowHandle) -> QualifyResult:
                         break
                 await asyncio.wait([result], timeout=POLL_S)
             out = await result
-            bar.update(
-                task, total=out.items * len(out.routes), completed=out.items * len(out.routes)
-            )
+            n = out.items * len(out.routes)
+            errors = sum(rep.verdict.errors for rep in out.routes.values())
+            bar.update(task, total=n, completed=n, note=f"done, {errors} errors")
             return out
     finally:
         if not result.done():

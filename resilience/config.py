@@ -27,7 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from agent_failover.providers.endpoint import EndpointConfig
 from agent_failover.resilience.limits import MAX_REPLY_BYTES_LIMIT
-from agent_failover.resilience.qualification import QualificationLock, RoleQualification
+from agent_failover.resilience.qualification import (
+    QualificationLock,
+    RoleQualification,
+    threshold,
+    unqualified_reason,
+)
 from agent_failover.resilience.quality import ScorerSpec
 
 # --- breaker defaults (resilience4j-style seeds) -------------------------------------
@@ -1150,4 +1155,18 @@ def describe_policy(cfg: PolicyConfig) -> list[str]:
             f"  role {name}: {tiers} | {cache} | static; budget {role.total_budget_ms:g} ms, "
             f"ttft {role.ttft_budget_ms:g} ms{hedge}"
         )
+        if role.qualification is not None:
+            lines.append(f"    {_qualification_line(role)}")
     return lines
+
+
+def _qualification_line(role: RolePolicy) -> str:
+    """Which routes the lock file leaves out of the role's plans, and from which run."""
+    q = role.qualification
+    assert q is not None
+    out = [r for r in role.roster.routes() if unqualified_reason(r, role.min_quality, q)]
+    left = f"never planned: {', '.join(out)}" if out else "every measured route qualifies"
+    return (
+        f"qualified {q.qualified_at} on {q.golden_set} ({q.golden_hash}), min_quality "
+        f"{threshold(role.min_quality, q):.2f}: {left}"
+    )
