@@ -773,6 +773,9 @@ class PolicyConfig(BaseModel):
                         if n == policy_role.bulkhead
                     },
                 ),
+                # Workflows need the role's verdicts (on the role), not where the lock
+                # lives or which route judges; the judge may not be in the subset.
+                "qualification": QualificationSettings(),
             }
         )
 

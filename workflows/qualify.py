@@ -6,12 +6,13 @@ sees more than a request or two at once (qualification measures a route idle; sh
 evaluation measures it under load). The ``progress`` query reports what is done.
 
 Resumable: the workflow id is derived from the role, the golden set's hash, the routes,
-the scorer and the threshold (:func:`qualify_workflow_id`), so re-running ``failover qualify`` after the CLI
-died attaches to the same run, and a worker that dies mid-run loses nothing: finished
-items are in the workflow's state (kept as compact :class:`DoneItem` rows) and only
-items in flight are retried. Every ``continue_as_new_every`` finished items (or when
-Temporal suggests it) the run drains its in-flight items and continues as new with the
-done rows in its input, so history stays bounded at any golden-set size the input limits
+the scorer and the threshold (:func:`qualify_workflow_id`), so re-running ``failover
+qualify`` after the CLI died attaches to the same run, and a worker that dies mid-run
+loses nothing: finished items are in the workflow's state (kept as compact
+:class:`DoneItem` rows) and only items in flight are retried. Every
+``continue_as_new_every`` finished items (or when Temporal suggests it) the run drains its
+in-flight items and continues as new with the done rows in its input, so history stays
+bounded at any golden-set size the input limits
 allow. Inputs are checked in the first task; a bad one ends the run with the reason.
 """
 

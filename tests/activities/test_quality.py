@@ -36,10 +36,9 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 
 
 def _acts(policy: PolicyConfig, http: httpx.AsyncClient, judge: str | None = None):
-    if judge is not None:
-        policy = policy.model_copy(
-            update={"qualification": QualificationSettings(judge_route=judge)}
-        )
+    """Activities over the demo policy with ``judge`` as its judge route (None: no judge)."""
+    settings = QualificationSettings(judge_route=judge)
+    policy = policy.model_copy(update={"qualification": settings})
     return QualityActivities(policy, http)
 
 
