@@ -142,8 +142,9 @@ def _needs_judge(scorer: ScorerSpec, items: list[GoldenItem]) -> bool:
 
 
 def _min_quality(flag: float | None, role: RolePolicy) -> float:
+    """--min-quality, but never below the role's own (the planner applies the higher)."""
     if flag is not None:
-        return flag
+        return max(flag, role.min_quality)
     return role.min_quality if role.min_quality > 0 else DEFAULT_MIN_QUALITY
 
 
@@ -283,7 +284,9 @@ def update_lock(path: Path, role: str, entry: RoleQualification) -> Qualificatio
 
 def gate(result: QualifyResult, role: RolePolicy) -> list[str]:
     """The CI gate's problems for this run (empty: the role has a qualified fallback)."""
-    return gate_failures(result.role, role.roster.tiers(), role_qualification(result))
+    return gate_failures(
+        result.role, role.roster.tiers(), role_qualification(result), role.min_quality
+    )
 
 
 def output_path(flag: Path | None, policy: PolicyConfig, policy_path: Path) -> Path:

@@ -159,9 +159,9 @@ def _rounded(value: float | None) -> float | None:
 
 
 def threshold(role_min_quality: float, qualification: RoleQualification) -> float:
-    """The quality a route needs: the role's ``min_quality`` when set (> 0), else the
-    threshold the lock was written with."""
-    return role_min_quality if role_min_quality > 0 else qualification.min_quality
+    """The quality a route needs: both the role's ``min_quality`` and the threshold the
+    lock was written with (``failover qualify --min-quality``), so either can tighten it."""
+    return max(role_min_quality, qualification.min_quality)
 
 
 def unqualified_reason(

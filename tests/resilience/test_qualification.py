@@ -79,10 +79,11 @@ def test_golden_item_bounds() -> None:
         GoldenItem(id="1", prompt="p", expected="x" * 20_000)
 
 
-def test_threshold_is_the_roles_min_quality_else_the_locks() -> None:
-    """A role's own min_quality (> 0) wins over the threshold the lock was written with."""
+def test_threshold_is_the_stricter_of_role_and_lock() -> None:
+    """A route must reach the role's min_quality and the lock's threshold alike."""
     entry = _entry(a=0.9)
     assert threshold(0.0, entry) == 0.85 and threshold(0.95, entry) == 0.95
+    assert threshold(0.5, entry) == 0.85
     assert unqualified_reason("a", 0.0, entry) is None
     reason = unqualified_reason("a", 0.95, entry)
     assert reason is not None and "quality 0.90 < min_quality 0.95" in reason
