@@ -9,7 +9,8 @@ import uuid
 from collections import Counter
 
 import pytest
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.cli.qualify import QualifyArgs, build_input
@@ -27,6 +28,7 @@ from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.faults import Fault, FaultKind
 from agent_failover.testing.workflows import CallInput, ResilientCallWorkflow
 from agent_failover.workflows.qualify import (
+    INVALID_QUALIFY_INPUT,
     QualifyInput,
     QualifyProgress,
     QualifyResult,
@@ -180,3 +182,21 @@ async def test_unqualified_primary_is_skipped_with_its_reason(
     [skip] = [a for a in out.attempts if a.outcome == "skipped"]
     assert skip.route == "anthropic-us-east" and "unqualified: quality 0.40" in skip.note
     assert "anthropic-us-east" not in {a.endpoint for a in await sim_admin.attempts()}
+
+
+async def test_bad_input_ends_the_run_with_the_reason(
+    dev_env: WorkflowEnvironment, policy: PolicyConfig, sim_admin: SimAdmin
+) -> None:
+    """Duplicate item ids or routes fail the run at once, saying what to fix; nothing is sent."""
+    inp = _input(policy, "analyst")
+    bad = inp.model_copy(
+        update={"items": [inp.items[0], inp.items[0]], "routes": ["openai-us", "openai-us"]}
+    )
+    h, workers = await make_harness(dev_env.client, policy)
+    async with running(workers):
+        with pytest.raises(WorkflowFailureError) as info:
+            await (await _start(h, bad)).result()
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == INVALID_QUALIFY_INPUT
+    assert "listed twice" in cause.message and "ids must be unique" in cause.message
+    assert await sim_admin.attempts() == []
