@@ -4,7 +4,8 @@
 ``exact`` / ``normalized`` / ``json`` in-process, ``judge`` by one model call to the
 judge route (the spec's ``judge_route``, else the policy's ``qualification.judge_route``)
 through the same provider adapters as every other call. ``qualify_item`` sends one golden
-item to one candidate route, checks the reply against the role's output schema, grades
+item to one candidate route — with the route's own prompt variant and structured-output
+path, as a real call would get — checks the reply against the role's output schema, grades
 it and returns a small :class:`~resilience.qualification.ItemResult`: the answer itself
 never enters workflow history beyond a short excerpt.
 
@@ -35,6 +36,7 @@ from agent_failover.providers.registry import complete
 from agent_failover.providers.validate import validate_reply
 from agent_failover.resilience.config import PolicyConfig, PolicyError, RolePolicy
 from agent_failover.resilience.limits import clip
+from agent_failover.resilience.prompts import apply_prompt, choose_prompt, structured_path
 from agent_failover.resilience.qualification import (
     ANSWER_EXCERPT_CHARS,
     MAX_GOLDEN_PROMPT_CHARS,
@@ -102,14 +104,17 @@ class QualityActivities:
         endpoint, role = self._resolve(inp.route, inp.role)
         spec = inp.item.scorer or inp.scorer
         schema = spec.json_schema or role.output_schema
-        native = schema is not None and endpoint.capabilities.structured_output
         request = ChatRequest(
-            system=inp.item.system or role.system_prompt,
+            system=inp.item.system,
             messages=[Message(role="user", content=inp.item.prompt)],
             max_tokens=inp.item.max_tokens,
             temperature=0.0,
-            json_schema=schema if native else None,
+            json_schema=schema,
         )
+        # The route gets what it would get in production: its prompt variant (unless the
+        # item sets its own system prompt) and native or prompted structured output.
+        choice = None if inp.item.system is not None else choose_prompt(role, endpoint)
+        request = apply_prompt(request, choice, structured_path(endpoint, schema))
         started = time.monotonic()
         try:
             reply = await complete(self._http, endpoint, request, self._budgets(inp.timeout_s))

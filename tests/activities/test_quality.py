@@ -16,7 +16,12 @@ from agent_failover.activities.quality import (
     QualityActivities,
     ScoreAnswerInput,
 )
-from agent_failover.resilience.config import PolicyConfig, QualificationSettings
+from agent_failover.resilience.config import (
+    PolicyConfig,
+    PromptRegistry,
+    PromptVariant,
+    QualificationSettings,
+)
 from agent_failover.resilience.qualification import GoldenItem
 from agent_failover.resilience.quality import ScorerSpec
 from agent_failover.testing.sim.admin import SimAdmin
@@ -114,3 +119,31 @@ async def test_qualify_item_retries_transient_then_records(policy, http, sim_adm
     env.info = dataclasses.replace(env.info, attempt=2)
     last = await env.run(acts.qualify_item, inp)
     assert (last.ok, last.error_class, last.score) == (False, "server_error", 0.0)
+
+
+async def test_qualify_item_uses_the_routes_prompt_variant(policy, http, sim_admin: SimAdmin):
+    """Each route is qualified with the prompt it would get in production: the role's
+    variant for its provider, and the schema written into the prompt on a route without
+    native structured output; the answer is still graded right."""
+    role = policy.role("critic")
+    prompts = PromptRegistry(providers={"openai": PromptVariant(system_prompt="VARIANT-X")})
+    role = role.model_copy(update={"prompts": prompts})
+    ep = policy.endpoint("openai-us")
+    ep = ep.model_copy(
+        update={"capabilities": ep.capabilities.model_copy(update={"structured_output": False})}
+    )
+    policy = policy.model_copy(
+        update={
+            "roles": {**policy.roles, "critic": role},
+            "endpoints": {**policy.endpoints, "openai-us": ep},
+        }
+    )
+    await sim_admin.set_accuracy("openai-us", 1.0)
+    spec = ScorerSpec(kind="json", fields=["verdict"])
+    inp = QualifyItemInput(
+        role="critic", route="openai-us", item=CRITIC_ITEM, scorer=spec, timeout_s=5
+    )
+    out = await _acts(policy, http).qualify_item(inp)
+    [attempt] = await sim_admin.attempts()
+    assert attempt.system.startswith("VARIANT-X") and "JSON Schema" in attempt.system
+    assert (out.schema_ok, out.score) == (True, 1.0)
