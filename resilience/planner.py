@@ -402,10 +402,9 @@ def _candidate(
     """The route as a scored candidate, or None (and a skip recorded) if it cannot be called."""
     health = snapshot.get(route)
     needs_triage, target = False, None
-    block = _blocked(route, tier, health, facts, now, role.critical)
     block = _unqualified(route, tier, role)
     if block is None:
-        block = _blocked(route, tier, health, facts, now)
+        block = _blocked(route, tier, health, facts, now, role.critical)
     if block is None:
         block, needs_triage, target = _fit(route, tier, policy, facts, health)
     if block is not None:
