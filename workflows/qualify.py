@@ -236,7 +236,7 @@ class QualifyWorkflow:
             golden_set=inp.golden_set,
             golden_hash=golden_hash(inp.items),
             min_quality=inp.min_quality,
-            scorer=inp.scorer.kind,
+            scorer="+".join(sorted({(i.scorer or inp.scorer).kind for i in inp.items})),
             routes=routes,
             items=len(inp.items),
             runs=inp.runs + 1,
