@@ -12,8 +12,8 @@ larger context window needed). The rules, in order:
    otherwise they are skipped, so users do not carry a recovering route's risk.
 2. Routes are skipped when measured below the role's ``min_quality`` by ``failover
    qualify`` (``unqualified``: the lock file's verdict), excluded by the caller, forced
-   open, open (before ``open_until``), cooling down after a Retry-After (this call's, or the route's
-   shared ``cooldown_until``), out of rate budget (a bucket of the route's endpoint or
+   open, open (before ``open_until``), cooling down after a Retry-After (this call's, or
+   the route's shared ``cooldown_until``), out of rate budget (a bucket of the route's endpoint or
    of the role's bulkhead, as the snapshot read it, cannot hold one more request of
    this size until it refills: ``RATE_BUDGET``, planned like a cool-down; a role that
    is not critical may not use a budget's reserve), or when their context window
