@@ -14,8 +14,9 @@ worker of a client it is given to):
   that happens to be called ``activities`` is never passed through);
 * registers the failover activities (``role_context``, ``call_model``, cache, probes...)
   and, unless ``include_pipeline=False``, the ``AgentPipelineWorkflow``, its tools and its
-  on-call notification (``notify_escalation``);
-  always the ``HealthMonitorWorkflow``;
+  on-call notification (``notify_escalation``); always the ``HealthMonitorWorkflow`` and
+  ``QualifyWorkflow`` (``failover qualify``) with its ``qualify_item`` / ``score_answer``
+  activities;
 * when the worker runs: connects the stores (Redis at ``REDIS_URL``), starts one extra
   worker per bulkhead (``<task queue>-llm-<bulkhead>``, its own slot limit; ``bulkheads=``
   picks which, so other processes can serve the rest: :meth:`FailoverPlugin.bulkhead_worker`;
@@ -56,6 +57,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agent_failover.activities.llm import LLMActivities
 from agent_failover.activities.notify import EscalationNotifier
+from agent_failover.activities.quality import QualityActivities
 from agent_failover.activities.shadow import ShadowActivities
 from agent_failover.activities.tools import ToolActivities, tools_base_url
 from agent_failover.codec import AesGcmCodec, codec_from_env, with_codec
@@ -69,6 +71,7 @@ from agent_failover.stores.health import MemoryHealthStore
 from agent_failover.telemetry.setup import tracing_enabled
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from agent_failover.workflows.qualify import QualifyWorkflow
 from agent_failover.workflows.shadow import ShadowEvaluationWorkflow, shadow_task_queue
 
 log = logging.getLogger("agent_failover.plugin")
@@ -194,7 +197,7 @@ class FailoverPlugin(SimplePlugin):
         self._shadow_queues: set[str] = set()  # standalone shadow queues
         self._stores: Stores | None = stores if isinstance(stores, Stores) else None
         self._running = 0
-        workflows: list[type] = [HealthMonitorWorkflow]
+        workflows: list[type] = [HealthMonitorWorkflow, QualifyWorkflow]
         if include_pipeline:
             workflows.append(AgentPipelineWorkflow)
         super().__init__(
@@ -272,6 +275,7 @@ class FailoverPlugin(SimplePlugin):
                 self._slots.get(b, 16) for b in self.bulkheads
             )
         ours: list[Callable[..., Any]] = acts.all()
+        ours += QualityActivities(self.policy, self.http).all()
         if self._include_pipeline:
             ours += ToolActivities(self.http, tools_base_url()).all()
             # The webhook's URL and secret are read from the environment at each call.

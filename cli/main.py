@@ -351,6 +351,118 @@ def report(
 
 
 @app.command()
+def qualify(
+    role: Annotated[str, typer.Option("--role", help="Role whose roster is qualified.")],
+    golden: Annotated[
+        Path | None,
+        typer.Option(
+            "--golden",
+            help="Golden set, JSONL: one {id, prompt, expected[, scorer, system]} per line "
+            "(default: the shipped datasets/<role>.jsonl).",
+        ),
+    ] = None,
+    min_quality: Annotated[
+        float | None,
+        typer.Option(
+            "--min-quality",
+            min=0.0,
+            max=1.0,
+            help="Quality (mean item score, 0..1) a route needs (default: the role's "
+            "min_quality, else 0.85).",
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            help="Lock file to write (other roles' entries are kept; default: the policy's "
+            "qualification.lock_file, else ./roster.lock.yaml).",
+        ),
+    ] = None,
+    scorer: Annotated[
+        str | None,
+        typer.Option(
+            help="exact, normalized, json or judge (default: json when the role has an "
+            "output_schema, else normalized); a line's own `scorer` wins."
+        ),
+    ] = None,
+    judge_route: Annotated[
+        str | None,
+        typer.Option(help="Route that grades judge-scored items (default: the policy's)."),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option(min=1, max=64, help="Items in flight at once, all routes together.")
+    ] = 4,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Re-run even if this exact run already completed.")
+    ] = False,
+    policy: Annotated[
+        Path | None,
+        typer.Option(help="Policy YAML (default: FAILOVER_POLICY, the dev stack's, the demo's)."),
+    ] = None,
+    address: AddressOpt = None,
+    task_queue: TaskQueueOpt = None,
+) -> None:
+    """Run a role's golden set against every route of its roster (a Temporal workflow),
+    score the answers, measure p50/p95 latency and schema compliance, and write the lock
+    file the planner reads. Exit 3 when the role is left without a qualified fallback.
+    Re-running the same command attaches to (or reuses) the same run."""
+    from agent_failover.cli import qualify as q
+
+    args = q.QualifyArgs(role, golden, min_quality, output, scorer, judge_route, concurrency, fresh)
+    policy_path = _policy_path(policy)
+    cfg = _guard(lambda: _load_cli_policy(policy_path))
+    golden_path = golden or q.default_golden(role)
+    if golden is None and not golden_path.exists():
+        _guard(lambda: _raise_bad(f"no shipped golden set for role {role!r}: pass --golden FILE"))
+    inp = _guard(lambda: q.build_input(args, cfg, golden_path))
+    lock_file = q.output_path(output, cfg, policy_path)
+    tq = _task_queue(task_queue)
+
+    async def body():
+        client = await _client(address)
+        return await q.run_qualify(console, client, inp, tq, fresh)
+
+    result = _guard(lambda: asyncio.run(body()), address=_shown_address(address))
+    role_policy = cfg.role(role)
+    console.print(q.result_table(result, role_policy))
+    _guard(lambda: q.update_lock(lock_file, role, q.role_qualification(result)))
+    console.print(f"wrote {lock_file} (role {role})", highlight=False)
+    problems = q.gate(result, role_policy)
+    for line in problems:
+        err.print(f"error: {line}", markup=False, highlight=False)
+    if problems:
+        raise typer.Exit(q.EXIT_UNQUALIFIED)
+
+
+def _raise_bad(message: str) -> None:
+    raise CliError(message, EXIT_BAD_INPUT)
+
+
+def _policy_path(flag: Path | None) -> Path:
+    """--policy, else FAILOVER_POLICY, else the running dev stack's, else the demo policy."""
+    if flag is not None:
+        return flag
+    if os.environ.get("FAILOVER_POLICY"):
+        return Path(os.environ["FAILOVER_POLICY"])
+    from agent_failover.cli.devstack import read_stack_file
+
+    stack = read_stack_file() or {}
+    return Path(stack["policy"]) if stack.get("policy") else DEFAULT_POLICY_PATH
+
+
+def _load_cli_policy(path: Path):
+    """The policy without its lock (qualify writes the lock), or exit 2 with every field."""
+    from agent_failover.config.loader import load_policy
+    from agent_failover.resilience.config import PolicyError
+
+    try:
+        return load_policy(path, with_lock=False)
+    except PolicyError as exc:
+        raise CliError(f"invalid policy {path}:\n{exc}", EXIT_BAD_INPUT) from None
+
+
+@app.command()
 def force(
     route: Annotated[str, typer.Argument(help="Route (endpoint name).")],
     state_: Annotated[str, typer.Argument(metavar="STATE", help="open, closed or release.")],

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from agent_failover.config.lock import attach_lock
 from agent_failover.providers.extras import missing_extras
 from agent_failover.resilience.config import (
     PolicyConfig,
@@ -116,9 +117,17 @@ def _read_text(p: Path) -> str:
 
 
 def load_policy(
-    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+    path: str | os.PathLike[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    with_lock: bool = True,
 ) -> PolicyConfig:
-    """Read and validate a YAML policy file; raise :class:`PolicyError` with field paths."""
+    """Read and validate a YAML policy file; raise :class:`PolicyError` with field paths.
+
+    When the policy names a ``qualification.lock_file`` (relative to the policy file), each
+    role's verdicts from it are attached (``RolePolicy.qualification``); ``with_lock=False``
+    skips that (``failover qualify`` writes the lock, so it may not exist yet).
+    """
     p = Path(path)
     text = _read_text(p)
     loader = _LimitedLoader(text)
@@ -137,7 +146,8 @@ def load_policy(
         raise PolicyError([(str(p), "invalid YAML: nested too deeply")]) from None
     finally:
         loader.dispose()
-    return parse_policy(data, env=env)
+    policy = parse_policy(data, env=env)
+    return attach_lock(policy, p) if with_lock else policy
 
 
 def check_policy_file(

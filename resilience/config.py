@@ -27,6 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from agent_failover.providers.endpoint import EndpointConfig
 from agent_failover.resilience.limits import MAX_REPLY_BYTES_LIMIT
+from agent_failover.resilience.qualification import (
+    QualificationLock,
+    RoleQualification,
+    threshold,
+    unqualified_reason,
+)
 from agent_failover.resilience.quality import ScorerSpec
 
 # --- breaker defaults (resilience4j-style seeds) -------------------------------------
@@ -503,6 +509,10 @@ class RolePolicy(BaseModel):
     )
     shadow: ShadowSettings | None = None
     rerun: RerunSettings | None = None
+    qualification: RoleQualification | None = Field(
+        default=None,
+        description="the role's entry of qualification.lock_file, attached by the loader",
+    )
 
     @model_validator(mode="after")
     def _check_budgets(self) -> RolePolicy:
@@ -622,6 +632,20 @@ class RateBudgets(BaseModel):
         return bool(self.endpoints or self.bulkheads)
 
 
+class QualificationSettings(BaseModel):
+    """Where the qualification lock lives and which route judges free-text answers."""
+
+    model_config = _STRICT
+
+    lock_file: str | None = Field(
+        default=None,
+        description="lock file written by `failover qualify`, relative to the policy file",
+    )
+    judge_route: str | None = Field(
+        default=None, description="endpoint that grades free-text answers (scorer kind judge)"
+    )
+
+
 class PolicyConfig(BaseModel):
     """The whole failover policy. Cross-references are checked on construction.
 
@@ -641,6 +665,7 @@ class PolicyConfig(BaseModel):
     rate_budgets: RateBudgets = Field(default_factory=RateBudgets)
     hysteresis_margin: float = Field(default=DEFAULT_HYSTERESIS_MARGIN, gt=0.0, lt=1.0)
     scoring: ScoringWeights = Field(default_factory=ScoringWeights)
+    qualification: QualificationSettings = Field(default_factory=QualificationSettings)
     roles: dict[str, RolePolicy] = Field(min_length=1)
     warnings: list[str] = Field(default_factory=list)
 
@@ -699,6 +724,27 @@ class PolicyConfig(BaseModel):
         """All roster routes of ``role`` in tier order (tier0, tier1, tier2)."""
         return self.role(role).roster.routes()
 
+    def with_qualification(self, lock: QualificationLock) -> PolicyConfig:
+        """A copy with each role's lock entry attached (``RolePolicy.qualification``).
+
+        Lock entries for roles or routes the policy does not have are ignored with a
+        warning; a role the lock does not cover keeps planning every route.
+        """
+        warnings = list(self.warnings)
+        roles = dict(self.roles)
+        for name, entry in lock.roles.items():
+            if name not in roles:
+                warnings.append(f"qualification lock: role {name!r} is not in the policy; ignored")
+                continue
+            extra = sorted(set(entry.routes) - set(roles[name].roster.routes()))
+            if extra:
+                warnings.append(
+                    f"qualification lock: role {name!r} has verdicts for routes not in its "
+                    f"roster ({', '.join(extra)}); ignored"
+                )
+            roles[name] = roles[name].model_copy(update={"qualification": entry})
+        return self.model_copy(update={"roles": roles, "warnings": warnings})
+
     def subset_for(self, role: str, extra_routes: list[str] | None = None) -> PolicyConfig:
         """The policy cut down to one role and the endpoints it may use (for history).
 
@@ -727,6 +773,9 @@ class PolicyConfig(BaseModel):
                         if n == policy_role.bulkhead
                     },
                 ),
+                # Workflows need the role's verdicts (on the role), not where the lock
+                # lives or which route judges; the judge may not be in the subset.
+                "qualification": QualificationSettings(),
             }
         )
 
@@ -797,6 +846,9 @@ def _cross_reference_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
             errors.append(
                 (f"rate_budgets.bulkheads.{name}", f"no role runs in bulkhead {name!r} ({known})")
             )
+    judge = cfg.qualification.judge_route
+    if judge is not None and judge not in cfg.endpoints:
+        errors.append(("qualification.judge_route", f"unknown endpoint {judge!r}"))
     for key, role in cfg.roles.items():
         base = f"roles.{key}"
         if role.name != key:
@@ -987,6 +1039,16 @@ def parse_policy(data: Any, *, env: Mapping[str, str] | None = None) -> PolicyCo
     data = _interpolate(data, env, "", errors)
     if "warnings" in data:
         errors.append(("warnings", "is computed by validation and cannot be set"))
+    roles = data.get("roles")
+    for key, role in roles.items() if isinstance(roles, dict) else ():
+        if isinstance(role, dict) and "qualification" in role:
+            errors.append(
+                (
+                    f"roles.{key}.qualification",
+                    "is read from the lock file named by qualification.lock_file "
+                    "(written by `failover qualify`) and cannot be set here",
+                )
+            )
     _inject_names(data, "endpoints", errors)
     _inject_names(data, "roles", errors)
     if errors:
@@ -1096,4 +1158,18 @@ def describe_policy(cfg: PolicyConfig) -> list[str]:
             f"  role {name}: {tiers} | {cache} | static; budget {role.total_budget_ms:g} ms, "
             f"ttft {role.ttft_budget_ms:g} ms{hedge}"
         )
+        if role.qualification is not None:
+            lines.append(f"    {_qualification_line(role)}")
     return lines
+
+
+def _qualification_line(role: RolePolicy) -> str:
+    """Which routes the lock file leaves out of the role's plans, and from which run."""
+    q = role.qualification
+    assert q is not None
+    out = [r for r in role.roster.routes() if unqualified_reason(r, role.min_quality, q)]
+    left = f"never planned: {', '.join(out)}" if out else "every measured route qualifies"
+    return (
+        f"qualified {q.qualified_at} on {q.golden_set} ({q.golden_hash}), min_quality "
+        f"{threshold(role.min_quality, q):.2f}: {left}"
+    )

@@ -10,9 +10,10 @@ larger context window needed). The rules, in order:
    (``breaker.half_open_call_fraction``, default 0: probes alone decide), or when no
    closed route is left to plan (a trial beats the cache and the static fallback);
    otherwise they are skipped, so users do not carry a recovering route's risk.
-2. Routes are skipped when excluded by the caller, forced open, open (before
-   ``open_until``), cooling down after a Retry-After (this call's, or the route's
-   shared ``cooldown_until``), out of rate budget (a bucket of the route's endpoint or
+2. Routes are skipped when measured below the role's ``min_quality`` by ``failover
+   qualify`` (``unqualified``: the lock file's verdict), excluded by the caller, forced
+   open, open (before ``open_until``), cooling down after a Retry-After (this call's, or
+   the route's shared ``cooldown_until``), out of rate budget (a bucket of the route's endpoint or
    of the role's bulkhead, as the snapshot read it, cannot hold one more request of
    this size until it refills: ``RATE_BUDGET``, planned like a cool-down; a role that
    is not critical may not use a budget's reserve), or when their context window
@@ -47,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent_failover.resilience.budget import budget_wait
 from agent_failover.resilience.config import CacheTier, PolicyConfig, RolePolicy, StaticFallback
 from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
+from agent_failover.resilience.qualification import unqualified_reason
 from agent_failover.resilience.scoring import RouteScore, request_cost, score_route
 from agent_failover.resilience.sla import evaluate_sla
 
@@ -103,6 +105,8 @@ class SkipReason(StrEnum):
     CONTEXT_TOO_SMALL = "context_too_small"
     NO_BUDGET = "no_budget"
     RATE_BUDGET = "rate_budget"
+    #: Measured below the role's min_quality by `failover qualify` (the lock file).
+    UNQUALIFIED = "unqualified"
 
 
 class PlannedAttempt(BaseModel):
@@ -259,6 +263,14 @@ def _out_of_budget(
     )
 
 
+def _unqualified(route: str, tier: int, role: RolePolicy) -> SkippedRoute | None:
+    """A route measured below the role's ``min_quality`` is never planned (lock file)."""
+    reason = unqualified_reason(route, role.min_quality, role.qualification)
+    if reason is None:
+        return None
+    return SkippedRoute(route=route, tier=tier, code=SkipReason.UNQUALIFIED, reason=reason)
+
+
 def _fit(
     route: str, tier: int, policy: PolicyConfig, facts: RequestFacts, health: RouteHealth
 ) -> tuple[SkippedRoute | None, bool, int | None]:
@@ -390,7 +402,9 @@ def _candidate(
     """The route as a scored candidate, or None (and a skip recorded) if it cannot be called."""
     health = snapshot.get(route)
     needs_triage, target = False, None
-    block = _blocked(route, tier, health, facts, now, role.critical)
+    block = _unqualified(route, tier, role)
+    if block is None:
+        block = _blocked(route, tier, health, facts, now, role.critical)
     if block is None:
         block, needs_triage, target = _fit(route, tier, policy, facts, health)
     if block is not None:

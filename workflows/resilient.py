@@ -592,7 +592,12 @@ class _ResilientCall:
                 self.state.add_reason(ReasonCode.QUALITY_REGRESSION)
                 observe.quality_demoted(self, s.route, s.reason)
                 continue
-            elif s.code is not SkipReason.CONTEXT_TOO_SMALL:
+            elif s.code is SkipReason.UNQUALIFIED and s.tier > 0:
+                # Below the role's min_quality in the qualification lock. Only a skipped
+                # primary is recorded on every call (it is why a standby answers); a
+                # fallback's skip is in the plan's explanation, not each call's history.
+                continue
+            elif s.code not in (SkipReason.CONTEXT_TOO_SMALL, SkipReason.UNQUALIFIED):
                 continue
             self.attempts.append(
                 AttemptRecord(

@@ -257,15 +257,19 @@ def build_reply(
     rng = random.Random(request.seed())
     tool = request.tool or first_uncalled(request.offered_tools, request.called_tools)
     if tool is not None:
-        text = json.dumps(generate_instance(tool.schema, rng))
+        value = generate_instance(tool.schema, rng)
+        text = json.dumps(value)
+        if request.tool is not None:
+            # A forced tool is how some wires ask for structured output.
+            text = _golden(request, rng, correct, value, schema=tool.schema) or text
         finish = Finish.TOOL
     elif request.json_mode:
         value = generate_instance(request.schema, rng) if request.schema else None
         text = json.dumps(value if value is not None else default_json(request, rng))
         finish = Finish.STOP
-        text = _golden(request, rng, correct, value) or text
+        text = _golden(request, rng, correct, value, schema=request.schema) or text
     else:
-        text = _golden(request, rng, correct, None) or prose(request, rng)
+        text = _golden(request, rng, correct, None, schema=None) or prose(request, rng)
         finish = Finish.STOP
 
     if prefill and tool is None and text.startswith(prefill):
@@ -311,15 +315,22 @@ def build_reply(
     )
 
 
-def _golden(request: ParsedRequest, rng: random.Random, correct: bool, value: Any) -> str | None:
+def _golden(
+    request: ParsedRequest,
+    rng: random.Random,
+    correct: bool,
+    value: Any,
+    *,
+    schema: dict[str, Any] | None,
+) -> str | None:
     return golden_text(
         request.last_user_text,
         request.system,
-        request.schema,
+        schema,
         value,
         correct,
         rng,
-        json_mode=request.json_mode,
+        json_mode=value is not None or request.json_mode,
     )
 
 

@@ -11,7 +11,8 @@ probability and wrongly otherwise:
   multiplication sign) — the integer;
 * ``Claim: 17 * 23 = 391`` — ``approve`` when the arithmetic holds, else ``revise``;
 * in JSON mode, ``Put the answer in "subtasks.0.role"`` places the computed answer at
-  that dotted path of the schema instance the simulator generates anyway;
+  that dotted path of the schema instance the simulator generates anyway (without that
+  line a JSON-mode request gets its usual schema instance);
 * a judge request (system prompt carrying ``resilience.quality.JUDGE_MARKER``) is graded
   by comparing the quoted expected and candidate answers, and answered as the verdict
   JSON ``{"score": 0 or 1, "reason": ...}`` (a wrong judge flips the score).
@@ -119,8 +120,11 @@ def golden_text(
     if right is None:
         return None
     place = _PLACE.search(task)
-    if not json_mode or place is None:
+    if not json_mode:
         return right if correct else wrong_answer(right, rng)
+    if place is None:
+        # JSON was asked for but not where the answer goes: the usual schema instance.
+        return None
     path = place.group(1).split(".")
     sub = _schema_at(schema or {}, path)
     answer = right if correct else wrong_answer(right, rng, sub.get("enum"))

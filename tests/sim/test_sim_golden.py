@@ -162,3 +162,13 @@ async def test_admin_rejects_bad_accuracy(sim, http) -> None:
     assert bad.status_code == 400 and "accuracy" in bad.text
     missing = await http.put(f"{sim.url}/_admin/accuracy/nope", json={"accuracy": 1})
     assert missing.status_code == 404
+
+
+def test_json_mode_without_a_placement_keeps_the_schema_instance() -> None:
+    """A golden task asked in JSON mode without 'Put the answer in' stays valid JSON."""
+    rng = random.Random(2)
+    assert golden_text("Reply with exactly: ALPHA", "", PLANNER_SCHEMA, {"subtasks": []},
+                       True, rng, json_mode=True) is None  # fmt: skip
+    assert golden_text("Reply with exactly: ALPHA", "", None, None, True, rng, json_mode=False) == (
+        "ALPHA"
+    )

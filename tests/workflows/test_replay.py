@@ -14,6 +14,7 @@ from agent_failover.activities.models import _POLICIES_BY_REF
 from agent_failover.service import workflow_runner
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from agent_failover.workflows.qualify import QualifyWorkflow
 from tests.workflows.helpers import ResilientCallWorkflow
 
 HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.json"))
@@ -22,8 +23,9 @@ HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.j
 def test_histories_are_committed() -> None:
     """The replay suite covers a healthy, a failover, a hedged and a summarized run,
     specialists' tool calls rolled back by a failed action and unwound on a cancellation,
-    an escalated run from before and after on-call notifications, a shadow-sampled call and
-    a pipeline that re-ran its degraded steps."""
+    an escalated run from before and after on-call notifications, a shadow-sampled call,
+    a pipeline that re-ran its degraded steps, a call that skips an unqualified route, and a
+    qualification run (continued as new, and its last run)."""
     names = {p.stem for p in HISTORIES}
     assert {
         "pipeline_healthy",
@@ -36,6 +38,9 @@ def test_histories_are_committed() -> None:
         "pipeline_escalation_notified",
         "call_shadowed",
         "pipeline_rerun",
+        "call_unqualified",
+        "qualify_continue_as_new",
+        "qualify_final",
     } <= names
     # Issue 10: eager dispatch, a full bulkhead's overflow, policies sent once per run.
     assert {"call_eager_issue10", "call_overflow_issue10", "pipeline_policy_refs_issue10"} <= names
@@ -49,7 +54,12 @@ async def test_history_replays_deterministically(path: Path) -> None:
     data = json.loads(path.read_text())  # noqa: ASYNC240 - a small local file
     history = WorkflowHistory.from_json(path.stem, data)
     replayer = Replayer(
-        workflows=[AgentPipelineWorkflow, HealthMonitorWorkflow, ResilientCallWorkflow],
+        workflows=[
+            AgentPipelineWorkflow,
+            HealthMonitorWorkflow,
+            ResilientCallWorkflow,
+            QualifyWorkflow,
+        ],
         data_converter=pydantic_data_converter,
         workflow_runner=workflow_runner(),
     )

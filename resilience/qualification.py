@@ -1,0 +1,210 @@
+"""Qualification of fallback routes: golden sets, per-route verdicts, the lock file (pure).
+
+``failover qualify`` runs a role's golden set (:class:`GoldenItem` lines of a JSONL file)
+against every route of its roster; each answer becomes an :class:`ItemResult`.
+:func:`summarize_route` turns one route's results into a :class:`RouteQualification`
+(mean quality score, pass rate, schema compliance, median and p95 latency, qualified or
+not against ``min_quality``); a role's verdicts form a :class:`RoleQualification`, and
+every qualified role lives in one :class:`QualificationLock` (``roster.lock.yaml``).
+
+The policy loader attaches a role's lock entry to :attr:`RolePolicy.qualification`;
+the planner then never plans a route whose measured quality is below the role's
+threshold (:func:`unqualified_reason`). :func:`gate_failures` is the CI gate: a role
+left without a qualified fallback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agent_failover.resilience.quality import MAX_DETAIL_CHARS, ScorerSpec
+
+LOCK_VERSION = 1
+#: Default quality a route must reach when neither the CLI nor the role sets one.
+DEFAULT_MIN_QUALITY = 0.85
+#: Largest golden prompt accepted (characters): the prompt travels through history.
+MAX_GOLDEN_PROMPT_CHARS = 32_000
+#: Largest expected answer (JSON-encoded characters).
+MAX_GOLDEN_EXPECTED_CHARS = 16_000
+#: Golden items in one set; larger sets are split into several files.
+MAX_GOLDEN_ITEMS = 5_000
+#: Characters of a route's answer kept on its item result (for the report only).
+ANSWER_EXCERPT_CHARS = 160
+
+
+class GoldenItem(BaseModel):
+    """One golden-set line: a prompt, its expected answer, optionally its own scorer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1, max_length=128)
+    prompt: str = Field(min_length=1, max_length=MAX_GOLDEN_PROMPT_CHARS)
+    expected: Any = None
+    system: str | None = Field(default=None, max_length=MAX_GOLDEN_PROMPT_CHARS)
+    scorer: ScorerSpec | None = None
+    max_tokens: int = Field(default=512, ge=1, le=32_000)
+
+    @field_validator("expected")
+    @classmethod
+    def _bounded(cls, value: Any) -> Any:
+        if len(json.dumps(value)) > MAX_GOLDEN_EXPECTED_CHARS:
+            raise ValueError(f"expected answer longer than {MAX_GOLDEN_EXPECTED_CHARS} chars")
+        return value
+
+
+def golden_hash(items: Sequence[GoldenItem]) -> str:
+    """Stable hash of a golden set's content (order and every field count), 16 hex digits."""
+    canonical = json.dumps(
+        [i.model_dump(mode="json", exclude_none=True) for i in items],
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+class ItemResult(BaseModel):
+    """One golden item answered by one route: small, it is kept in workflow state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    item_id: str
+    route: str
+    ok: bool = Field(description="the route answered (False: error, see error_class)")
+    error_class: str | None = None
+    latency_ms: float | None = None
+    schema_ok: bool | None = Field(default=None, description="None: the role has no schema")
+    score: float = Field(default=0.0, ge=0.0, le=1.0)
+    passed: bool = False
+    detail: str = Field(default="", max_length=MAX_DETAIL_CHARS)
+    answer_excerpt: str = Field(default="", max_length=ANSWER_EXCERPT_CHARS)
+
+
+class RouteQualification(BaseModel):
+    """A route's verdict in the lock file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = ""
+    quality: float = Field(ge=0.0, le=1.0, description="mean item score; errors score 0")
+    pass_rate: float = Field(ge=0.0, le=1.0)
+    items: int = Field(ge=0)
+    errors: int = Field(ge=0)
+    schema_compliance: float | None = Field(default=None, ge=0.0, le=1.0)
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    qualified: bool
+
+
+class RoleQualification(BaseModel):
+    """One role's qualification: the set it ran, the threshold, each route's verdict."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    golden_set: str
+    golden_hash: str
+    scorer: str
+    min_quality: float = Field(ge=0.0, le=1.0)
+    qualified_at: str = Field(description="UTC date and time of the run, ISO 8601")
+    routes: dict[str, RouteQualification] = Field(default_factory=dict)
+
+
+class QualificationLock(BaseModel):
+    """The whole lock file: one entry per qualified role."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(default=LOCK_VERSION, ge=1, le=LOCK_VERSION)
+    roles: dict[str, RoleQualification] = Field(default_factory=dict)
+
+    def with_role(self, role: str, qualification: RoleQualification) -> QualificationLock:
+        """A copy with ``role``'s entry replaced (other roles kept)."""
+        return QualificationLock(version=self.version, roles={**self.roles, role: qualification})
+
+
+def summarize_route(
+    results: Iterable[ItemResult], *, model: str, min_quality: float, with_schema: bool
+) -> RouteQualification:
+    """One route's verdict from its item results (an unanswered item scores 0)."""
+    # Imported here: resilience.config imports this module, and windows imports config.
+    from agent_failover.resilience.windows import percentile
+
+    rows = list(results)
+    n = len(rows)
+    answered = [r for r in rows if r.ok]
+    latencies = [r.latency_ms for r in answered if r.latency_ms is not None]
+    quality = sum(r.score for r in rows) / n if n else 0.0
+    schema = None
+    if with_schema:
+        schema = sum(1 for r in rows if r.schema_ok) / n if n else 0.0
+    return RouteQualification(
+        model=model,
+        quality=round(quality, 4),
+        pass_rate=round(sum(1 for r in rows if r.passed) / n, 4) if n else 0.0,
+        items=n,
+        errors=n - len(answered),
+        schema_compliance=None if schema is None else round(schema, 4),
+        latency_p50_ms=_rounded(percentile(latencies, 50)),
+        latency_p95_ms=_rounded(percentile(latencies, 95)),
+        qualified=n > 0 and quality >= min_quality,
+    )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+def threshold(role_min_quality: float, qualification: RoleQualification) -> float:
+    """The quality a route needs: both the role's ``min_quality`` and the threshold the
+    lock was written with (``failover qualify --min-quality``), so either can tighten it."""
+    return max(role_min_quality, qualification.min_quality)
+
+
+def unqualified_reason(
+    route: str, role_min_quality: float, qualification: RoleQualification | None
+) -> str | None:
+    """Why ``route`` may not be planned for the role, or None when it may."""
+    if qualification is None or route not in qualification.routes:
+        return None
+    verdict = qualification.routes[route]
+    need = threshold(role_min_quality, qualification)
+    if verdict.quality >= need and verdict.items > 0:
+        return None
+    return (
+        f"unqualified: quality {verdict.quality:.2f} < min_quality {need:.2f} on golden set "
+        f"{qualification.golden_set} ({qualification.golden_hash}, {qualification.qualified_at})"
+    )
+
+
+def gate_failures(
+    role: str, tiers: Sequence[tuple[int, Sequence[str]]], qualification: RoleQualification,
+    role_min_quality: float = 0.0,
+) -> list[str]:  # fmt: skip
+    """CI gate: problems that leave ``role`` without a qualified fallback (empty = pass).
+
+    A fallback is a tier-1 or tier-2 route; the role fails when none of them qualifies
+    (or it has none), and also when no route at all does.
+    """
+    ok = {
+        r
+        for _, routes in tiers
+        for r in routes
+        if unqualified_reason(r, role_min_quality, qualification) is None
+        and r in qualification.routes
+    }
+    fallbacks = [r for tier, routes in tiers if tier >= 1 for r in routes]
+    problems = []
+    if not ok:
+        problems.append(f"role {role!r}: no route qualifies")
+    if not fallbacks:
+        problems.append(f"role {role!r}: has no fallback route (tier1/tier2 are empty)")
+    elif not ok.intersection(fallbacks):
+        problems.append(
+            f"role {role!r}: no qualified fallback: none of {', '.join(fallbacks)} reaches "
+            f"min_quality {threshold(role_min_quality, qualification):.2f}"
+        )
+    return problems
