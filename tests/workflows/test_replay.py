@@ -18,6 +18,13 @@ from agent_failover.workflows.qualify import QualifyWorkflow
 from tests.workflows.helpers import ResilientCallWorkflow
 
 HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.json"))
+#: Every workflow type a committed history may hold (the tracing replay test uses it too).
+REPLAY_WORKFLOWS = [
+    AgentPipelineWorkflow,
+    HealthMonitorWorkflow,
+    ResilientCallWorkflow,
+    QualifyWorkflow,
+]
 
 
 def test_histories_are_committed() -> None:
@@ -54,14 +61,18 @@ async def test_history_replays_deterministically(path: Path) -> None:
     data = json.loads(path.read_text())  # noqa: ASYNC240 - a small local file
     history = WorkflowHistory.from_json(path.stem, data)
     replayer = Replayer(
-        workflows=[
-            AgentPipelineWorkflow,
-            HealthMonitorWorkflow,
-            ResilientCallWorkflow,
-            QualifyWorkflow,
-        ],
+        workflows=REPLAY_WORKFLOWS,
         data_converter=pydantic_data_converter,
         workflow_runner=workflow_runner(),
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+
+
+def test_every_history_workflow_type_is_replayed() -> None:
+    """A history of a workflow type missing from ``REPLAY_WORKFLOWS`` would fail to replay."""
+    known = {w.__name__ for w in REPLAY_WORKFLOWS}
+    for path in HISTORIES:
+        first = json.loads(path.read_text())["events"][0]
+        name = first["workflowExecutionStartedEventAttributes"]["workflowType"]["name"]
+        assert name in known, f"{path.name}: add {name} to REPLAY_WORKFLOWS"
