@@ -187,48 +187,11 @@ class AgentPipelineWorkflow:
         self._critical = set(roles.critical)
         self._min_confidence = dict(roles.min_confidence)
         self._reruns = DegradedReruns(dict(roles.rerun))
-        specialists = roles.specialists
-
-        self._phase = "planning"
-        self._pending = [PLANNER, "specialists", CRITIC, SYNTHESIS]
-        if opts.actions:
-            self._pending.append(ACTIONS)
-        plan_out = await self._step(
-            PLANNER, PLANNER, planner_request(inp.task, context, specialists), opts
-        )
-        try:
-            subtasks = parse_plan(
-                plan_out.data, known_roles=specialists, max_subtasks=opts.max_subtasks
-            )
-        except PlanError as exc:
-            # A schema-valid but unusable plan: fall back to one subtask per specialist.
-            workflow.logger.warning("planner output unusable (%s); using a default plan", exc)
-            subtasks = [
-                Subtask(id=f"s{i + 1}", role=r, instruction=inp.task)
-                for i, r in enumerate(specialists[: opts.max_subtasks])
-            ]
-
-        self._done_stage(PLANNER)
+        subtasks = await self._plan(inp, context, roles.specialists)
         self._phase = "specialists"
         sections = await self._run_specialists(inp.task, subtasks, context, [], opts)
         self._done_stage("specialists")
-
-        verdict = None
-        for round_no in range(opts.revision_rounds + 1):
-            self._phase = "critic"
-            critic_out = await self._step(
-                f"{CRITIC}#{round_no + 1}", CRITIC, critic_request(inp.task, sections), opts
-            )
-            verdict, reasons = review_verdict(critic_out)
-            # Only an actual request for changes starts a revision round: an unreviewed
-            # verdict (no critic could answer) has nothing for the specialists to act on.
-            if verdict != REVISE or round_no == opts.revision_rounds:
-                break
-            self._phase = "revision"
-            sections = await self._run_specialists(
-                inp.task, subtasks, context, reasons, opts, revision=round_no + 1
-            )
-
+        sections, verdict = await self._review(inp.task, subtasks, sections, context)
         self._done_stage(CRITIC)
         self._phase = "synthesis"
         synth = await self._step(
@@ -248,31 +211,14 @@ class AgentPipelineWorkflow:
             self._done_stage(SYNTHESIS)
             self._phase = ACTIONS
             actions, compensated = await self._apply_actions(opts.actions, answer, synth, opts)
-        if self._reruns.noted:
-            self._phase = "rerun"
-            await self._reruns.run(self._escalate_rerun, self._upsert_revisions)
-        await settle_shadows()
-        self._phase = "done"
-        self._pending = []
-        await self._flush_notifications()
+        await self._wrap_up()
         summary = self._summary()
         self._details(summary)
         return PipelineResult(
             answer=answer,
             confidence=confidence,
             degraded=bool(summary.degraded_steps),
-            sections=[
-                Section(
-                    step=step,
-                    role=out.role,
-                    degraded=is_section_degraded(out),
-                    suppressed=opts.suppress_degraded_sections and is_section_degraded(out),
-                    capability=out.capability.value,
-                    tier=out.tier,
-                    reason_codes=[c.value for c in out.reason_codes],
-                )
-                for step, out in sections
-            ],
+            sections=self._section_rows(sections),
             steps=list(self._steps),
             summary=summary,
             escalation=self._desk.state,
@@ -284,6 +230,83 @@ class AgentPipelineWorkflow:
             notifications=self._notifications(),
             revisions=list(self._reruns.revisions),
         ).bounded()
+
+    async def _plan(
+        self, inp: PipelineInput, context: list[Any], specialists: list[str]
+    ) -> list[Subtask]:
+        """The planner step: the subtasks, or one per specialist when its plan is unusable."""
+        opts = inp.options
+        self._phase = "planning"
+        self._pending = [PLANNER, "specialists", CRITIC, SYNTHESIS]
+        if opts.actions:
+            self._pending.append(ACTIONS)
+        plan_out = await self._step(
+            PLANNER, PLANNER, planner_request(inp.task, context, specialists), opts
+        )
+        try:
+            subtasks = parse_plan(
+                plan_out.data, known_roles=specialists, max_subtasks=opts.max_subtasks
+            )
+        except PlanError as exc:
+            # A schema-valid but unusable plan: fall back to one subtask per specialist.
+            workflow.logger.warning("planner output unusable (%s); using a default plan", exc)
+            subtasks = [
+                Subtask(id=f"s{i + 1}", role=r, instruction=inp.task)
+                for i, r in enumerate(specialists[: opts.max_subtasks])
+            ]
+        self._done_stage(PLANNER)
+        return subtasks
+
+    async def _review(
+        self,
+        task: str,
+        subtasks: list[Subtask],
+        sections: list[tuple[str, AgentOutput]],
+        context: list[Any],
+    ) -> tuple[list[tuple[str, AgentOutput]], str | None]:
+        """Critic rounds: the (possibly revised) sections and the last verdict."""
+        opts = self._opts
+        verdict = None
+        for round_no in range(opts.revision_rounds + 1):
+            self._phase = "critic"
+            critic_out = await self._step(
+                f"{CRITIC}#{round_no + 1}", CRITIC, critic_request(task, sections), opts
+            )
+            verdict, reasons = review_verdict(critic_out)
+            # Only an actual request for changes starts a revision round: an unreviewed
+            # verdict (no critic could answer) has nothing for the specialists to act on.
+            if verdict != REVISE or round_no == opts.revision_rounds:
+                break
+            self._phase = "revision"
+            sections = await self._run_specialists(
+                task, subtasks, context, reasons, opts, revision=round_no + 1
+            )
+        return sections, verdict
+
+    async def _wrap_up(self) -> None:
+        """Degraded re-runs, pending shadow starts and notifications, before the result."""
+        if self._reruns.noted:
+            self._phase = "rerun"
+            await self._reruns.run(self._escalate_rerun, self._upsert_revisions)
+        await settle_shadows()
+        self._phase = "done"
+        self._pending = []
+        await self._flush_notifications()
+
+    def _section_rows(self, sections: list[tuple[str, AgentOutput]]) -> list[Section]:
+        suppress = self._opts.suppress_degraded_sections
+        return [
+            Section(
+                step=step,
+                role=out.role,
+                degraded=is_section_degraded(out),
+                suppressed=suppress and is_section_degraded(out),
+                capability=out.capability.value,
+                tier=out.tier,
+                reason_codes=[c.value for c in out.reason_codes],
+            )
+            for step, out in sections
+        ]
 
     # -- stages -------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import asyncio
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -187,6 +187,44 @@ class _ResilientCall:
     async def _run(self) -> AgentOutput:
         started = workflow.now()
         self.started_at = started.timestamp()
+        ctx, current = await self._load_context(started)
+        role = ctx.role
+        request = self._prepare_request(role)
+        key = cache_key(self.role_name, request)
+        self.cache_key = key
+        self.cache_in_call = current or workflow.patched(CACHE_IN_CALL_PATCH)
+        routes_by_model = _routes_by_family(ctx.policy)
+        policy, floor, ticket = self._decision_rules(ctx.policy, request, current)
+        input_tokens = estimate_request_tokens(request)
+        first_plan: FailoverPlan | None = None
+        while not self.state.stop_live:
+            facts = RequestFacts(
+                input_tokens=input_tokens,
+                max_output_tokens=request.max_tokens,
+                elapsed_ms=(workflow.now() - started).total_seconds() * 1000,
+                exclude_routes=list(self.state.excluded),
+                min_context_window=self.state.min_context_window,
+                cooldowns=dict(self.state.cooldowns),
+                min_input_tokens=floor,
+                trial_ticket=ticket,
+            )
+            p = plan(role, policy, ctx.snapshot, facts, workflow.now().timestamp())
+            if first_plan is None:
+                first_plan = p
+                self._record_skipped(p)
+            if not p.attempts:
+                break
+            done = await self._round(p, role, key, started, routes_by_model)
+            if done is not None:
+                return done
+        assert first_plan is not None
+        if self.options is not None and self.options.on_exhausted is OnExhausted.RAISE:
+            raise FailoverExhausted(self.role_name, self.attempts, list(self.state.reasons))
+        return await self._degraded(first_plan, key, role, started)
+
+    async def _load_context(self, started: datetime) -> tuple[RoleContext, bool]:
+        """The role's policy and route health (one local activity), with the call's options
+        applied; True when it is the issue-10 format (a policy ref)."""
         ctx: RoleContext = await workflow.execute_local_activity_method(
             LLMActivities.role_context,
             RoleContextInput(
@@ -208,11 +246,15 @@ class _ResilientCall:
         ctx = ctx.model_copy(update={"role": role})
         self.ctx = ctx
         # A role context with a policy ref is the issue-10 format: the rules the two patches
-        # below gate apply to it without their markers (two events and two search-attribute
+        # gate apply to it without their markers (two events and two search-attribute
         # upserts per call); an older history replays through the patch markers it holds.
         current = ctx.policy_ref is not None
         if current:
             _policies_of_this_run().add(ctx.policy_ref)
+        return ctx, current
+
+    def _prepare_request(self, role: RolePolicy) -> ChatRequest:
+        """The request with the role's default prompt and schema, bounded for history."""
         request = self.request
         # A caller's own system prompt is kept on every route (self.own_system); otherwise
         # each attempt gets the role's variant for its route (_prepare), the default here.
@@ -221,76 +263,58 @@ class _ResilientCall:
         if role.output_schema is not None and request.json_schema is None:
             request = request.model_copy(update={"json_schema": role.output_schema})
         self.request = request = self._bounded(request)
-        key = cache_key(self.role_name, request)
-        self.cache_key = key
-        self.cache_in_call = current or workflow.patched(CACHE_IN_CALL_PATCH)
-        # Grouped by model family: Claude on Bedrock or Vertex is the model the Anthropic
-        # API serves, under another id, and refuses the same content.
-        routes_by_model: dict[str, list[str]] = {}
-        for name, ep in ctx.policy.endpoints.items():
-            routes_by_model.setdefault(ep.family, []).append(name)
-        first_plan: FailoverPlan | None = None
-        input_tokens = estimate_request_tokens(request)
-        policy, floor, ticket = ctx.policy, None, 0.0
+        return request
+
+    def _decision_rules(
+        self, policy: PolicyConfig, request: ChatRequest, current: bool
+    ) -> tuple[PolicyConfig, int | None, float]:
+        """(policy, triage floor, trial ticket) under the decisions-issue rules, or the
+        rules a run recorded before them replays with."""
         if current or workflow.patched(DECISIONS_PATCH):
             # What triage could at best shrink the request to: a route whose window cannot
             # hold even that is skipped (CONTEXT_TOO_SMALL), not sent a request it rejects.
             floor = minimal_input_tokens(request)
             # One draw per call decides whether it may be a half-open route's real-call
             # trial (breaker.half_open_call_fraction); workflow.random() replays exactly.
-            ticket = workflow.random().random()
-        else:
-            # A run recorded before these rules replays with them off: half-open routes
-            # were always trials in their tier slot, and no triage floor was known.
-            policy = _every_call_a_trial(policy)
-        while not self.state.stop_live:
-            elapsed_ms = (workflow.now() - started).total_seconds() * 1000
-            facts = RequestFacts(
-                input_tokens=input_tokens,
-                max_output_tokens=request.max_tokens,
-                elapsed_ms=elapsed_ms,
-                exclude_routes=list(self.state.excluded),
-                min_context_window=self.state.min_context_window,
-                cooldowns=dict(self.state.cooldowns),
-                min_input_tokens=floor,
-                trial_ticket=ticket,
-            )
-            p = plan(role, policy, ctx.snapshot, facts, workflow.now().timestamp())
-            if first_plan is None:
-                first_plan = p
-                self._record_skipped(p)
-            if not p.attempts:
-                break
-            first = p.attempts[0]
-            hedge = None
-            if (
-                len(p.attempts) > 1
-                and p.attempts[1].hedge
-                and self.hedges_used < role.hedging.max_hedges
-            ):
-                hedge = p.attempts[1]
-            await self._summarize_before_triage(role, first, hedge, started)
-            results = await (self._hedged(first, hedge) if hedge else self._single(first))
-            winner = next((r for r in results if r.result is not None), None)
-            for r in results:
-                if r.error_type == POLICY_ERROR:
-                    # A worker that cannot serve a planned route is misconfigured; other
-                    # routes would hide that, so the call ends here with the worker's words.
-                    raise ApplicationError(
-                        r.record.error or "policy error", type=POLICY_ERROR, non_retryable=True
-                    )
-                self.attempts.append(r.record)
-                if r.error_type is not None:
-                    self._fold_failure(r, routes_by_model)
-            if winner is not None:
-                return await self._success(winner, key, role)
-            refused = self._refusal(results, role, started)
-            if refused is not None:
-                return refused
-        assert first_plan is not None
-        if self.options is not None and self.options.on_exhausted is OnExhausted.RAISE:
-            raise FailoverExhausted(self.role_name, self.attempts, list(self.state.reasons))
-        return await self._degraded(first_plan, key, role, started)
+            return policy, floor, workflow.random().random()
+        # A run recorded before these rules replays with them off: half-open routes
+        # were always trials in their tier slot, and no triage floor was known.
+        return _every_call_a_trial(policy), None, 0.0
+
+    async def _round(
+        self,
+        p: FailoverPlan,
+        role: RolePolicy,
+        key: str,
+        started: datetime,
+        routes_by_model: dict[str, list[str]],
+    ) -> AgentOutput | None:
+        """One planned attempt (hedged when the plan says so): the answer, a refusal that
+        ends the call, or None to plan again."""
+        first = p.attempts[0]
+        hedge = None
+        if (
+            len(p.attempts) > 1
+            and p.attempts[1].hedge
+            and self.hedges_used < role.hedging.max_hedges
+        ):
+            hedge = p.attempts[1]
+        await self._summarize_before_triage(role, first, hedge, started)
+        results = await (self._hedged(first, hedge) if hedge else self._single(first))
+        winner = next((r for r in results if r.result is not None), None)
+        for r in results:
+            if r.error_type == POLICY_ERROR:
+                # A worker that cannot serve a planned route is misconfigured; other
+                # routes would hide that, so the call ends here with the worker's words.
+                raise ApplicationError(
+                    r.record.error or "policy error", type=POLICY_ERROR, non_retryable=True
+                )
+            self.attempts.append(r.record)
+            if r.error_type is not None:
+                self._fold_failure(r, routes_by_model)
+        if winner is not None:
+            return await self._success(winner, key, role)
+        return self._refusal(results, role, started)
 
     def _bounded(self, request: ChatRequest) -> ChatRequest:
         """The request triaged to fit one activity input (:data:`MAX_REQUEST_BYTES`).
@@ -799,3 +823,12 @@ def _failure_of(err: ActivityError) -> tuple[str, dict[str, Any]]:
         details = cause.details[0] if cause.details else {}
         return cause.type or "unknown", details if isinstance(details, dict) else {}
     return "unknown", {}
+
+
+def _routes_by_family(policy: PolicyConfig) -> dict[str, list[str]]:
+    """Route names grouped by model family: Claude on Bedrock or Vertex is the model the
+    Anthropic API serves, under another id, and refuses the same content."""
+    routes: dict[str, list[str]] = {}
+    for name, ep in policy.endpoints.items():
+        routes.setdefault(ep.family, []).append(name)
+    return routes
