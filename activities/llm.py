@@ -51,11 +51,12 @@ from agent_failover.providers.models import ChatReply, ChatRequest, Message
 from agent_failover.providers.registry import complete
 from agent_failover.providers.tokens import estimate_request_tokens
 from agent_failover.providers.validate import validate_reply
-from agent_failover.resilience.breaker import Transition
+from agent_failover.resilience.breaker import Admission, Transition
 from agent_failover.resilience.budget import all_scopes, scopes_for
 from agent_failover.resilience.config import (
     DEFAULT_MAX_REPLY_BYTES,
     BreakerSettings,
+    EndpointConfig,
     PolicyConfig,
     PolicyError,
     RateLimitSettings,
@@ -278,42 +279,18 @@ class LLMActivities:
 
     async def _call_model(self, inp: CallModelInput) -> CallModelResult:
         """One attempt on one route: admit, stream, validate, record, classify."""
-        try:
-            endpoint = self._policy.endpoint(inp.route)
-        except PolicyError as exc:
-            # The workflow planned with a policy this worker does not share: a deployment
-            # configuration error that no retry and no other route can fix.
-            raise ApplicationError(
-                f"this worker's policy cannot serve the call: {exc}",
-                type=POLICY_ERROR,
-                non_retryable=True,
-            ) from exc
+        endpoint = self._endpoint(inp.route)
         settings = self._policy.trial_settings(inp.route, inp.role)
         base = _attempt_base(inp.now)
         started = time.monotonic()
-        admission = await self._health.admit(inp.route, settings, self._now(base, started))
-        if not admission.permitted:
-            raise ApplicationError(
-                f"breaker for route {inp.route!r} rejected the call "
-                f"({admission.reason.value if admission.reason else 'open'})",
-                type=BREAKER_REJECTED,
-                non_retryable=True,
-                category=ApplicationErrorCategory.BENIGN,
-            )
+        admission = await self._admit(inp.route, settings, self._now(base, started))
         reserved = estimate_request_tokens(inp.request) + inp.request.max_tokens
         grant = await self._take_budget(inp, reserved, admission.trial, self._now(base, started))
-        budgets = Budgets(
-            connect_s=min(self._connect_s, inp.timeout_ms / 1000),
-            ttft_s=inp.ttft_budget_ms / 1000,
-            idle_s=inp.idle_budget_ms / 1000,
-            total_s=inp.timeout_ms / 1000,
-            max_reply_bytes=inp.max_reply_bytes,
-        )
         progress = _Progress()
         beat = asyncio.create_task(_heartbeat_loop(progress))
         try:
             reply = await complete(
-                self._http, endpoint, inp.request, budgets, on_progress=progress.update
+                self._http, endpoint, inp.request, self._budgets(inp), on_progress=progress.update
             )
             data = validate_reply(
                 reply, inp.output_schema, endpoint=inp.route, max_reply_bytes=inp.max_reply_bytes
@@ -341,6 +318,56 @@ class LLMActivities:
             ttft_ms=reply.ttft_ms,
             trial=admission.trial,
         )
+        await self._on_answer(inp, endpoint, reply, data, outcome, grant, settings)
+        return CallModelResult(
+            reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
+        )
+
+    def _endpoint(self, route: str) -> EndpointConfig:
+        try:
+            return self._policy.endpoint(route)
+        except PolicyError as exc:
+            # The workflow planned with a policy this worker does not share: a deployment
+            # configuration error that no retry and no other route can fix.
+            raise ApplicationError(
+                f"this worker's policy cannot serve the call: {exc}",
+                type=POLICY_ERROR,
+                non_retryable=True,
+            ) from exc
+
+    async def _admit(self, route: str, settings: BreakerSettings, now: float) -> Admission:
+        """The breaker's admission, or a non-retryable ``breaker_rejected`` error."""
+        admission = await self._health.admit(route, settings, now)
+        if not admission.permitted:
+            raise ApplicationError(
+                f"breaker for route {route!r} rejected the call "
+                f"({admission.reason.value if admission.reason else 'open'})",
+                type=BREAKER_REJECTED,
+                non_retryable=True,
+                category=ApplicationErrorCategory.BENIGN,
+            )
+        return admission
+
+    def _budgets(self, inp: CallModelInput) -> Budgets:
+        return Budgets(
+            connect_s=min(self._connect_s, inp.timeout_ms / 1000),
+            ttft_s=inp.ttft_budget_ms / 1000,
+            idle_s=inp.idle_budget_ms / 1000,
+            total_s=inp.timeout_ms / 1000,
+            max_reply_bytes=inp.max_reply_bytes,
+        )
+
+    async def _on_answer(
+        self,
+        inp: CallModelInput,
+        endpoint: EndpointConfig,
+        reply: ChatReply,
+        data: Any,
+        outcome: CallOutcome,
+        grant: BudgetGrant,
+        settings: BreakerSettings,
+    ) -> None:
+        """Record the success, settle the rate budget, write the cache when it qualifies."""
         await self._record(outcome, settings)
         if grant.limited:
             used = reply.usage.input_tokens + reply.usage.output_tokens
@@ -350,9 +377,6 @@ class LLMActivities:
         if inp.cache is not None and not reply.tool_calls:
             await self._cache_answer(inp, reply, data, outcome.at)
         record.attempt_answered(inp.role, endpoint, reply)
-        return CallModelResult(
-            reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
-        )
 
     async def _take_budget(
         self, inp: CallModelInput, tokens: int, trial: bool, now: float
