@@ -19,6 +19,11 @@ One attempt per activity execution; Temporal owns the retries. Each failure beco
     ├── webhook_rejected      other 4xx, 3xx                     non-retryable
     └── webhook_misconfigured URL that is not http(s)            non-retryable
 
+The POST goes through the notifier's own client (:func:`build_webhook_client`), not the
+providers' one: it honours ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` / ``NO_PROXY``,
+so a worker that reaches the internet only through an egress proxy still pages on-call,
+while provider calls keep their direct, per-origin pools.
+
 Every attempt adds a span event (``failover.escalation.notified`` or
 ``failover.escalation.notify_failed``) to the activity's span.
 """
@@ -69,6 +74,28 @@ NON_RETRYABLE_WEBHOOK_ERRORS = (WEBHOOK_REJECTED, WEBHOOK_MISCONFIGURED)
 RETRYABLE_4XX = (408, 429)
 
 
+#: Connections the webhook client keeps: one POST per escalation event, rarely concurrent.
+WEBHOOK_MAX_CONNECTIONS = 10
+
+
+def build_webhook_client() -> httpx.AsyncClient:
+    """The escalation webhook's HTTP client, separate from the providers' client.
+
+    ``trust_env=True``: the standard proxy variables (``HTTPS_PROXY``, ``HTTP_PROXY``,
+    ``ALL_PROXY``, ``NO_PROXY``) and ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` apply, read when
+    the client is built (at worker start). No redirects (a webhook that redirects is
+    misconfigured), no retries (Temporal owns them). Close it on shutdown.
+    """
+    return httpx.AsyncClient(
+        trust_env=True,
+        timeout=httpx.Timeout(WEBHOOK_TIMEOUT_S),
+        follow_redirects=False,
+        limits=httpx.Limits(
+            max_connections=WEBHOOK_MAX_CONNECTIONS, max_keepalive_connections=2
+        ),
+    )
+
+
 @dataclass(frozen=True)
 class WebhookSettings:
     """Where notifications go, the signing secret, and the Web UI base for links."""
@@ -89,7 +116,7 @@ class WebhookSettings:
 
 
 class EscalationNotifier:
-    """Escalation notifications through the worker's HTTP client.
+    """Escalation notifications through ``http`` (the worker's :func:`build_webhook_client`).
 
     ``settings`` None (the worker's default) reads :class:`WebhookSettings` from the
     environment on every call, so a worker picks up a changed URL on restart only while

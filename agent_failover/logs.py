@@ -11,14 +11,23 @@ are forwarded into Python logging (logger ``temporalio.core``), so the same leve
 to them. A few messages known to be benign are demoted to DEBUG, notably the core's
 "Activity not found on completion", which is what a hedge loser that finished after its
 cancellation produces.
+
+Every handler also gets :class:`RedactSecrets`: credential-bearing query values (Gemini's
+``?key=``, ``sig=``, ``X-Amz-Signature=``...), secret header values (``Authorization``,
+``x-api-key``, ``x-goog-api-key``...), provider-key-shaped tokens and the values of the
+environment variables the policy names as key sources (:func:`redact_policy_secrets`)
+are replaced by ``<redacted>`` in each record's message, arguments and traceback.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from agent_failover.providers.redact import redact_text
 
 #: Third-party loggers that log every request or poll at INFO.
 CHATTY_LOGGERS = ("httpx", "httpcore", "aiohttp.access")
@@ -31,6 +40,8 @@ BENIGN_MESSAGES = (
 )
 
 _core_attempted = False
+#: Literal secret values masked in every record (see :func:`redact_policy_secrets`).
+_secret_values: set[str] = set()
 
 
 class StderrHandler(logging.StreamHandler):
@@ -62,6 +73,45 @@ class DemoteBenign(logging.Filter):
             record.levelno, record.levelname = logging.DEBUG, "DEBUG"
             return logging.getLogger().isEnabledFor(logging.DEBUG)
         return True
+
+
+class RedactSecrets(logging.Filter):
+    """Mask credentials in a record before any handler formats it.
+
+    The message is rendered (``msg % args``) and redacted once; a traceback is rendered
+    into ``exc_text`` and redacted too, so the formatter prints the masked copy.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets = tuple(_secret_values)
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format string: leave it to the handler to report
+            return True
+        clean = redact_text(message, secrets)
+        if clean != message or record.args:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_text(record.exc_text, secrets)
+        if record.stack_info:
+            record.stack_info = redact_text(record.stack_info, secrets)
+        return True
+
+
+def redact_policy_secrets(policy: Any, env: Mapping[str, str] | None = None) -> int:
+    """Mask in every log record the values of the env vars ``policy`` reads keys from.
+
+    Those are each endpoint's ``api_key_env`` and ``headers_from_env`` variables; their
+    current values (at least 8 characters) are added to the process-wide set
+    :class:`RedactSecrets` replaces. Returns how many values are masked now.
+    """
+    env = os.environ if env is None else env
+    for endpoint in policy.endpoints.values():
+        names = [endpoint.api_key_env, *endpoint.headers_from_env.values()]
+        _secret_values.update(v for n in names if n and (v := env.get(n, "").strip()))
+    return len(_secret_values)
 
 
 def forward_core_logs(metrics: Any = None) -> bool:
@@ -121,6 +171,7 @@ def configure_logging(
     )
     for handler in logging.getLogger().handlers:
         handler.addFilter(DemoteBenign())
+        handler.addFilter(RedactSecrets())
     for name in CHATTY_LOGGERS:
         # Above the root level unless asked: one line per HTTP request drowns the rest.
         logging.getLogger(name).setLevel(logging.NOTSET if verbose else logging.WARNING)

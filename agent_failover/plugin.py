@@ -56,7 +56,7 @@ from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agent_failover.activities.llm import LLMActivities
-from agent_failover.activities.notify import EscalationNotifier
+from agent_failover.activities.notify import EscalationNotifier, build_webhook_client
 from agent_failover.activities.quality import QualityActivities
 from agent_failover.activities.shadow import ShadowActivities
 from agent_failover.activities.tools import ToolActivities, tools_base_url
@@ -147,6 +147,9 @@ class FailoverPlugin(SimplePlugin):
     ``bulkheads``: which bulkhead task queues run beside the main worker (None: all of
     the policy's; ``()``: none, other processes serve them). ``tracing``: None (on when a
     replay-safe tracer provider is installed), True (on, an error without one), False.
+    ``http`` is the providers' client (built here if None); ``notify_http`` the escalation
+    webhook's (None: a proxy-aware :func:`build_webhook_client` built on first use).
+    Clients built here are closed by :meth:`aclose`.
     """
 
     def __init__(
@@ -162,6 +165,7 @@ class FailoverPlugin(SimplePlugin):
         bulkheads: Iterable[str] | None = None,
         codec: CodecArg = None,
         http: httpx.AsyncClient | None = None,
+        notify_http: httpx.AsyncClient | None = None,
         tracing: bool | None = None,
         shadow: bool | None = None,
         shadow_slots: int = DEFAULT_SHADOW_SLOTS,
@@ -191,6 +195,9 @@ class FailoverPlugin(SimplePlugin):
         self.dispatch = self._resolve_dispatch(dispatch)
         self._own_http = http is None
         self.http = http or build_http_client(self.policy.endpoints.values())
+        # The webhook's own client honours the proxy env vars; built on first use.
+        self._own_notify_http = notify_http is None
+        self._notify_http = notify_http
         self._acts: dict[str, LLMActivities] = {}
         self._internal_queues: set[str] = set()
         self._standalone: dict[str, str] = {}  # bulkhead queue -> its deployment's queue
@@ -279,7 +286,7 @@ class FailoverPlugin(SimplePlugin):
         if self._include_pipeline:
             ours += ToolActivities(self.http, tools_base_url()).all()
             # The webhook's URL and secret are read from the environment at each call.
-            ours += EscalationNotifier(self.http).all()
+            ours += EscalationNotifier(self.notify_http).all()
         config["activities"] = [*(config.get("activities") or []), *ours]
         return config
 
@@ -474,9 +481,19 @@ class FailoverPlugin(SimplePlugin):
             self._stores = None
 
     async def aclose(self) -> None:
-        """Close the HTTP client the plugin built (call once its workers have stopped)."""
+        """Close the HTTP clients the plugin built (call once its workers have stopped)."""
         if self._own_http:
             await self.http.aclose()
+        if self._own_notify_http and self._notify_http is not None:
+            await self._notify_http.aclose()
+            self._notify_http = None
+
+    @property
+    def notify_http(self) -> httpx.AsyncClient:
+        """The escalation webhook's client (proxy-aware), separate from the providers'."""
+        if self._notify_http is None:
+            self._notify_http = build_webhook_client()
+        return self._notify_http
 
 
 def _bulkhead_acts(acts: LLMActivities) -> list[Callable[..., Any]]:

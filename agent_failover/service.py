@@ -40,6 +40,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from agent_failover.activities.notify import build_webhook_client
 from agent_failover.codec import AesGcmCodec, CodecConfigError, codec_from_env
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy_or_exit
@@ -139,14 +140,17 @@ def workflow_runner() -> SandboxedWorkflowRunner:
 
 @dataclass
 class WorkerDeps:
-    """What every worker of one process shares: policy, one HTTP client, the stores."""
+    """What every worker of one process shares: policy, the providers' HTTP client, the
+    stores, and the escalation webhook's own client (it honours the proxy env vars)."""
 
     policy: PolicyConfig
     http: httpx.AsyncClient
     stores: Stores
+    notify_http: httpx.AsyncClient = field(default_factory=build_webhook_client)
 
     async def close(self) -> None:
         await self.http.aclose()
+        await self.notify_http.aclose()
         await self.stores.close()
 
 
@@ -221,6 +225,7 @@ def build_workers(
         deps.policy,
         stores=deps.stores,
         http=deps.http,
+        notify_http=deps.notify_http,
         start_monitor=False,
         bulkhead_slots=bulkhead_slots,
         bulkheads=role.bulkheads if role is not None and role.main else None,
@@ -377,7 +382,10 @@ async def main() -> None:
 
 
 async def _serve(grace_s: float) -> None:
+    from agent_failover.logs import redact_policy_secrets
+
     policy = load_policy_or_exit(os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH))
+    redact_policy_secrets(policy)  # the keys' values are masked in every log line
     role, codec = _role_and_codec_or_exit(policy)
     address = connect_config()["target_host"]
     task_queue = os.environ.get("FAILOVER_TASK_QUEUE", DEFAULT_TASK_QUEUE)

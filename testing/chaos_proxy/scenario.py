@@ -14,25 +14,32 @@ section is ignored). An event picks requests by any of:
 * ``model``: the model named in the body (or the path, for Gemini, Bedrock, Azure).
 
 Every selector an event gives must match. Evaluation is a pure function of ``now`` and
-the request, so tests drive it with a fake clock. This module also owns what the proxy
-may print: :func:`redact_headers` and :func:`redact_target` hide credentials.
+the request, so tests drive it with a fake clock. What the proxy may print goes
+through :func:`redact_headers` and :func:`redact_target` (from :mod:`providers.redact`,
+shared with the worker's log filter), which hide credentials.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlencode
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from agent_failover.providers.endpoint import Cloud, ProviderKind
+# What may be printed: the shared credential redaction (re-exported for the server).
+from agent_failover.providers.redact import (  # noqa: F401
+    REDACTED,
+    SECRET_NAMES,
+    is_secret,
+    redact_headers,
+    redact_target,
+)
 from agent_failover.testing.sim.faults import OUTPUT_KINDS, Fault, FaultKind
 from agent_failover.testing.sim.scenario import Scenario, ScenarioEvent
 from agent_failover.testing.sim.wire import CLOUD_WIRES, WIRES, Operation, WireFormat
@@ -253,43 +260,3 @@ class Timeline:
                 if ev.active_at(t)
             ],
         }
-
-
-# --- what may be printed -------------------------------------------------------------
-
-#: Header and query names that carry credentials, whatever the provider.
-SECRET_NAMES = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "x-amz-security-token",
-        "ocp-apim-subscription-key",
-        "cookie",
-        "set-cookie",
-        "key",
-    }
-)
-_SECRET_PATTERN = re.compile(r"key|token|secret|auth|signature|credential|password|cookie", re.I)
-REDACTED = "<redacted>"
-
-
-def is_secret(name: str) -> bool:
-    """Whether a header or query parameter named ``name`` may carry a credential."""
-    return name.lower() in SECRET_NAMES or bool(_SECRET_PATTERN.search(name))
-
-
-def redact_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Headers with every credential-bearing value replaced by ``<redacted>``."""
-    return [(k, REDACTED if is_secret(k) else v) for k, v in headers]
-
-
-def redact_target(path: str, query_string: str) -> str:
-    """``path?query`` with credential-bearing query values (Gemini's ``key=``) hidden."""
-    if not query_string:
-        return path
-    pairs = parse_qsl(query_string, keep_blank_values=True)
-    safe = [(k, REDACTED if is_secret(k) else v) for k, v in pairs]
-    return f"{path}?{urlencode(safe, safe='<>')}"
