@@ -90,9 +90,7 @@ def build_webhook_client() -> httpx.AsyncClient:
         trust_env=True,
         timeout=httpx.Timeout(WEBHOOK_TIMEOUT_S),
         follow_redirects=False,
-        limits=httpx.Limits(
-            max_connections=WEBHOOK_MAX_CONNECTIONS, max_keepalive_connections=2
-        ),
+        limits=httpx.Limits(max_connections=WEBHOOK_MAX_CONNECTIONS, max_keepalive_connections=2),
     )
 
 

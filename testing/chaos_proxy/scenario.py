@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,8 +32,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from agent_failover.providers.endpoint import Cloud, ProviderKind
-# What may be printed: the shared credential redaction (re-exported for the server).
-from agent_failover.providers.redact import (  # noqa: F401
+from agent_failover.providers.redact import (  # noqa: F401  (re-exported: what may be printed)
     REDACTED,
     SECRET_NAMES,
     is_secret,

@@ -22,9 +22,9 @@ from agent_failover.activities.notify import (
 from agent_failover.plugin import FailoverPlugin
 from agent_failover.providers.client import build_http_client
 from agent_failover.service import WorkerDeps
+from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.factory import Stores
 from agent_failover.stores.health import MemoryHealthStore
-from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.testing.webhook_receiver import WebhookReceiver
 from tests.activities.test_notify import NOTICE, SECRET
 

@@ -99,8 +99,6 @@ def test_policy_secrets_come_from_the_named_env_vars() -> None:
     ep = SimpleNamespace(api_key_env="K_ENV", headers_from_env={"x-extra": "H_ENV"})
     env = {"K_ENV": "value-of-key-1", "H_ENV": "value-of-header", "OTHER": "not-a-key-val"}
     redact_policy_secrets(SimpleNamespace(endpoints={"e": ep}), env)
-    rec = logging.LogRecord(
-        "x", logging.INFO, __file__, 1, "%s %s %s", tuple(env.values()), None
-    )
+    rec = logging.LogRecord("x", logging.INFO, __file__, 1, "%s %s %s", tuple(env.values()), None)
     RedactSecrets().filter(rec)
     assert rec.getMessage() == "<redacted> <redacted> not-a-key-val"
