@@ -30,6 +30,7 @@ from agent_failover.cli.errors import EXIT_BAD_INPUT, CliError
 from agent_failover.cli.join import JoinInfo
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
+from agent_failover.logs import redact_policy_secrets
 from agent_failover.resilience.config import PolicyConfig, PolicyError
 from agent_failover.service import (
     DEFAULT_TASK_QUEUE,
@@ -208,6 +209,7 @@ async def start_stack(
         undo.callback(restore_sim_url)
         policy_file = policy_path or os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH)
         policy = load_policy_for_cli(policy_file)
+        redact_policy_secrets(policy)  # the keys' values are masked in every log line
         env = await start_dev_server(
             port=temporal_port,
             ui=ui,
