@@ -14,7 +14,9 @@ exactly one attempt, and each failure becomes one ``ApplicationError``::
     └── tool_bad_reply      2xx that is not a JSON object non-retryable
 
 ``compensate`` is the same call for an undo, kept as its own activity so the Temporal UI
-shows which calls were compensations.
+shows which calls were compensations. For an undo, 404 means "nothing to undo" (the
+effect was never applied, e.g. an effect that *maybe* applied and did not): it succeeds
+with ``result["nothing_applied"] = True`` instead of failing.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ TOOL_CONNECT_ERROR = "tool_connect_error"
 TOOL_RATE_LIMITED = "tool_rate_limited"
 TOOL_REJECTED = "tool_rejected"
 TOOL_BAD_REPLY = "tool_bad_reply"
+#: Result field of a compensation that found nothing to undo (its tool answered 404).
+NOTHING_APPLIED = "nothing_applied"
 #: Error types a workflow must not retry: the request itself is wrong.
 NON_RETRYABLE_TOOL_ERRORS = (TOOL_REJECTED, TOOL_BAD_REPLY)
 
@@ -68,14 +72,14 @@ class ToolActivities:
 
     @activity.defn(name="compensate")
     async def compensate(self, inp: ToolCallInput) -> ToolCallResult:
-        """Undo one side effect with its compensation tool (idempotent by key)."""
-        return await self._call(inp)
+        """Undo one side effect with its compensation tool (idempotent by key; 404 = nothing)."""
+        return await self._call(inp, not_found_ok=True)
 
     def all(self) -> list[Callable[..., Any]]:
         """Every activity of this class, for worker registration."""
         return [self.run_tool, self.compensate]
 
-    async def _call(self, inp: ToolCallInput) -> ToolCallResult:
+    async def _call(self, inp: ToolCallInput, not_found_ok: bool = False) -> ToolCallResult:
         started = time.monotonic()
         try:
             resp = await self._http.post(
@@ -89,6 +93,8 @@ class ToolActivities:
         except httpx.TransportError as exc:
             raise _error(inp, TOOL_CONNECT_ERROR, f"{type(exc).__name__}: {exc}") from exc
         latency_ms = (time.monotonic() - started) * 1000
+        if resp.status_code == 404 and not_found_ok:
+            return _nothing_applied(inp, resp, latency_ms)
         if resp.status_code >= 400:
             raise _status_error(inp, resp)
         try:
@@ -105,6 +111,22 @@ class ToolActivities:
             replayed=resp.headers.get(REPLAYED_HEADER, "").lower() == "true",
             latency_ms=latency_ms,
         )
+
+
+def _nothing_applied(inp: ToolCallInput, resp: httpx.Response, latency_ms: float) -> ToolCallResult:
+    """A compensation's 404: nothing to undo, which is what the compensation wanted."""
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    result = body if isinstance(body, dict) else {"error": resp.text[:300]}
+    return ToolCallResult(
+        tool=inp.tool,
+        idempotency_key=inp.idempotency_key,
+        status=resp.status_code,
+        result={**result, NOTHING_APPLIED: True},
+        latency_ms=latency_ms,
+    )
 
 
 def _status_error(inp: ToolCallInput, resp: httpx.Response) -> ApplicationError:

@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     # side effects: the saga and tool calls inside an agent step, from workflow code
     "Saga": "agent_failover.workflows.saga",
     "idempotency_key": "agent_failover.resilience.saga",
+    "maybe_applied_failure": "agent_failover.workflows.saga",
     "run_agent_loop": "agent_failover.workflows.agent_loop",
     "AgentTool": "agent_failover.workflows.agent_loop",
     "AgentLoopResult": "agent_failover.workflows.agent_loop",
@@ -107,6 +108,7 @@ __all__ = [
     "connect_client",
     "idempotency_key",
     "load_policy",
+    "maybe_applied_failure",
     "pipeline_summary",
     "register_search_attributes",
     "resilient_complete",
@@ -147,7 +149,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from agent_failover.workflows.agent_loop import AgentLoopResult, AgentTool, run_agent_loop
     from agent_failover.workflows.errors import FailoverExhausted
     from agent_failover.workflows.resilient import resilient_complete
-    from agent_failover.workflows.saga import Saga
+    from agent_failover.workflows.saga import Saga, maybe_applied_failure
     from agent_failover.workflows.search_attributes import (
         SEARCH_ATTRIBUTES,
         pipeline_summary,

@@ -296,8 +296,10 @@ def saga_table(result: PipelineResult, title: str) -> Table:
         t.add_column(col, overflow="fold")
     log = result.compensation_log
     for e in log.entries if log else []:
-        status = e.status.value
-        style = {"compensated": "green", "failed": "red", "left": "yellow"}.get(status, "white")
+        status = e.label()
+        style = {"failed": "red", "left": "yellow", "maybe_applied": "yellow"}.get(
+            e.status.value, "green" if e.status.value == "compensated" else "white"
+        )
         t.add_row(
             e.effect.step,
             e.effect.tool,

@@ -5,8 +5,16 @@ runs each one as an activity carrying an idempotency key derived from the workfl
 the step, the tool and its declared arguments, so a retried or re-run step maps onto the
 same effect. Each success appends its compensation to a :class:`CompensationLog`; a hard
 failure undoes the log in reverse (:meth:`CompensationLog.to_compensate`). The log is a
-state machine per entry (``applied → compensated | failed | left``, ``failed →
-compensated | failed | left``); illegal moves raise :class:`IllegalCompensationMove`.
+state machine per entry (``applied → compensated | failed | left``, ``maybe_applied →
+applied | compensated | failed | left``, ``failed → compensated | failed | left``);
+illegal moves raise :class:`IllegalCompensationMove`.
+
+An effect whose activity failed *ambiguously* (a timeout, or a retryable error after its
+last attempt: the effect may have been applied and its answer lost) is logged as
+``maybe_applied`` (:func:`failure_may_have_applied`) and undone like an applied one. Its
+compensation receives the effect's idempotency key (:data:`EFFECT_KEY_FIELD`), since no
+created id is known; a compensation that finds nothing under that key answers "not
+found", which counts as compensated with ``nothing_applied`` set.
 Pure: no IO, no clock, no Temporal — the workflow decides, activities act.
 """
 
@@ -28,6 +36,12 @@ DEFAULT_COMPENSATIONS: dict[str, str] = {
 }
 #: Result field that names the created object; compensations receive it as ``id``.
 EFFECT_ID_FIELD = "id"
+#: Compensation argument carrying the effect's own idempotency key: a compensation
+#: resolves the effect by it (an effect that maybe applied has no created id).
+EFFECT_KEY_FIELD = "effect_key"
+#: Non-retryable error types that still mean "the effect may be applied" (a 2xx whose
+#: body could not be read): every other non-retryable error declares "not applied".
+APPLIED_ERROR_TYPES: frozenset[str] = frozenset({"tool_bad_reply"})
 #: Version prefix of the key, so a change to the canonical form cannot collide with old keys.
 KEY_VERSION = "v1"
 
@@ -66,6 +80,7 @@ class SideEffect(BaseModel):
 
 class CompensationStatus(StrEnum):
     APPLIED = "applied"  # effect in place, not undone
+    MAYBE_APPLIED = "maybe_applied"  # its call failed ambiguously: may be in place
     COMPENSATED = "compensated"  # undone
     FAILED = "failed"  # an undo was tried and could not complete
     LEFT = "left"  # an operator accepted leaving it in place
@@ -75,12 +90,27 @@ _MOVES: dict[CompensationStatus, frozenset[CompensationStatus]] = {
     CompensationStatus.APPLIED: frozenset(
         {CompensationStatus.COMPENSATED, CompensationStatus.FAILED, CompensationStatus.LEFT}
     ),
+    CompensationStatus.MAYBE_APPLIED: frozenset(
+        {
+            CompensationStatus.APPLIED,
+            CompensationStatus.COMPENSATED,
+            CompensationStatus.FAILED,
+            CompensationStatus.LEFT,
+        }
+    ),
     CompensationStatus.FAILED: frozenset(
         {CompensationStatus.COMPENSATED, CompensationStatus.FAILED, CompensationStatus.LEFT}
     ),
     CompensationStatus.COMPENSATED: frozenset(),
     CompensationStatus.LEFT: frozenset(),
 }
+
+
+_OUTSTANDING = (
+    CompensationStatus.APPLIED,
+    CompensationStatus.MAYBE_APPLIED,
+    CompensationStatus.FAILED,
+)
 
 
 class IllegalCompensationMove(ValueError):
@@ -94,6 +124,18 @@ class CompensationEntry(BaseModel):
     status: CompensationStatus = CompensationStatus.APPLIED
     error: str | None = None
     attempts: int = 0
+    maybe_applied: bool = Field(
+        default=False, description="logged after an ambiguous failure, not a success"
+    )
+    nothing_applied: bool = Field(
+        default=False, description="compensated, and the undo found nothing to undo"
+    )
+
+    def label(self) -> str:
+        """The status as shown to people: ``compensated (nothing applied)`` etc."""
+        if self.status is CompensationStatus.COMPENSATED and self.nothing_applied:
+            return "compensated (nothing applied)"
+        return self.status.value
 
 
 class CompensationLog(BaseModel):
@@ -101,28 +143,35 @@ class CompensationLog(BaseModel):
 
     entries: list[CompensationEntry] = Field(default_factory=list)
 
-    def append(self, effect: SideEffect) -> CompensationEntry:
-        """Record a successful effect (its key must be new: one entry per effect)."""
+    def append(self, effect: SideEffect, *, maybe_applied: bool = False) -> CompensationEntry:
+        """Record a successful effect, or one that ``maybe_applied`` (its key must be new)."""
         if any(e.effect.idempotency_key == effect.idempotency_key for e in self.entries):
             raise IllegalCompensationMove(f"effect {effect.idempotency_key} already logged")
-        entry = CompensationEntry(effect=effect)
+        status = CompensationStatus.MAYBE_APPLIED if maybe_applied else CompensationStatus.APPLIED
+        entry = CompensationEntry(effect=effect, status=status, maybe_applied=maybe_applied)
         self.entries.append(entry)
         return entry
 
     def to_compensate(self) -> list[CompensationEntry]:
-        """Entries still to undo, newest first (applied, or failed and not yet left)."""
+        """Entries still to undo, newest first (applied, maybe applied, or failed)."""
         return [
             e
             for e in reversed(self.entries)
-            if e.status in (CompensationStatus.APPLIED, CompensationStatus.FAILED)
-            and e.effect.compensation_tool is not None
+            if e.status in _OUTSTANDING and e.effect.compensation_tool is not None
         ]
 
-    def mark_compensated(self, key: str) -> CompensationEntry:
-        """The undo of ``key`` completed."""
+    def confirm(self, key: str, result: dict[str, Any]) -> CompensationEntry:
+        """A ``maybe_applied`` effect was seen applied after all (a later call answered)."""
+        entry = self._move(key, CompensationStatus.APPLIED)
+        entry.effect.result = dict(result)
+        return entry
+
+    def mark_compensated(self, key: str, *, nothing_applied: bool = False) -> CompensationEntry:
+        """The undo of ``key`` completed (``nothing_applied``: it found nothing to undo)."""
         entry = self._move(key, CompensationStatus.COMPENSATED)
         entry.attempts += 1
         entry.error = None
+        entry.nothing_applied = nothing_applied
         return entry
 
     def mark_failed(self, key: str, error: str) -> CompensationEntry:
@@ -157,13 +206,33 @@ class CompensationLog(BaseModel):
         return entry
 
 
+def failure_may_have_applied(
+    *, timed_out: bool, error_type: str | None, non_retryable: bool
+) -> bool:
+    """Whether a failed effect call may still have applied its effect (log it ``maybe_applied``).
+
+    A timeout (start-to-close, heartbeat, schedule-to-close) or a retryable error that
+    ran out of attempts is ambiguous: the effect may stand with its answer lost. A
+    non-retryable error is the tool declaring "not applied" (a 4xx validation error),
+    except the types in :data:`APPLIED_ERROR_TYPES`.
+    """
+    if timed_out or not non_retryable:
+        return True
+    return error_type in APPLIED_ERROR_TYPES
+
+
 def compensation_for(
-    tool: str, declared: str | None, result: dict[str, Any], extra_args: dict[str, Any]
+    tool: str,
+    declared: str | None,
+    result: dict[str, Any],
+    extra_args: dict[str, Any],
+    effect_key: str | None = None,
 ) -> tuple[str | None, dict[str, Any]]:
     """Which tool undoes an effect of ``tool`` and with what arguments.
 
     ``declared`` (the action's own choice) wins over :data:`DEFAULT_COMPENSATIONS`; the
-    arguments are ``extra_args`` plus the created object's ``id`` from the tool's result.
+    arguments are ``extra_args`` plus the created object's ``id`` from the tool's result
+    and, given ``effect_key``, the effect's idempotency key (``effect_key``).
     """
     comp = declared or DEFAULT_COMPENSATIONS.get(tool)
     if comp is None:
@@ -171,6 +240,8 @@ def compensation_for(
     args = dict(extra_args)
     if EFFECT_ID_FIELD in result:
         args[EFFECT_ID_FIELD] = result[EFFECT_ID_FIELD]
+    if effect_key is not None:
+        args[EFFECT_KEY_FIELD] = effect_key
     return comp, args
 
 

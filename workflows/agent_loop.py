@@ -7,7 +7,9 @@ in workflow state and in the messages; a call the model repeats with the same ar
 at the same step gets the recorded result, not a second effect). Each tool call is an
 activity keyed by :func:`resilience.saga.idempotency_key` (workflow id, step, tool,
 arguments); a side-effecting tool's undo is registered in the :class:`Saga` as soon as it
-succeeds. Tool results go back as ``tool`` messages carrying the call's id (each provider
+succeeds, or as ``maybe_applied`` when its call failed ambiguously (timeout, retries
+exhausted: the effect may stand with its answer lost), its undo keyed by the call's
+idempotency key. Tool results go back as ``tool`` messages carrying the call's id (each provider
 adapter maps them: OpenAI ``tool_call_id``, Anthropic ``tool_use_id``, Bedrock
 ``toolUseId``, Gemini ``functionResponse`` by name).
 
@@ -36,9 +38,20 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.providers.models import ChatRequest, Message, ToolCall, ToolSpec
     from agent_failover.resilience.contracts import AgentOutput, ReasonCode
     from agent_failover.resilience.options import CallOptions
-    from agent_failover.resilience.saga import EFFECT_ID_FIELD, compensation_key
+    from agent_failover.resilience.saga import (
+        EFFECT_ID_FIELD,
+        EFFECT_KEY_FIELD,
+        CompensationStatus,
+        compensation_key,
+    )
     from agent_failover.workflows.resilient import resilient_complete
-    from agent_failover.workflows.saga import Saga, _cause, workflow_idempotency_key
+    from agent_failover.workflows.saga import (
+        MAYBE_APPLIED_PATCH,
+        Saga,
+        _cause,
+        maybe_applied_failure,
+        workflow_idempotency_key,
+    )
 
 #: Bytes of one tool result sent back to the model (and kept in history).
 MAX_TOOL_RESULT_BYTES = 8_000
@@ -215,6 +228,8 @@ async def _run_tool(
             summary=f"{step}: tool {call.name}",
         )
     except ActivityError as exc:
+        if saga is not None and tool.compensation is not None:
+            _register_maybe(saga, tool, call, key, step, exc)
         return ToolRun(**base, idempotency_key=key, ok=False, error=_cause(exc))
     run = ToolRun(**base, idempotency_key=key, ok=True, result=res.result)
     if saga is not None and tool.compensation is not None:
@@ -227,10 +242,43 @@ def _register(
     saga: Saga, tool: AgentTool, call: ToolCall, key: str, step: str, result: dict[str, Any]
 ) -> None:
     assert tool.compensation is not None
-    if any(e.effect.idempotency_key == key for e in saga.log.entries):
-        return  # the same effect, asked again in a retried step: one undo is enough
-    undo = tool.undo_tool or call.name
+    for e in saga.log.entries:
+        if e.effect.idempotency_key == key:
+            # The same effect, asked again: one undo is enough (it is applied after all).
+            if e.status is CompensationStatus.MAYBE_APPLIED:
+                saga.log.confirm(key, result)
+            return
     args = {EFFECT_ID_FIELD: result[EFFECT_ID_FIELD]} if EFFECT_ID_FIELD in result else {}
+    _add(saga, tool, call, key, step, args, result, maybe_applied=False)
+
+
+def _register_maybe(
+    saga: Saga, tool: AgentTool, call: ToolCall, key: str, step: str, exc: ActivityError
+) -> None:
+    """The call failed ambiguously: its effect may stand, so log its undo (keyed by ``key``)."""
+    policy = tool.retry_policy or DEFAULT_TOOL_RETRY
+    if not maybe_applied_failure(exc, policy.non_retryable_error_types):
+        return  # the tool declared "not applied" (a validation error): nothing to undo
+    if any(e.effect.idempotency_key == key for e in saga.log.entries):
+        return
+    if not workflow.patched(MAYBE_APPLIED_PATCH):
+        return
+    _add(saga, tool, call, key, step, {EFFECT_KEY_FIELD: key}, {}, maybe_applied=True)
+
+
+def _add(
+    saga: Saga,
+    tool: AgentTool,
+    call: ToolCall,
+    key: str,
+    step: str,
+    args: dict[str, Any],
+    result: dict[str, Any],
+    *,
+    maybe_applied: bool,
+) -> None:
+    assert tool.compensation is not None
+    undo = tool.undo_tool or call.name
     saga.add(
         tool.compensation,
         ToolCallInput(
@@ -247,6 +295,7 @@ def _register(
         compensation_name=undo,
         compensation_args=args,
         retry_policy=tool.compensation_retry_policy,
+        maybe_applied=maybe_applied,
     )
 
 

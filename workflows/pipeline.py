@@ -17,9 +17,12 @@ its verdict is ``unreviewed``.
 
 With ``options.actions`` the pipeline then applies side effects as a saga: each action is a
 ``run_tool`` activity keyed by :func:`resilience.saga.idempotency_key`; each success
-appends its compensation to the log; a hard failure undoes the log in reverse
-(``compensate``), and a compensation that cannot complete escalates the same way. With no
-actions none of this runs, so histories recorded before it replay unchanged.
+appends its compensation to the log, and so does an action that failed ambiguously
+(timeout, retries exhausted: logged ``maybe_applied``, undone by its idempotency key; a
+4xx rejection is not logged); a hard failure undoes the log in reverse
+(``compensate``; a 404 there is "nothing applied", a success), and a compensation that
+cannot complete escalates the same way. With no actions none of this runs, so histories
+recorded before it replay unchanged.
 
 Roles with ``rerun`` settings get their degraded steps re-run once their primary is back
 (:mod:`workflows.rerun`): after the last stage the run waits (phase ``rerun``) up to the
@@ -115,7 +118,13 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.workflows.notify import EscalationNotifications
     from agent_failover.workflows.rerun import DegradedReruns
     from agent_failover.workflows.resilient import LOCAL_ACTIVITY_RETRY, resilient_complete
-    from agent_failover.workflows.saga import Saga, compensation_failed
+    from agent_failover.workflows.saga import (
+        MAYBE_APPLIED_PATCH,
+        NOTHING_APPLIED,
+        Saga,
+        compensation_failed,
+        maybe_applied_failure,
+    )
     from agent_failover.workflows.search_attributes import (
         REVISION_STATE,
         set_failover_details,
@@ -158,6 +167,8 @@ class AgentPipelineWorkflow:
         self._critical: set[str] = set()
         self._min_confidence: dict[str, float] = {}
         self._saga: CompensationLog | None = None
+        #: Keys of effects whose undo found nothing to undo (never applied).
+        self._nothing: set[str] = set()
         self._desk = EscalationDesk(
             self._escalation_snapshot, self._upsert, EscalationNotifications()
         )
@@ -542,6 +553,7 @@ class AgentPipelineWorkflow:
                 )
             except ActivityError as exc:
                 failed = True
+                _log_maybe_applied(log, spec, step, args, key, exc)
                 results.append(
                     ActionResult(
                         step=step,
@@ -583,7 +595,7 @@ class AgentPipelineWorkflow:
             undone = {
                 e.effect.idempotency_key: _UNDO_STATUS[e.status]
                 for e in log.entries
-                if e.status in _UNDO_STATUS
+                if e.status in _UNDO_STATUS and not e.maybe_applied  # that action failed
             }
             results = [
                 r.model_copy(update={"status": undone[r.idempotency_key]})
@@ -610,7 +622,7 @@ class AgentPipelineWorkflow:
             while True:
                 error = await self._undo(eff)
                 if error is None:
-                    done.append(log.mark_compensated(eff.idempotency_key).model_copy(deep=True))
+                    done.append(self._mark_undone(log, eff.idempotency_key))
                     break
                 log.mark_failed(eff.idempotency_key, error)
                 if leave_rest:
@@ -645,10 +657,13 @@ class AgentPipelineWorkflow:
         return decision
 
     async def _undo(self, eff: SideEffect) -> str | None:
-        """Run one compensation (its own retries included); the error, or None if undone."""
+        """Run one compensation (its own retries included); the error, or None if undone.
+
+        An undo that found nothing to undo (404) is recorded in ``self._nothing``.
+        """
         assert eff.compensation_tool is not None  # the log only yields undoable effects
         try:
-            await self._tool(
+            res = await self._tool(
                 "compensate",
                 f"{eff.step}/compensate",
                 eff.compensation_tool,
@@ -661,7 +676,13 @@ class AgentPipelineWorkflow:
             observe.compensation("failed", eff.step, eff.compensation_tool, _cause(exc))
             return _cause(exc)
         observe.compensation("run", eff.step, eff.compensation_tool)
+        if res.result.get(NOTHING_APPLIED) is True:
+            self._nothing.add(eff.idempotency_key)
         return None
+
+    def _mark_undone(self, log: CompensationLog, key: str) -> CompensationEntry:
+        entry = log.mark_compensated(key, nothing_applied=key in self._nothing)
+        return entry.model_copy(deep=True)
 
     async def _unwind(self) -> list[CompensationEntry]:
         """Abort path: try every outstanding undo once more, without escalating again."""
@@ -674,7 +695,7 @@ class AgentPipelineWorkflow:
             eff = entry.effect
             error = await self._undo(eff)
             if error is None:
-                done.append(log.mark_compensated(eff.idempotency_key).model_copy(deep=True))
+                done.append(self._mark_undone(log, eff.idempotency_key))
             else:
                 log.mark_failed(eff.idempotency_key, error)
         return done
@@ -835,6 +856,36 @@ class AgentPipelineWorkflow:
     def failover_history(self) -> list[StepHistory]:
         """Every finished step: who answered, reason codes, attempts with ISO timestamps."""
         return [StepHistory.of(s.step, s.output) for s in self._steps]
+
+
+def _log_maybe_applied(
+    log: CompensationLog,
+    spec: ActionSpec,
+    step: str,
+    args: dict[str, Any],
+    key: str,
+    exc: ActivityError,
+) -> None:
+    """An action failed ambiguously: log its undo as ``maybe_applied``, keyed by ``key``.
+
+    A non-retryable rejection (a 4xx validation error) declares "not applied": no entry.
+    """
+    if not maybe_applied_failure(exc, NON_RETRYABLE_TOOL_ERRORS):
+        return
+    comp_tool, comp_args = compensation_for(
+        spec.tool, spec.compensation, {}, spec.compensation_args, effect_key=key
+    )
+    if comp_tool is None or not workflow.patched(MAYBE_APPLIED_PATCH):
+        return
+    effect = SideEffect(
+        step=step,
+        tool=spec.tool,
+        args=args,
+        idempotency_key=key,
+        compensation_tool=comp_tool,
+        compensation_args=comp_args,
+    )
+    log.append(effect, maybe_applied=True)
 
 
 def _agent_tool(spec: AgentToolSpec) -> AgentTool:

@@ -22,6 +22,14 @@ ends with that reason (non-retryable) instead of dropping them. Compensation run
 task of its own behind ``asyncio.shield``: a workflow cancellation cannot interrupt it.
 An operator's abort is ``await saga.compensate()`` before failing the run.
 
+An effect whose activity failed *ambiguously* (timeout, or a retryable error after its
+last attempt: :func:`maybe_applied_failure`) may still have been applied: register it
+with ``saga.add(..., maybe_applied=True)`` and its compensation — keyed by the effect's
+idempotency key, since no id came back — runs on rollback like any other. A compensation
+that answers "nothing to undo" (``result["nothing_applied"]``, a 404 from the tool
+server) counts as ``compensated (nothing applied)``. Workflow code that starts doing
+this must guard it with ``workflow.patched(MAYBE_APPLIED_PATCH)``.
+
 The log is :class:`resilience.saga.CompensationLog` (pure values); the activity references
 live only in workflow memory, rebuilt on replay like any workflow state.
 """
@@ -37,6 +45,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, FailureError
+from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.saga import (
@@ -44,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         CompensationLog,
         CompensationStatus,
         SideEffect,
+        failure_may_have_applied,
         idempotency_key,
     )
     from agent_failover.workflows import observe
@@ -61,6 +71,12 @@ DEFAULT_COMPENSATION_RETRY = RetryPolicy(
 )
 DEFAULT_COMPENSATION_TIMEOUT = timedelta(seconds=30)
 
+#: workflow.patched id: an effect that failed ambiguously is logged ``maybe_applied``
+#: and compensated (new commands on a failure path older code did not compensate).
+MAYBE_APPLIED_PATCH = "saga-maybe-applied-issue-15a"
+#: Result field of a compensation that found nothing to undo.
+NOTHING_APPLIED = "nothing_applied"
+
 _NO_ARG = object()
 
 
@@ -75,6 +91,32 @@ class _Undo:
 def workflow_idempotency_key(step: str, tool: str, args: dict[str, Any]) -> str:
     """:func:`resilience.saga.idempotency_key` with the current workflow's id."""
     return idempotency_key(workflow.info().workflow_id, step, tool, args)
+
+
+def maybe_applied_failure(exc: ActivityError, non_retryable_types: Any = ()) -> bool:
+    """Whether the effect behind the failed activity ``exc`` may have been applied.
+
+    A timeout, a cancellation or a retryable error (attempts exhausted) is ambiguous; a
+    non-retryable ``ApplicationError`` (flagged, or of a type in ``non_retryable_types``,
+    the retry policy's list) is the tool declaring "not applied".
+    """
+    cause = exc.cause
+    if isinstance(cause, ApplicationError):
+        declared = cause.non_retryable or (cause.type or "") in set(non_retryable_types or ())
+        return failure_may_have_applied(
+            timed_out=False, error_type=cause.type, non_retryable=declared
+        )
+    return failure_may_have_applied(
+        timed_out=isinstance(cause, ActivityTimeoutError), error_type=None, non_retryable=False
+    )
+
+
+def nothing_applied(result: Any) -> bool:
+    """Whether a compensation's return value says it found nothing to undo."""
+    body = result.get("result", result) if isinstance(result, dict) else None
+    if body is None:
+        body = getattr(result, "result", None)
+    return isinstance(body, dict) and body.get(NOTHING_APPLIED) is True
 
 
 class Saga:
@@ -102,12 +144,15 @@ class Saga:
         compensation_args: dict[str, Any] | None = None,
         retry_policy: RetryPolicy | None = None,
         start_to_close_timeout: timedelta | None = None,
+        maybe_applied: bool = False,
     ) -> CompensationEntry:
-        """Register the undo of a side effect that just succeeded.
+        """Register the undo of a side effect that just succeeded (or ``maybe_applied``).
 
         ``compensation`` is an activity (reference, or a name) run with ``arg``;
         ``step``/``tool``/``args`` identify the effect (its key defaults to
-        :meth:`key`), ``result`` is what it returned, for the log.
+        :meth:`key`), ``result`` is what it returned, for the log. With
+        ``maybe_applied`` the effect's call failed ambiguously: ``arg`` must name the
+        effect by its idempotency key, and "not found" must count as success.
         """
         name = compensation_name or _activity_name(compensation)
         effect = SideEffect(
@@ -119,7 +164,7 @@ class Saga:
             compensation_args=dict(compensation_args or {}),
             result=dict(result or {}),
         )
-        entry = self.log.append(effect)
+        entry = self.log.append(effect, maybe_applied=maybe_applied)
         self._undo[effect.idempotency_key] = _Undo(
             compensation,
             arg,
@@ -176,7 +221,7 @@ class Saga:
             undo = self._undo[eff.idempotency_key]
             args = () if undo.arg is _NO_ARG else (undo.arg,)
             try:
-                await workflow.execute_activity(
+                ret = await workflow.execute_activity(
                     undo.activity,
                     *args,
                     start_to_close_timeout=undo.timeout,
@@ -188,7 +233,10 @@ class Saga:
                 self.log.mark_failed(eff.idempotency_key, error)
                 observe.compensation("failed", eff.step, eff.compensation_tool or "", error)
                 continue
-            done.append(self.log.mark_compensated(eff.idempotency_key).model_copy(deep=True))
+            entry = self.log.mark_compensated(
+                eff.idempotency_key, nothing_applied=nothing_applied(ret)
+            )
+            done.append(entry.model_copy(deep=True))
             observe.compensation("run", eff.step, eff.compensation_tool or "")
         return done
 

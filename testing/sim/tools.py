@@ -3,14 +3,19 @@
 Tools come in pairs, an effect and its compensation: ``create_ticket`` / ``close_ticket``,
 ``post_message`` / ``delete_message``, ``reserve_budget`` / ``release_budget``. An effect
 creates an object and answers ``{"tool", "id", "status", "object"}``; its compensation
-takes ``{"id": ...}`` and undoes it (404 unknown id, 409 already undone).
+takes ``{"id": ...}`` and undoes it (404 unknown id, 409 already undone). A compensation
+may instead name the effect by its idempotency key, ``{"effect_key": ...}`` (the saga
+does so for an effect that *maybe* applied, whose id it never saw): the object that key
+created is undone, and a key that applied nothing answers 404 with
+``"nothing_applied": true`` — there is nothing to undo.
 
 Every call must carry an ``Idempotency-Key`` header: the first request with a key is
 applied and recorded in the effects log; any later request with the same key gets the
 same answer (header ``Idempotent-Replayed: true``) and changes nothing — the same key
 with different arguments is a 422. Faults per tool (``PUT /_admin/tool_faults/<tool>``)
 make calls fail with a status, before or *after* applying the effect (a lost response),
-or hang; ``times`` limits a fault to the next N calls.
+or hang (``when="after"``: apply, then hang — the caller times out on an applied
+effect); ``times`` limits a fault to the next N calls.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from aiohttp import web
 from pydantic import BaseModel, Field
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+#: Compensation argument naming the effect by its idempotency key instead of its id.
+EFFECT_KEY_ARG = "effect_key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 
 
@@ -131,6 +138,14 @@ class ToolState:
             self.objects[oid] = obj
             return 201, {"tool": tool, "id": oid, "status": "created", "object": obj}
         oid = args.get("id")
+        if oid is None and EFFECT_KEY_ARG in args:
+            effect = self.by_key.get(str(args[EFFECT_KEY_ARG]))
+            if effect is None or TOOLS[effect.tool].kind != spec.kind:
+                return 404, {
+                    "error": f"no {spec.kind} applied under key {args[EFFECT_KEY_ARG]!r}",
+                    "nothing_applied": True,
+                }
+            oid = effect.object_id
         obj = self.objects.get(oid) if isinstance(oid, str) else None
         if obj is None or obj["kind"] != spec.kind:
             return 404, {"error": f"no {spec.kind} {oid!r}"}
@@ -185,7 +200,7 @@ async def handle_tool(request: web.Request) -> web.StreamResponse:
         return _json(400, {"error": "body must be a JSON object of arguments"})
     state.calls[tool] = state.calls.get(tool, 0) + 1
     fault = state.take_fault(tool)
-    if fault is not None and fault.kind is ToolFaultKind.HANG:
+    if fault is not None and fault.kind is ToolFaultKind.HANG and fault.when == "before":
         await asyncio.sleep(fault.hold_s)
         return _json(504, {"error": "held"})
     if fault is not None and fault.when == "before":
@@ -203,6 +218,9 @@ async def handle_tool(request: web.Request) -> web.StreamResponse:
         if status < 400:
             # Only applied effects are remembered: a rejected call may be fixed and re-sent.
             state.record(tool, key, args, status, body)
+    if fault is not None and fault.kind is ToolFaultKind.HANG:  # applied, then no answer
+        await asyncio.sleep(fault.hold_s)
+        return _json(504, {"error": "held (after)"})
     if fault is not None:  # when == "after": the effect stands, the answer is lost
         return _json(fault.status, {"error": f"injected {fault.status} on {tool} (after)"})
     return _json(status, body, replayed=replayed)

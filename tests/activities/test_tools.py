@@ -81,3 +81,16 @@ def test_base_url_from_env() -> None:
     assert tools_base_url({"FAILOVER_TOOLS_URL": "http://t/x/"}) == "http://t/x"
     assert tools_base_url({"SIM_URL": "http://s:1/"}) == "http://s:1/_tools"
     assert tools_base_url({}) == "http://127.0.0.1:8400/_tools"
+
+
+async def test_compensate_404_is_nothing_applied_but_run_tool_404_fails() -> None:
+    """For an undo, 404 means "nothing to undo" (a success); for an effect it is a rejection."""
+    body = {"error": "no ticket", "nothing_applied": True}
+    acts, _ = _acts(lambda r: httpx.Response(404, json=body))
+    res = await acts.compensate(INP)
+    assert res.status == 404 and res.result["nothing_applied"] is True
+    plain, _ = _acts(lambda r: httpx.Response(404, text="gone"))
+    assert (await plain.compensate(INP)).result == {"error": "gone", "nothing_applied": True}
+    with pytest.raises(ApplicationError) as info:
+        await acts.run_tool(INP)
+    assert info.value.type == "tool_rejected"

@@ -66,3 +66,24 @@ def test_saga_table_and_check_read_the_compensation_log() -> None:
     assert "compensated" in text and "failed: tool_rejected" in text
     assert demo._tool_rollbacks(_result(rolled_back=True)) == ["analyst#1/create_ticket"]
     assert demo._tool_rollbacks(_result(rolled_back=False)) == []
+
+
+def test_saga_table_shows_maybe_applied_and_nothing_applied() -> None:
+    """An effect logged after an ambiguous failure reads maybe_applied, then how it ended."""
+    result = _result(rolled_back=False)
+    assert result.compensation_log is not None
+    maybe = SideEffect(
+        step="action#1",
+        tool="post_message",
+        idempotency_key="v1-b",
+        compensation_tool="delete_message",
+        compensation_args={"effect_key": "v1-b"},
+    )
+    result.compensation_log.append(maybe, maybe_applied=True)
+    console = Console(record=True, width=200)
+    console.print(demo.saga_table(result, "side effects"))
+    assert "maybe_applied" in console.export_text()
+    result.compensation_log.mark_compensated("v1-b", nothing_applied=True)
+    console = Console(record=True, width=200)
+    console.print(demo.saga_table(result, "side effects"))
+    assert "compensated (nothing applied)" in console.export_text()

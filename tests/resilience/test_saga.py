@@ -13,6 +13,7 @@ from agent_failover.resilience.saga import (
     SideEffect,
     compensation_for,
     compensation_key,
+    failure_may_have_applied,
     idempotency_key,
     render_args,
 )
@@ -134,3 +135,50 @@ def test_log_round_trips_through_json() -> None:
     log.append(effect("a"))
     log.mark_failed(log.entries[0].effect.idempotency_key, "x")
     assert CompensationLog.model_validate_json(log.model_dump_json()) == log
+
+
+def test_maybe_applied_is_undone_and_may_be_confirmed_or_found_empty() -> None:
+    """maybe_applied is outstanding; → applied on a later success; → compensated (nothing
+    applied) when the undo finds nothing; it can never move back to maybe_applied."""
+    log = CompensationLog()
+    a = log.append(effect("a"), maybe_applied=True)
+    b = log.append(effect("b"), maybe_applied=True)
+    assert a.status is CompensationStatus.MAYBE_APPLIED and a.maybe_applied
+    assert [e.effect.step for e in log.to_compensate()] == ["b", "a"]
+    log.confirm(a.effect.idempotency_key, {"id": "T-1"})
+    assert a.status is CompensationStatus.APPLIED and a.effect.result == {"id": "T-1"}
+    with pytest.raises(IllegalCompensationMove):
+        log.confirm(a.effect.idempotency_key, {})
+    done = log.mark_compensated(b.effect.idempotency_key, nothing_applied=True)
+    assert done.label() == "compensated (nothing applied)"
+    assert log.mark_compensated(a.effect.idempotency_key).label() == "compensated"
+    assert log.to_compensate() == []
+
+
+@pytest.mark.parametrize(
+    ("timed_out", "error_type", "non_retryable", "maybe"),
+    [
+        (True, None, False, True),  # start-to-close / heartbeat timeout
+        (False, "tool_server_error", False, True),  # retries exhausted on a 5xx
+        (False, "tool_timeout", False, True),  # the HTTP call timed out
+        (False, "tool_rejected", True, False),  # a 4xx: the tool says "not applied"
+        (False, "tool_bad_reply", True, True),  # a 2xx we could not read: applied
+    ],
+)
+def test_which_failures_may_have_applied(
+    timed_out: bool, error_type: str | None, non_retryable: bool, maybe: bool
+) -> None:
+    assert (
+        failure_may_have_applied(
+            timed_out=timed_out, error_type=error_type, non_retryable=non_retryable
+        )
+        is maybe
+    )
+
+
+def test_compensation_of_a_maybe_applied_effect_carries_its_key() -> None:
+    """No created id is known: the undo names the effect by its idempotency key."""
+    assert compensation_for("post_message", None, {}, {}, effect_key="v1-k") == (
+        "delete_message",
+        {"effect_key": "v1-k"},
+    )

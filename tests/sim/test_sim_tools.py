@@ -69,3 +69,47 @@ async def test_admin_rejects_unknown_tools_and_bad_faults(sim: RunningSimulator)
                 raise AssertionError(f"{tool} {body} was accepted")
         await admin.set_tool_faults("close_ticket", [{"kind": "hang", "hold_s": 1}])
         await admin.clear_tool_faults("close_ticket")
+
+
+async def test_undo_by_effect_key_and_nothing_applied(sim: RunningSimulator) -> None:
+    """An undo may name the effect by its key: it undoes that object; a key that applied
+    nothing (or another kind) is a 404 saying ``nothing_applied``."""
+    async with httpx.AsyncClient() as c:
+        tid = (await _post(c, sim, "create_ticket", "k1", title="x")).json()["id"]
+        undone = await _post(c, sim, "close_ticket", "c1", effect_key="k1")
+        assert undone.status_code == 200 and undone.json()["id"] == tid
+        none = await _post(c, sim, "close_ticket", "c2", effect_key="never-sent")
+        assert none.status_code == 404 and none.json()["nothing_applied"] is True
+        other = await _post(c, sim, "delete_message", "c3", effect_key="k1")
+        assert other.status_code == 404 and other.json()["nothing_applied"] is True
+
+
+async def test_hang_after_applies_then_answers_nothing(sim: RunningSimulator) -> None:
+    """A 'hang' fault with when='after' applies the effect, then holds the answer."""
+    async with httpx.AsyncClient() as c, SimAdmin(sim.url) as admin:
+        await admin.set_tool_faults(
+            "post_message", [{"kind": "hang", "when": "after", "hold_s": 5, "times": 1}]
+        )
+        try:
+            await c.post(
+                f"{sim.url}/_tools/post_message",
+                json={"text": "a"},
+                headers={"Idempotency-Key": "m1"},
+                timeout=0.3,
+            )
+            raise AssertionError("the held call answered")
+        except httpx.TimeoutException:
+            pass
+        assert [e.key for e in await admin.effects(tool="post_message")] == ["m1"]
+        await admin.set_tool_faults("post_message", [{"kind": "hang", "hold_s": 5, "times": 1}])
+        try:
+            await c.post(
+                f"{sim.url}/_tools/post_message",
+                json={"text": "b"},
+                headers={"Idempotency-Key": "m2"},
+                timeout=0.3,
+            )
+            raise AssertionError("the held call answered")
+        except httpx.TimeoutException:
+            pass
+        assert [e.key for e in await admin.effects(tool="post_message")] == ["m1"]

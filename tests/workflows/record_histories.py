@@ -202,6 +202,45 @@ async def _agent_tool_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]
     return runs
 
 
+async def _maybe_applied_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
+    """Effects that applied and then timed out (issue 15a): an action, then agent tools;
+    both logged maybe_applied and compensated by their idempotency key."""
+    hang = {"kind": "hang", "when": "after", "hold_s": 5}
+    await admin.reset()
+    await admin.set_tool_faults("post_message", [hang])
+    wid = f"maybe-action-{uuid.uuid4().hex[:6]}"
+    message = ActionSpec(
+        tool="post_message", args={"channel": "#ops"}, max_attempts=1, timeout_s=0.5
+    )
+    await h.client.execute_workflow(
+        AgentPipelineWorkflow.run,
+        PipelineInput(
+            task="Summarise the outage",
+            options=PipelineOptions(
+                revision_rounds=0,
+                actions=[ActionSpec(tool="create_ticket", args={"title": "incident"}), message],
+            ),
+        ),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=PipelineResult,
+    )
+    runs = [("pipeline_action_maybe_applied_issue15a", wid)]
+    await admin.reset()
+    await admin.set_tool_faults("create_ticket", [hang])
+    await admin.set_tool_faults("post_message", [{"status": 400}])
+    inp = _tools_input()
+    inp.options.agent_tools = [
+        t.model_copy(update={"max_attempts": 1, "timeout_s": 0.5}) for t in inp.options.agent_tools
+    ]
+    wid = f"maybe-tools-{uuid.uuid4().hex[:6]}"
+    await h.client.execute_workflow(
+        AgentPipelineWorkflow.run, inp, id=wid, task_queue=h.task_queue, result_type=PipelineResult
+    )
+    runs.append(("pipeline_agent_tools_maybe_applied_issue15a", wid))
+    return runs
+
+
 async def _escalated(h: Harness, admin: SimAdmin) -> str:
     """Every route down: the pipeline escalates once; an operator accepts degraded."""
     await admin.reset()
@@ -343,6 +382,10 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (
         ("call_eager_issue10", "call_overflow_issue10", "pipeline_policy_refs_issue10"),
         _issue_10_runs,
+    ),
+    (
+        ("pipeline_action_maybe_applied_issue15a", "pipeline_agent_tools_maybe_applied_issue15a"),
+        _maybe_applied_runs,
     ),
 ]
 

@@ -140,3 +140,26 @@ async def test_turn_limit_in_a_step_is_said_in_its_section(
     assert specialists
     assert all(s.output.content.startswith("[turn_limit:") for s in specialists)
     assert await sim_admin.effects() == []
+
+
+async def test_tool_call_applied_then_timed_out_is_rolled_back(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """Every create_ticket applies, then hangs past the tool's timeout: each call is logged
+    maybe_applied, and the failing action's rollback closes every ticket by its key."""
+    hang = {"kind": "hang", "when": "after", "hold_s": 5}
+    await sim_admin.set_tool_faults("create_ticket", [hang])
+    await sim_admin.set_tool_faults("post_message", [{"status": 400}])
+    inp = pipeline_input(MESSAGE)
+    inp.options.agent_tools = [
+        t.model_copy(update={"max_attempts": 1, "timeout_s": 0.5}) for t in TOOLS
+    ]
+    result: PipelineResult = await (await _start(harness, inp)).result()
+    log = result.compensation_log
+    assert log is not None and log.entries, "no specialist called its tool"
+    assert all(e.maybe_applied and e.status.value == "compensated" for e in log.entries)
+    effects = await sim_admin.effects()
+    tickets = [e for e in effects if e.tool == "create_ticket"]
+    closed = [e for e in effects if e.tool == "close_ticket"]
+    assert tickets and sorted(e.object_id for e in closed) == sorted(e.object_id for e in tickets)
+    assert {e.key for e in tickets} == {e.effect.idempotency_key for e in log.entries}

@@ -66,7 +66,10 @@ async def test_action_retried_after_a_lost_answer_is_applied_once(
 async def test_hard_failure_of_second_action_compensates_the_first(
     harness: Harness, sim_admin: SimAdmin
 ) -> None:
-    """post_message exhausts its retries: the ticket is closed, the third action never runs."""
+    """post_message exhausts its retries: the ticket is closed, the third action never runs.
+
+    Retries exhausted on a 5xx is ambiguous: the message is logged ``maybe_applied`` and
+    its undo (by key) finds nothing — ``compensated (nothing applied)``."""
     await sim_admin.set_tool_faults("post_message", [{"status": 500}])
     failing = MESSAGE.model_copy(update={"max_attempts": 2})
     result: PipelineResult = await (await _start(harness, _input(TICKET, failing, BUDGET))).result()
@@ -76,7 +79,11 @@ async def test_hard_failure_of_second_action_compensates_the_first(
         ActionStatus.SKIPPED,
     ]
     assert "tool_server_error" in (result.actions[1].error or "")
-    assert [e.effect.step for e in result.compensated] == ["action#1"]
+    assert [e.effect.step for e in result.compensated] == ["action#2", "action#1"]
+    assert [e.label() for e in result.compensated] == [
+        "compensated (nothing applied)",
+        "compensated",
+    ]
     effects = await sim_admin.effects()
     assert [e.tool for e in effects] == ["create_ticket", "close_ticket"]
     assert effects[1].args["id"] == effects[0].object_id
@@ -213,3 +220,38 @@ async def test_escalation_timeout_abort_compensates_then_fails(
     assert cause.details[0]["action"] == "abort"
     tools = [e.tool for e in await sim_admin.effects()]
     assert tools == ["reserve_budget", "create_ticket", "close_ticket", "release_budget"]
+
+
+async def test_action_applied_then_timed_out_is_compensated_by_its_key(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """post_message applies, then never answers (tool timeout, attempts exhausted): the
+    message is logged maybe_applied and deleted by its idempotency key, then the ticket."""
+    hang = {"kind": "hang", "when": "after", "hold_s": 5}
+    await sim_admin.set_tool_faults("post_message", [hang])
+    failing = MESSAGE.model_copy(update={"max_attempts": 1, "timeout_s": 0.5})
+    result: PipelineResult = await (await _start(harness, _input(TICKET, failing))).result()
+    assert [a.status for a in result.actions] == [ActionStatus.COMPENSATED, ActionStatus.FAILED]
+    assert "tool_timeout" in (result.actions[1].error or "")
+    log = result.compensation_log
+    assert log is not None and [e.maybe_applied for e in log.entries] == [False, True]
+    assert [e.label() for e in log.entries] == ["compensated", "compensated"]
+    message = log.entries[1].effect
+    assert message.compensation_args == {"effect_key": message.idempotency_key}
+    effects = await sim_admin.effects()
+    assert [e.tool for e in effects] == [
+        "create_ticket",
+        "post_message",
+        "delete_message",
+        "close_ticket",
+    ]
+    assert effects[2].object_id == effects[1].object_id
+
+
+async def test_rejected_action_is_not_logged(harness: Harness, sim_admin: SimAdmin) -> None:
+    """A 4xx (non-retryable) declares "not applied": no log entry, no undo for it."""
+    await sim_admin.set_tool_faults("post_message", [{"status": 422}])
+    result: PipelineResult = await (await _start(harness, _input(TICKET, MESSAGE))).result()
+    log = result.compensation_log
+    assert log is not None and [e.effect.step for e in log.entries] == ["action#1"]
+    assert "delete_message" not in await sim_admin.tool_calls()
