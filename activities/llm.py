@@ -40,6 +40,7 @@ from agent_failover.activities.models import (
     context_windows,
     policy_ref,
 )
+from agent_failover.activities.shadow import quality_rows
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.errors import (
     ContextLengthError,
@@ -395,7 +396,8 @@ class LLMActivities:
             return grant
         if trial:
             await self._health.release_trial(inp.route, now)
-        record.budget_refused(inp.role, inp.route, grant.refused_by or "")
+        bulkhead = self._policy.role(inp.role).bulkhead
+        record.budget_refused(inp.role, inp.route, bulkhead, grant.refused_by or "")
         raise ApplicationError(
             f"rate budget {grant.refused_by} has no room for route {inp.route!r} "
             f"({tokens} tokens) for {grant.wait_s:.1f}s",
@@ -613,6 +615,7 @@ class LLMActivities:
         windows = context_windows(self._policy, snap)
         scopes = all_scopes(self._policy)
         levels = await self._health.budget_levels(scopes, inp.now) if scopes else []
+        quality = await quality_rows(self._health, self._policy, inp.now)
         return HealthTable(
             taken_at=inp.now,
             # Recent samples are for SLA streaks, not for the status table (and this table
@@ -625,6 +628,7 @@ class LLMActivities:
             store_degraded_since=status.degraded_since,
             context_windows={r: windows[r] for r in routes if r in windows},
             budgets=levels,
+            quality=[q for q in quality if q.route in routes],
         )
 
     # -- response cache -----------------------------------------------------------------

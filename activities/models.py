@@ -366,6 +366,25 @@ class ContextWindow(BaseModel):
         return self.learned if self.learned is not None else self.configured
 
 
+class QualityRow(BaseModel):
+    """One route's shadow-evaluation verdict for one role (roles with ``shadow`` only)."""
+
+    role: str
+    route: str
+    #: Marked ``QUALITY_REGRESSION`` for the role (what the planner goes by).
+    regressed: bool = False
+    #: When the verdict last changed (None: never).
+    since: float | None = None
+    #: ``1 - mean agreement`` over the role's shadow window now (None: under min_samples).
+    delta: float | None = None
+    #: The delta recorded when the verdict last changed.
+    verdict_delta: float | None = None
+    #: Shadow samples the verdict counts (in the window, since the last change).
+    samples: int = 0
+    min_samples: int = 1
+    tolerance: float = 0.0
+
+
 class HealthTable(BaseModel):
     taken_at: float
     rows: list[RouteHealth]
@@ -379,6 +398,8 @@ class HealthTable(BaseModel):
     #: Every rate-budget bucket of the policy (endpoints, then bulkheads), as all workers
     #: share them.
     budgets: list[BucketLevel] = Field(default_factory=list)
+    #: Shadow-evaluation verdicts per role and route (roles with ``shadow`` settings).
+    quality: list[QualityRow] = Field(default_factory=list)
 
 
 def context_windows(policy: PolicyConfig, snapshot: HealthSnapshot) -> dict[str, ContextWindow]:

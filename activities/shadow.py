@@ -22,6 +22,7 @@ import httpx
 from pydantic import BaseModel, Field
 from temporalio import activity
 
+from agent_failover.activities.models import QualityRow
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.errors import ProviderError
 from agent_failover.providers.models import ChatRequest
@@ -212,3 +213,32 @@ class ShadowActivities:
     def all(self) -> list[Any]:
         """Every activity of this class, for worker registration."""
         return [self.shadow_evaluate]
+
+
+async def quality_rows(health: HealthStore, policy: PolicyConfig, now: float) -> list[QualityRow]:
+    """Every shadowed role's quality verdict per roster route (the reference excluded), with
+    the window's delta and sample count as :func:`evaluate_quality` sees them at ``now``."""
+    rows: list[QualityRow] = []
+    for name, role in policy.roles.items():
+        shadow = role.shadow
+        if shadow is None:
+            continue
+        for route in role.roster.routes():
+            if route == shadow.reference_route:
+                continue
+            state = await health.quality(name, route)
+            verdict = evaluate_quality(state, shadow, policy.hysteresis_margin, now=now)
+            rows.append(
+                QualityRow(
+                    role=name,
+                    route=route,
+                    regressed=state.regressed,
+                    since=state.since,
+                    delta=verdict.delta,
+                    verdict_delta=state.delta,
+                    samples=verdict.samples,
+                    min_samples=shadow.min_samples,
+                    tolerance=shadow.tolerance,
+                )
+            )
+    return rows

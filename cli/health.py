@@ -20,7 +20,7 @@ from agent_failover.cli.errors import CliError
 async def show_monitor_status(console: Console, client: Client, task_queue: str) -> None:
     """Print the monitor's table and a footer on probing (rounds, interval, age)."""
     from agent_failover.cli.ops import monitor_table
-    from agent_failover.cli.render import budget_table, health_table, monitor_footer
+    from agent_failover.cli.render import health_table, monitor_footer, status_extras
 
     table = await monitor_table(client, task_queue)
     if table.table is None:
@@ -29,8 +29,8 @@ async def show_monitor_status(console: Console, client: Client, task_queue: str)
             f"{table.interval_s or 10:g} s"
         )
     console.print(health_table(table.table, now=time.time()))
-    if table.table.budgets:
-        console.print(budget_table(table.table.budgets, now=time.time()))
+    for extra in status_extras(table.table, now=time.time()):
+        console.print(extra)
     console.print(monitor_footer(table, now=time.time()), highlight=False)
 
 
@@ -39,6 +39,7 @@ async def table_from_store(
 ):
     """The health table read straight from the shared store (needs Redis access)."""
     from agent_failover.activities.models import HealthTable, context_windows
+    from agent_failover.activities.shadow import quality_rows
     from agent_failover.cli.devstack import load_policy_for_cli, read_stack_file
     from agent_failover.config import DEFAULT_POLICY_PATH
     from agent_failover.resilience.budget import all_scopes
@@ -77,6 +78,7 @@ async def table_from_store(
             store_degraded_since=status.degraded_since,
             context_windows=context_windows(pol, snap),
             budgets=await stores.health.budget_levels(all_scopes(pol), now),
+            quality=await quality_rows(stores.health, pol, now),
         )
     finally:
         await stores.close()

@@ -282,21 +282,23 @@ def status(
 ) -> None:
     """The health table: breaker state, p50/p95/p99 (ms), error rate, last probe and its age,
     context windows, and whether the shared store is degraded; then the rate budgets
-    (requests and tokens left per endpoint and bulkhead, shared by every worker).
+    (requests and tokens left per endpoint and bulkhead, shared by every worker) and, for
+    roles with shadow evaluation, each route's quality verdict (QUALITY_REGRESSION or ok,
+    the drop of agreement with the reference route, samples against min_samples).
 
     By default it asks the deployment's health monitor (only Temporal access needed); the
     monitor refreshes the table every probe round. It answers within seconds when no
     worker runs, and says so when the monitor is not running.
     """
     from agent_failover.cli.health import show_monitor_status, table_from_store
-    from agent_failover.cli.render import budget_table, health_table
+    from agent_failover.cli.render import health_table, status_extras
 
     async def body() -> None:
         if from_store:
             table = await table_from_store(redis_url, namespace, policy, window_s)
             console.print(health_table(table))
-            if table.budgets:
-                console.print(budget_table(table.budgets, now=table.taken_at))
+            for extra in status_extras(table, now=table.taken_at):
+                console.print(extra)
             return
         client = await _client(address)
         await show_monitor_status(console, client, _task_queue(task_queue))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from agent_failover.activities.models import HealthTable
+from agent_failover.activities.models import HealthTable, QualityRow
 from agent_failover.resilience.budget import BucketLevel, BucketState, refill
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.workflows.models import MonitorTable, PipelineResult
@@ -137,6 +137,46 @@ def budget_table(levels: list[BucketLevel], now: float) -> Table:
             "-" if full_in <= 0 else f"{full_in:.0f} s",
         )
     return t
+
+
+def _delta(row: QualityRow) -> str:
+    if row.delta is not None:
+        return f"{row.delta:.2f}"
+    if row.verdict_delta is not None:
+        return f"{row.verdict_delta:.2f} at verdict"
+    return "-"
+
+
+def quality_table(rows: list[QualityRow], now: float) -> Table:
+    """Shadow-evaluation verdicts: per role and route, ``QUALITY_REGRESSION`` or ok, the
+    drop of agreement with the reference (``1 - mean``) against the tolerance, and the
+    samples the verdict counts against ``min_samples``."""
+    t = Table(title="Shadow quality (per role, vs its reference route)", title_justify="left")
+    for col in ("role", "route", "quality", "delta", "tolerance", "samples", "since"):
+        t.add_column(col, justify="right" if col in ("delta", "tolerance", "samples") else "left")
+    for row in rows:
+        verdict = "[red]QUALITY_REGRESSION[/]" if row.regressed else "[green]ok[/]"
+        t.add_row(
+            row.role,
+            row.route,
+            verdict,
+            _delta(row),
+            f"{row.tolerance:.2f}",
+            f"{row.samples}/{row.min_samples}",
+            "-" if row.since is None else age(now - row.since),
+        )
+    return t
+
+
+def status_extras(table: HealthTable, now: float) -> list[Table]:
+    """What `failover status` prints below the route health table: rate budgets and
+    shadow quality verdicts, each only when the policy has some."""
+    out = []
+    if table.budgets:
+        out.append(budget_table(table.budgets, now=now))
+    if table.quality:
+        out.append(quality_table(table.quality, now=now))
+    return out
 
 
 def monitor_footer(mt: MonitorTable, now: float) -> str:

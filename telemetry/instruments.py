@@ -83,6 +83,7 @@ class Instruments:
     shadow_agreement: Any
     quality_regressions: Any
     reruns: Any
+    budget_refusals: Any
 
 
 _cache: tuple[object, Instruments] | None = None
@@ -174,6 +175,9 @@ def _build(m: metrics.Meter) -> Instruments:
             names.QUALITY_REGRESSIONS, description="Quality regressions found and lifted"
         ),
         reruns=count(names.RERUNS, description="Degraded re-runs by outcome"),
+        budget_refusals=count(
+            names.RATE_BUDGET_REFUSALS, description="Calls refused by a shared rate budget"
+        ),
     )
 
 

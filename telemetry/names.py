@@ -90,6 +90,10 @@ SHADOW_SAMPLES = "failover.shadow.samples"
 SHADOW_AGREEMENT = "failover.shadow.agreement"
 #: Counter: quality verdict changes, attributes role, route, event (regressed/restored).
 QUALITY_REGRESSIONS = "failover.quality.regressions"
+#: Counter: calls refused by a shared rate budget before they reached the provider,
+#: attributes scope (the refusing bucket, ``endpoint:<route>`` or ``bulkhead:<name>``),
+#: route, bulkhead (the role's), role.
+RATE_BUDGET_REFUSALS = "failover.rate_budget.refusals"
 #: Counter: degraded re-runs, attributes role, status (revised/escalated/expired/failed).
 RERUNS = "failover.reruns"
 
@@ -101,6 +105,7 @@ EV_SLA_RESTORED = "failover.sla.restored"
 EV_QUALITY_REGRESSION = "failover.quality.regression"
 EV_QUALITY_RESTORED = "failover.quality.restored"
 EV_RERUN = "failover.rerun"
+EV_RATE_BUDGET_REFUSED = "failover.rate_budget.refused"
 EV_HEDGE_FIRED = "failover.hedge.fired"
 EV_HEDGE_WON = "failover.hedge.won"
 EV_HEDGE_CANCELLED = "failover.hedge.cancelled"

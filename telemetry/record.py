@@ -144,9 +144,18 @@ def store_outage(store: str) -> None:
     instruments().store_degraded.add(1, {"store": store})
 
 
-def budget_refused(role: str, route: str, scope: str) -> None:
-    """A call refused by a shared rate budget before it reached the provider."""
+def budget_refused(role: str, route: str, bulkhead: str, scope: str) -> None:
+    """A call refused by a shared rate budget (``scope``: the bucket that refused) before
+    it reached the provider: the span event and the refusals counter."""
     event(
-        "failover.rate_budget.refused",
-        {"failover.role": role, "failover.route": route, "failover.budget_scope": scope},
+        names.EV_RATE_BUDGET_REFUSED,
+        {
+            "failover.role": role,
+            "failover.route": route,
+            "failover.bulkhead": bulkhead,
+            "failover.budget_scope": scope,
+        },
+    )
+    instruments().budget_refusals.add(
+        1, {"scope": scope, "route": route, "bulkhead": bulkhead, "role": role}
     )

@@ -192,6 +192,48 @@ def panels() -> list[dict]:
             ],
         ),
         panel(
+            "Shadow samples and agreement",
+            [
+                q(
+                    f"sum by (route, agreed) (rate(failover_shadow_samples_total{{{SEL}}}[{W}]))",
+                    "{{route}} agreed={{agreed}}",
+                ),
+                q(
+                    f"sum by (route) (rate(failover_shadow_agreement_sum{{{SEL}}}[{W}])) / "
+                    f"sum by (route) (rate(failover_shadow_agreement_count{{{SEL}}}[{W}]))",
+                    "mean agreement {{route}}",
+                    "B",
+                ),
+            ],
+            desc="Shadow-evaluation samples per second (agreed: score at or above the "
+            "scorer's pass threshold) and the mean agreement with the reference route (0..1).",
+        ),
+        panel(
+            "Quality regressions",
+            [
+                q(
+                    "sum by (role, route, event) "
+                    f"(increase(failover_quality_regressions_total{{{SEL}}}[1h]))",
+                    "{{role}} {{route}} {{event}}",
+                )
+            ],
+            desc="QUALITY_REGRESSION verdicts found (regressed) and lifted (restored) "
+            "in the last hour, per role and route.",
+        ),
+        panel(
+            "Rate-budget refusals",
+            [
+                q(
+                    "sum by (scope, route, bulkhead) "
+                    f"(rate(failover_rate_budget_refusals_total{{{SEL}}}[{W}]))",
+                    "{{scope}} ({{route}}, {{bulkhead}})",
+                )
+            ],
+            unit="ops",
+            desc="Calls refused by a shared rate budget before reaching the provider, by "
+            "the refusing bucket (endpoint:<route> or bulkhead:<name>), route and bulkhead.",
+        ),
+        panel(
             "Tokens and cost",
             [
                 q(

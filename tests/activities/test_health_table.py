@@ -9,6 +9,7 @@ from agent_failover.activities.llm import LLMActivities
 from agent_failover.activities.models import HealthTableInput
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
+from agent_failover.resilience.config import PolicyConfig
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.health import MemoryHealthStore, RedisHealthStore
 from agent_failover.stores.redis_link import fail_fast_client
@@ -17,8 +18,8 @@ from agent_failover.testing.servers import free_port
 ROUTES = ["anthropic-us-east", "cheap-mini"]
 
 
-def _acts(health) -> LLMActivities:
-    policy = load_policy(DEFAULT_POLICY_PATH, env={"SIM_URL": "http://sim.test"})
+def _acts(health, policy: PolicyConfig | None = None) -> LLMActivities:
+    policy = policy or load_policy(DEFAULT_POLICY_PATH, env={"SIM_URL": "http://sim.test"})
     return LLMActivities(
         policy, httpx.AsyncClient(), health, MemoryResponseCache(), task_queue_for=lambda r: "q"
     )
@@ -54,3 +55,30 @@ async def test_a_learned_window_is_reported_beside_the_configured_one() -> None:
     assert table.context_windows["cheap-mini"].learned == 16_384
     assert table.context_windows["cheap-mini"].effective == 16_384
     assert table.context_windows["anthropic-us-east"].learned is None
+
+
+async def test_shadowed_roles_carry_their_quality_verdicts() -> None:
+    """What the monitor's table holds for `failover status`: per shadowed role and roster
+    route (not the reference) the stored verdict, the window's delta and its samples."""
+    from agent_failover.resilience.config import ShadowSettings
+    from agent_failover.resilience.shadow import QualitySample
+
+    policy = load_policy(DEFAULT_POLICY_PATH, env={"SIM_URL": "http://sim.test"})
+    shadow = ShadowSettings(reference_route="openai-us", min_samples=2, tolerance=0.25)
+    role = policy.role("analyst").model_copy(update={"shadow": shadow})
+    policy = policy.model_copy(update={"roles": {**policy.roles, "analyst": role}})
+    health = MemoryHealthStore()
+    acts = _acts(health, policy)
+    await health.set_quality_regressed("analyst", "cheap-mini", True, at=900.0, delta=0.7)
+    for at in (950.0, 960.0):
+        await health.record_quality("analyst", "cheap-mini", QualitySample(at=at, score=0.4))
+    table = await acts.health_table(HealthTableInput(routes=ROUTES, now=1000.0))
+    assert [(q.role, q.route) for q in table.quality] == [
+        ("analyst", "anthropic-us-east"),
+        ("analyst", "cheap-mini"),
+    ]
+    row = table.quality[1]
+    assert row.regressed and row.since == 900.0 and row.verdict_delta == 0.7
+    assert (row.samples, row.min_samples) == (2, 2)
+    assert abs(row.delta - 0.6) < 1e-9
+    assert not table.quality[0].regressed and table.quality[0].samples == 0

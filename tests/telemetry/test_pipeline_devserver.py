@@ -10,7 +10,10 @@ import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
 
 from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.outcomes import RATE_BUDGET
+from agent_failover.stores.health import MemoryHealthStore
 from agent_failover.telemetry import names
 from agent_failover.testing.harness import Harness
 from agent_failover.testing.sim.admin import SimAdmin
@@ -24,8 +27,13 @@ from agent_failover.workflows.models import (
 )
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from agent_failover.workflows.search_attributes import pipeline_summary
+from tests.activities.test_shadow import REFERENCE as SHADOW_REFERENCE
+from tests.activities.test_shadow import _evaluate as shadow_evaluate
+from tests.activities.test_shadow import _input as shadow_input
+from tests.activities.test_shadow import _policy as shadow_policy
 from tests.telemetry.conftest import Captured
 from tests.telemetry.dashboard import dashboard_series, served_series
+from tests.telemetry.test_budget_metrics import budgeted, refuse_a_call
 from tests.telemetry.test_metrics_devserver import _sum, points
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow, drive_escalations
 
@@ -69,6 +77,16 @@ async def _saga_pipeline(h: Harness, sim_admin: SimAdmin, task: str) -> Pipeline
     return result
 
 
+async def _shadow_regression(policy: PolicyConfig, sim_admin: SimAdmin) -> None:
+    """The shadow_evaluate activity grades two wrong answers against a reference that is
+    always right: two samples, their agreement, and the route marked QUALITY_REGRESSION."""
+    await sim_admin.set_accuracy(SHADOW_REFERENCE, 1.0)
+    cfg, store = shadow_policy(policy), MemoryHealthStore()
+    for token in ("TOKEN-7", "TOKEN-8"):
+        out = await shadow_evaluate(cfg, store, shadow_input("wrong", token=token))
+    assert out.samples[0].regressed and out.samples[0].changed
+
+
 async def test_degraded_pipeline_in_the_ui_trace_and_metrics(
     traced: Harness, sim_admin: SimAdmin, captured: Captured
 ) -> None:
@@ -91,9 +109,10 @@ async def test_degraded_pipeline_in_the_ui_trace_and_metrics(
 async def test_endpoint_serves_every_dashboard_series(
     traced: Harness, sim_admin: SimAdmin, captured: Captured
 ) -> None:
-    """After a hedge race, the saga pipeline, a pipeline whose undo works and an all-down
-    call answered from the cache, the scrape endpoint serves every failover/GenAI series
-    the dashboard queries."""
+    """After a hedge race, the saga pipeline, a pipeline whose undo works, two disagreeing
+    shadow evaluations (a quality regression), a call refused by a rate budget and an
+    all-down call answered from the cache, the scrape endpoint serves every failover/GenAI
+    series the dashboard queries."""
     request = ChatRequest(messages=[Message(role="user", content="cache me")], max_tokens=60)
     call = CallInput(role="hedged", request=request)
 
@@ -120,6 +139,9 @@ async def test_endpoint_serves_every_dashboard_series(
         result_type=PipelineResult,
     )
     assert ok_undo.compensated
+    await _shadow_regression(traced.policy, sim_admin)
+    _, budgeted_acts = budgeted()
+    assert (await refuse_a_call(budgeted_acts)).type == RATE_BUDGET
     for route in traced.policy.endpoints:
         await sim_admin.set_faults(route, [{"kind": "auth_error"}])
     await hedged_call()

@@ -163,5 +163,8 @@ def test_committed_dashboard_is_the_generator_output_and_reads_our_names() -> No
         "Per-route latency p50/p95/p99",
         "Per-route time to first chunk",
         "Breaker states over time",
+        "Shadow samples and agreement",
+        "Quality regressions",
+        "Rate-budget refusals",
     ):
         assert needed in titles
