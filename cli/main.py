@@ -10,9 +10,11 @@ and what to do next (exit 1; exit 2 for bad input), never a traceback (``-v`` sh
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -79,6 +81,19 @@ def _setup(
 
 def _guard(body: Callable[[], T], address: str | None = None) -> T:
     return guarded(body, err, verbose=state.verbose, address=address)
+
+
+@contextmanager
+def _port_in_use_said(port: int) -> Iterator[None]:
+    """An address-in-use error as the one-line CLI error naming ``port``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise CliError(
+                f"port {port} is already in use: stop what holds it or pass --port"
+            ) from None
+        raise
 
 
 AddressOpt = Annotated[
@@ -169,16 +184,8 @@ def sim(
     from agent_failover.testing.sim.server import run_simulator_blocking
 
     def body() -> None:
-        try:
+        with _port_in_use_said(port):
             run_simulator_blocking(port, config, scenario)
-        except OSError as exc:
-            import errno
-
-            if exc.errno == errno.EADDRINUSE:
-                raise CliError(
-                    f"port {port} is already in use: stop what holds it or pass --port"
-                ) from None
-            raise
 
     _guard(body)
 
@@ -599,16 +606,8 @@ def webhook_receiver(
     from agent_failover.cli.escalations import serve_receiver
 
     def body() -> None:
-        try:
+        with _port_in_use_said(port):
             asyncio.run(serve_receiver(console, host, port, path))
-        except OSError as exc:
-            import errno
-
-            if exc.errno == errno.EADDRINUSE:
-                raise CliError(
-                    f"port {port} is already in use: stop what holds it or pass --port"
-                ) from None
-            raise
 
     _guard(body)
 
@@ -732,7 +731,7 @@ def chaos_proxy(
     from agent_failover.cli.chaos_proxy import run_chaos_proxy
 
     def body() -> None:
-        try:
+        with _port_in_use_said(port):
             run_chaos_proxy(
                 console,
                 upstream=upstream,
@@ -747,14 +746,6 @@ def chaos_proxy(
                 start_at=start_at,
                 quiet=quiet,
             )
-        except OSError as exc:
-            import errno
-
-            if exc.errno == errno.EADDRINUSE:
-                raise CliError(
-                    f"port {port} is already in use: stop what holds it or pass --port"
-                ) from None
-            raise
 
     _guard(body)
 

@@ -55,7 +55,7 @@ from agent_failover.testing.chaos_proxy.substitute import (
 from agent_failover.testing.sim.clock import Clock, SystemClock
 from agent_failover.testing.sim.content import ParsedRequest
 from agent_failover.testing.sim.faults import AttemptPlan, Fault, FaultKind, plan_attempt
-from agent_failover.testing.sim.handler import reset_connection
+from agent_failover.testing.sim.handler import hold, reset_connection
 from agent_failover.testing.sim.server import MAX_REQUEST_BYTES, SHUTDOWN_TIMEOUT_S
 from agent_failover.testing.sim.wire.base import context_error, error_from_fault
 
@@ -235,16 +235,7 @@ class ChaosProxyHandler:
         return web.json_response(body, status=status, headers=wire.error_headers(err)), "error"
 
     async def _hold(self, seconds: float | None) -> bool:
-        """Wait ``seconds`` (forever if None) or until shutdown; True if shutdown ended it."""
-        waiters = [asyncio.ensure_future(self.state.shutdown.wait())]
-        if seconds is not None:
-            waiters.append(asyncio.ensure_future(self.state.clock.sleep(seconds)))
-        try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for w in waiters:
-                w.cancel()
-        return self.state.shutdown.is_set()
+        return await hold(self.state.shutdown, self.state.clock, seconds)
 
 
 def _bad_gateway(upstream: str, exc: httpx.HTTPError) -> web.Response:

@@ -24,6 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from agent_failover.providers.endpoint import ProviderKind
+from agent_failover.testing.sim.clock import Clock
 from agent_failover.testing.sim.config import SimEndpoint
 from agent_failover.testing.sim.content import (
     ParsedRequest,
@@ -102,6 +103,21 @@ def header_faults(headers: Mapping[str, str]) -> list[Fault]:
         return [Fault.model_validate(f) for f in json.loads(raw)]
     except (ValueError, TypeError) as exc:
         raise SimError(ErrorCategory.INVALID_REQUEST, f"{FAULTS_HEADER}: {exc}") from None
+
+
+async def hold(shutdown: asyncio.Event, clock: Clock, seconds: float | None) -> bool:
+    """Wait ``seconds`` on ``clock`` (forever if None) or until ``shutdown``; True if
+    shutdown ended it (a held request of the simulator or the chaos proxy)."""
+    waiters = [asyncio.ensure_future(shutdown.wait())]
+    if seconds is not None:
+        waiters.append(asyncio.ensure_future(clock.sleep(seconds)))
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        # Cancelled or not, never leave a waiter behind.
+        for w in waiters:
+            w.cancel()
+    return shutdown.is_set()
 
 
 class _Pacer:
@@ -283,17 +299,7 @@ class CompletionHandler:
         )
 
     async def _hold(self, seconds: float | None) -> bool:
-        """Wait ``seconds`` (forever if None) or until shutdown; True if shutdown ended it."""
-        waiters = [asyncio.ensure_future(self.state.shutdown.wait())]
-        if seconds is not None:
-            waiters.append(asyncio.ensure_future(self.state.clock.sleep(seconds)))
-        try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            # Cancelled or not, never leave a waiter behind.
-            for w in waiters:
-                w.cancel()
-        return self.state.shutdown.is_set()
+        return await hold(self.state.shutdown, self.state.clock, seconds)
 
     def _headers(self, wire: WireFormat, entry: AttemptLogEntry, content_type: str) -> dict:
         return {"content-type": content_type, wire.request_id_header(): entry.request_id}
