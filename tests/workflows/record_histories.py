@@ -360,18 +360,6 @@ def _has_ref_only(history: Any) -> bool:
     return False
 
 
-async def _plain_call(h: Harness, text: str) -> str:
-    wid = f"{text}-{uuid.uuid4().hex[:6]}"
-    await h.client.execute_workflow(
-        ResilientCallWorkflow.run,
-        CallInput(role="plain", request=ChatRequest(messages=[Message(role="user", content=text)])),
-        id=wid,
-        task_queue=h.task_queue,
-        result_type=AgentOutput,
-    )
-    return wid
-
-
 #: (the history names a recorder produces, the recorder), in recording order.
 RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("pipeline_healthy", "pipeline_failover", "call_hedged"), _classic_runs),
