@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 
 from temporalio.client import WorkflowHandle
 
@@ -51,9 +53,37 @@ async def start_pipeline(h: Harness, task: str, **opts: object) -> WorkflowHandl
     )
 
 
+#: Where a chaos test that fails leaves the histories of its runs, for the replayer.
+HISTORY_DUMP_DIR = Path(tempfile.gettempdir()) / "agent-failover-chaos-histories"
+
+
 async def results_of(handles: Iterable[WorkflowHandle], timeout_s: float) -> list[PipelineResult]:
-    """Every handle's result; any failed pipeline or the deadline fails the test."""
-    return list(await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), timeout_s))
+    """Every handle's result; any failed pipeline or the deadline fails the test.
+
+    On failure the runs' histories are written to :data:`HISTORY_DUMP_DIR` (named in the
+    error) so a rare failure can be replayed and examined afterwards."""
+    handles = list(handles)
+    try:
+        return list(
+            await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), timeout_s)
+        )
+    except Exception as exc:
+        paths = await dump_histories(handles)
+        msg = f"chaos runs did not all finish ({exc!r}); histories: {paths}"
+        raise AssertionError(msg) from exc
+
+
+async def dump_histories(handles: Iterable[WorkflowHandle]) -> list[str]:
+    """Write each run's history as JSON under :data:`HISTORY_DUMP_DIR`; the paths written."""
+    HISTORY_DUMP_DIR.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for h in handles:
+        with contextlib.suppress(Exception):  # best effort: the server may be gone too
+            history = await h.fetch_history()
+            path = HISTORY_DUMP_DIR / f"{h.id}.json"
+            path.write_text(history.to_json())
+            paths.append(str(path))
+    return paths
 
 
 async def eventually(
