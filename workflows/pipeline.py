@@ -533,78 +533,66 @@ class AgentPipelineWorkflow:
         # Effects of agent tools (earlier steps) share the log: a failure here undoes them too.
         log = self._saga = self._saga or CompensationLog()
         results: list[ActionResult] = []
-        failed = False
         for i, spec in enumerate(specs):
             step = f"action#{i + 1}"
             # The key covers the declared args, not the answer: a re-run of this workflow
             # id maps onto the effect already applied even if the answer changed.
             key = idempotency_key(wid, step, spec.tool, spec.args)
-            if failed:
+            if results and results[-1].status in (ActionStatus.FAILED, ActionStatus.SKIPPED):
+                skipped = ActionStatus.SKIPPED
                 results.append(
-                    ActionResult(
-                        step=step, tool=spec.tool, idempotency_key=key, status=ActionStatus.SKIPPED
-                    )
+                    ActionResult(step=step, tool=spec.tool, idempotency_key=key, status=skipped)
                 )
                 continue
-            args = render_args(spec.args, spec.answer_arg, answer)
-            try:
-                res = await self._tool(
-                    "run_tool", step, spec.tool, args, key, spec.max_attempts, spec.timeout_s
-                )
-            except ActivityError as exc:
-                failed = True
-                _log_maybe_applied(log, spec, step, args, key, exc)
-                results.append(
-                    ActionResult(
-                        step=step,
-                        tool=spec.tool,
-                        idempotency_key=key,
-                        status=ActionStatus.FAILED,
-                        error=_cause(exc),
-                    )
-                )
-                continue
-            comp_tool, comp_args = compensation_for(
-                spec.tool, spec.compensation, res.result, spec.compensation_args
-            )
-            if comp_tool is not None:
-                log.append(
-                    SideEffect(
-                        step=step,
-                        tool=spec.tool,
-                        args=args,
-                        idempotency_key=key,
-                        compensation_tool=comp_tool,
-                        compensation_args=comp_args,
-                        result=res.result,
-                    )
-                )
-            results.append(
-                ActionResult(
-                    step=step,
-                    tool=spec.tool,
-                    idempotency_key=key,
-                    status=ActionStatus.APPLIED,
-                    result=res.result,
-                    replayed=res.replayed,
-                )
-            )
+            results.append(await self._apply_one(spec, step, key, answer, log))
         compensated: list[CompensationEntry] = []
-        if failed:
+        if any(r.status is ActionStatus.FAILED for r in results):
             compensated = await self._compensate(log, synth, opts)
-            undone = {
-                e.effect.idempotency_key: _UNDO_STATUS[e.status]
-                for e in log.entries
-                if e.status in _UNDO_STATUS and not e.maybe_applied  # that action failed
-            }
-            results = [
-                r.model_copy(update={"status": undone[r.idempotency_key]})
-                if r.idempotency_key in undone
-                else r
-                for r in results
-            ]
+            results = _with_undo_status(results, log)
         self._done_stage(ACTIONS)
         return results, compensated
+
+    async def _apply_one(
+        self, spec: ActionSpec, step: str, key: str, answer: str, log: CompensationLog
+    ) -> ActionResult:
+        """Run one action; log its undo (or, after an ambiguous failure, its maybe-undo)."""
+        args = render_args(spec.args, spec.answer_arg, answer)
+        try:
+            res = await self._tool(
+                "run_tool", step, spec.tool, args, key, spec.max_attempts, spec.timeout_s
+            )
+        except ActivityError as exc:
+            _log_maybe_applied(log, spec, step, args, key, exc)
+            return ActionResult(
+                step=step,
+                tool=spec.tool,
+                idempotency_key=key,
+                status=ActionStatus.FAILED,
+                error=_cause(exc),
+            )
+        comp_tool, comp_args = compensation_for(
+            spec.tool, spec.compensation, res.result, spec.compensation_args
+        )
+        if comp_tool is not None:
+            log.append(
+                SideEffect(
+                    step=step,
+                    tool=spec.tool,
+                    args=args,
+                    idempotency_key=key,
+                    compensation_tool=comp_tool,
+                    compensation_args=comp_args,
+                    result=res.result,
+                )
+            )
+        return ActionResult(
+            step=step,
+            tool=spec.tool,
+            idempotency_key=key,
+            status=ActionStatus.APPLIED,
+            result=res.result,
+            replayed=res.replayed,
+        )
 
     async def _compensate(
         self, log: CompensationLog, synth: AgentOutput, opts
@@ -856,6 +844,22 @@ class AgentPipelineWorkflow:
     def failover_history(self) -> list[StepHistory]:
         """Every finished step: who answered, reason codes, attempts with ISO timestamps."""
         return [StepHistory.of(s.step, s.output) for s in self._steps]
+
+
+def _with_undo_status(results: list[ActionResult], log: CompensationLog) -> list[ActionResult]:
+    """The actions' results with the outcome of their undo (an action that itself failed
+    keeps ``failed``: its maybe-applied entry is not its status)."""
+    undone = {
+        e.effect.idempotency_key: _UNDO_STATUS[e.status]
+        for e in log.entries
+        if e.status in _UNDO_STATUS and not e.maybe_applied  # that action failed
+    }
+    return [
+        r.model_copy(update={"status": undone[r.idempotency_key]})
+        if r.idempotency_key in undone
+        else r
+        for r in results
+    ]
 
 
 def _log_maybe_applied(
