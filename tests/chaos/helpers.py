@@ -24,12 +24,10 @@ from agent_failover.workflows.models import (
 )
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from agent_failover.workflows.resilient import SAME_ROUTE_ATTEMPTS
+from tests.shipped import ALL_ENDPOINTS
 from tests.workflows.conftest import Harness
 
-ENDPOINTS = [
-    "anthropic-us-east", "anthropic-eu-west", "bedrock-us-west-2", "vertex-europe-west1",
-    "openai-us", "cheap-mini", "gemini-flash",
-]  # fmt: skip
+ENDPOINTS = ALL_ENDPOINTS
 PRIMARY = "anthropic-us-east"
 #: Attempt outcomes that never reached a provider. A breaker rejection is not among them:
 #: it may be Temporal's same-route retry, rejected after the first try did go out.

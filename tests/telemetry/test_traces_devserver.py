@@ -14,15 +14,13 @@ from agent_failover.testing.harness import Harness
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import PipelineInput, PipelineResult
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from tests.shipped import ALL_ENDPOINTS
 from tests.telemetry.conftest import Captured
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
 pytestmark = pytest.mark.devserver
 PRIMARY = "anthropic-us-east"
-ALL = [
-    "anthropic-us-east", "anthropic-eu-west", "bedrock-us-west-2", "vertex-europe-west1",
-    "openai-us", "cheap-mini", "gemini-flash",
-]  # fmt: skip
+ALL = ALL_ENDPOINTS
 
 
 async def _call(h: Harness, role: str = "plain") -> AgentOutput:

@@ -44,17 +44,13 @@ from agent_failover.workflows.models import (
     PipelineStatus,
 )
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from tests.shipped import ALL_ENDPOINTS
 from tests.workflows.conftest import Harness, make_harness, running
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow, with_test_roles
 from tests.workflows.test_rerun_devserver import _rerun_policy, _run_until_rerun
 from tests.workflows.test_shadow_devserver import _golden, _shadowed
 
 OUT = Path(__file__).resolve().parents[1] / "histories"
-#: Every endpoint of the shipped policy (all down: the planner escalates).
-ALL_ENDPOINTS = (
-    "anthropic-us-east", "anthropic-eu-west", "bedrock-us-west-2", "vertex-europe-west1",
-    "openai-us", "cheap-mini", "gemini-flash",
-)  # fmt: skip
 
 Recorder = Callable[[Harness, SimAdmin], Awaitable[list[tuple[str, str]]]]
 

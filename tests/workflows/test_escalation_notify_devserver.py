@@ -35,14 +35,12 @@ from agent_failover.workflows.models import (
     PipelineStatus,
 )
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from tests.shipped import ALL_ENDPOINTS
 from tests.workflows.conftest import Harness
 
 pytestmark = pytest.mark.devserver
 SECRET = "test-webhook-secret"
-ALL = [
-    "anthropic-us-east", "anthropic-eu-west", "bedrock-us-west-2", "vertex-europe-west1",
-    "openai-us", "cheap-mini", "gemini-flash",
-]  # fmt: skip
+ALL = ALL_ENDPOINTS
 ACCEPT = EscalationDecision(action=EscalationAction.ACCEPT_DEGRADED, operator="oncall", note="ok")
 
 

@@ -25,14 +25,12 @@ from agent_failover.workflows.search_attributes import (
     FAILOVER_COUNT,
     WORST_TIER,
 )
+from tests.shipped import ALL_ENDPOINTS
 from tests.workflows.conftest import Harness
 from tests.workflows.helpers import drive_escalations
 
 pytestmark = pytest.mark.devserver
-ALL = [
-    "anthropic-us-east", "anthropic-eu-west", "bedrock-us-west-2", "vertex-europe-west1",
-    "openai-us", "cheap-mini", "gemini-flash",
-]  # fmt: skip
+ALL = ALL_ENDPOINTS
 
 
 async def _start(h: Harness, task: str, **opts):
