@@ -21,7 +21,8 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.llm import BULKHEAD_FULL, POLICY_ERROR, LLMActivities
@@ -110,6 +111,9 @@ CACHE_IN_CALL_PATCH = "cache-in-call-issue-10"
 #: workflow.patched id of eager dispatch's overflow: an attempt refused by a full bulkhead
 #: on the workflow's queue is scheduled again on the bulkhead's queue.
 EAGER_OVERFLOW_PATCH = "eager-overflow-issue-10"
+#: workflow.patched id of the hedge timer started in the same step as the first attempt
+#: (see :meth:`ResilientCall._hedge_due`). Runs recorded before it replay the old way.
+HEDGE_TIMER_PATCH = "hedge-timer-in-step"
 
 
 @dataclass
@@ -515,21 +519,39 @@ class _ResilientCall:
         handle, used_prefill, t0 = self._start(attempt)
         return [await self._collect(attempt, handle, used_prefill, t0)]
 
+    async def _hedge_due(
+        self, h1: asyncio.Task[Any], first: PlannedAttempt, hedge: PlannedAttempt
+    ) -> bool:
+        """Wait for the first attempt or the hedge delay; True when the delay came first.
+
+        The timer is a named one so the Temporal UI says what it waits for. It is started
+        in the same step as the attempt it races: started from a task of its own (as runs
+        before :data:`HEDGE_TIMER_PATCH` did), it came one loop step later, so a concurrent
+        call resumed in the same activation could put its commands between the two, and a
+        replay that resumed the calls in other activations (a worker replacing a killed
+        one) met a timer where history had that call's activity.
+        """
+        delay_s = hedge.start_offset_ms / 1000
+        summary = f"hedge: {hedge.route} starts unless {first.route} answers first"
+        if workflow.patched(HEDGE_TIMER_PATCH):
+            try:
+                await workflow.wait_condition(h1.done, timeout=delay_s, timeout_summary=summary)
+            except TimeoutError:
+                return not h1.done()  # both in one activation: the answer wins, as before
+            return False
+        delay = asyncio.create_task(workflow.sleep(delay_s, summary=summary))
+        done, _ = await workflow.wait([h1, delay], return_when=asyncio.FIRST_COMPLETED)
+        if h1 not in done:
+            return True
+        # Awaited so the timer's cancel command precedes whatever comes next.
+        delay.cancel()
+        await asyncio.gather(delay, return_exceptions=True)
+        return False
+
     async def _hedged(self, first: PlannedAttempt, hedge: PlannedAttempt) -> list[_AttemptResult]:
         """Start ``first``; if it has not answered by the hedge delay, race ``hedge`` too."""
         h1, p1, t1 = self._start(first)
-        # A named timer (not wait(timeout=)) so the Temporal UI says what it waits for.
-        delay = asyncio.create_task(
-            workflow.sleep(
-                hedge.start_offset_ms / 1000,
-                summary=f"hedge: {hedge.route} starts unless {first.route} answers first",
-            )
-        )
-        done, _ = await workflow.wait([h1, delay], return_when=asyncio.FIRST_COMPLETED)
-        if h1 in done:
-            # Awaited so the timer's cancel command precedes whatever comes next.
-            delay.cancel()
-            await asyncio.gather(delay, return_exceptions=True)
+        if not await self._hedge_due(h1, first, hedge):
             r1 = await self._collect(first, h1, p1, t1)
             if r1.result is not None:
                 return [r1]
@@ -817,7 +839,7 @@ async def _overflowing(
 def _failure_of(err: ActivityError) -> tuple[str, dict[str, Any]]:
     """The error type and AttemptFailure details of a failed ``call_model``."""
     cause = err.cause
-    if isinstance(cause, TimeoutError):
+    if isinstance(cause, TemporalTimeoutError):
         return ATTEMPT_TIMEOUT, {}
     if isinstance(cause, ApplicationError):
         details = cause.details[0] if cause.details else {}

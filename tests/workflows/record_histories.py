@@ -356,6 +356,36 @@ def _has_ref_only(history: Any) -> bool:
     return False
 
 
+async def _hedge_timer_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
+    """Hedge timers started in the attempt's own step: a pipeline whose hedged specialists
+    answer before the delay (timers cancelled) and a call whose hedge fires."""
+    await admin.reset()
+    wid = f"hedge-step-pipe-{uuid.uuid4().hex[:6]}"
+    await h.client.execute_workflow(
+        AgentPipelineWorkflow.run,
+        PipelineInput(task="Compare two queue designs"),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=PipelineResult,
+    )
+    runs = [("pipeline_hedge_timer_in_step", wid)]
+    await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.5}])
+    wid = f"hedge-step-call-{uuid.uuid4().hex[:6]}"
+    await h.client.execute_workflow(
+        ResilientCallWorkflow.run,
+        CallInput(
+            role="hedged",
+            request=ChatRequest(messages=[Message(role="user", content="hedge me")]),
+        ),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=AgentOutput,
+    )
+    runs.append(("call_hedge_timer_in_step", wid))
+    await admin.reset()
+    return runs
+
+
 #: (the history names a recorder produces, the recorder), in recording order.
 RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("pipeline_healthy", "pipeline_failover", "call_hedged"), _classic_runs),
@@ -371,6 +401,7 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
         ("pipeline_action_maybe_applied_issue15a", "pipeline_agent_tools_maybe_applied_issue15a"),
         _maybe_applied_runs,
     ),
+    (("pipeline_hedge_timer_in_step", "call_hedge_timer_in_step"), _hedge_timer_runs),
 ]
 
 
