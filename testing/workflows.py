@@ -1,6 +1,10 @@
-"""A minimal workflow that makes one resilient call, as any user workflow would.
+"""Minimal workflows that make one resilient call, as any user workflow would.
 
-Register it on a test worker to drive ``resilient_complete`` from a test or benchmark.
+Register them on a test worker to drive ``resilient_complete`` from a test or benchmark:
+:class:`ResilientCallWorkflow` returns the whole :class:`AgentOutput`;
+:class:`ResilientTextWorkflow` returns only the answer's text, like the bare one-activity
+workflow (:mod:`agent_failover.testing.bare`), so a benchmark compares the call and not the
+size of what the workflow returns.
 """
 
 from __future__ import annotations
@@ -34,3 +38,13 @@ class ResilientCallWorkflow:
         out = await resilient_complete(inp.role, inp.request, options=inp.options)
         await settle_shadows()  # a sampled call's shadow evaluation must outlive this run
         return out
+
+
+@workflow.defn(name="ResilientTextWorkflow")
+class ResilientTextWorkflow:
+    @workflow.run
+    async def run(self, *args: Any) -> str:
+        inp = workflow_input(CallInput, args, workflow_name="ResilientTextWorkflow")
+        out = await resilient_complete(inp.role, inp.request, options=inp.options)
+        await settle_shadows()
+        return out.content

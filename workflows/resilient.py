@@ -13,7 +13,6 @@ role (or the call) opts in to ``content_filter: failover``.
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -231,7 +230,6 @@ class _ResilientCall:
                 role=self.role_name,
                 now=started.timestamp(),
                 routes=override_routes(self.options),
-                known_policies=sorted(_policies_of_this_run()),
             ),
             start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
             # Bounded: an error that keeps recurring ends the call with its reason
@@ -248,10 +246,7 @@ class _ResilientCall:
         # A role context with a policy ref is the issue-10 format: the rules the two patches
         # gate apply to it without their markers (two events and two search-attribute
         # upserts per call); an older history replays through the patch markers it holds.
-        current = ctx.policy_ref is not None
-        if current:
-            _policies_of_this_run().add(ctx.policy_ref)
-        return ctx, current
+        return ctx, ctx.policy_ref is not None
 
     def _prepare_request(self, role: RolePolicy) -> ChatRequest:
         """The request with the role's default prompt and schema, bounded for history."""
@@ -784,14 +779,6 @@ def _every_call_a_trial(policy: PolicyConfig) -> PolicyConfig:
         for r, o in policy.breaker_overrides.items()
     }
     return policy.model_copy(update={"breaker": breaker, "breaker_overrides": overrides})
-
-
-#: Per workflow run: the policy refs its history holds in full (see RoleContext).
-_RUN_POLICIES: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-
-
-def _policies_of_this_run() -> set[str]:
-    return _RUN_POLICIES.setdefault(workflow.instance(), set())
 
 
 def _retrieved(task: asyncio.Task[Any]) -> None:
