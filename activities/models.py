@@ -21,6 +21,7 @@ from pydantic import (
 from agent_failover.providers.models import ChatReply, ChatRequest
 from agent_failover.resilience.breaker import Breaker, Transition
 from agent_failover.resilience.budget import BucketLevel
+from agent_failover.resilience.cachekey import cache_key
 from agent_failover.resilience.config import (
     DEFAULT_MAX_REPLY_BYTES,
     PolicyConfig,
@@ -303,7 +304,22 @@ class CallModelInput(BaseModel):
 
     @model_serializer(mode="wrap", when_used="json")
     def _compact(self, handler: Any) -> Any:
-        return _without_default_fields(self, handler(self))
+        out = _without_default_fields(self, handler(self))
+        if self.cache is not None and self.cache.key == cache_key(self.role, self.request):
+            # The usual case (the attempt's request is the call's): the activity derives
+            # the same key from the same request, so history holds only the TTL.
+            out["cache"] = {"ttl_s": self.cache.ttl_s}
+        return out
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_cache_key(cls, data: Any) -> Any:
+        cache = data.get("cache") if isinstance(data, dict) else None
+        if isinstance(cache, dict) and "key" not in cache and "request" in data:
+            request = ChatRequest.model_validate(data["request"])
+            data = {**data, "request": request}
+            data["cache"] = {**cache, "key": cache_key(data["role"], request)}
+        return data
 
 
 class CallModelResult(BaseModel):

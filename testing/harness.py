@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import httpx
@@ -39,6 +39,8 @@ class Harness:
     health: MemoryHealthStore | RedisHealthStore
     cache: MemoryResponseCache | RedisResponseCache
     policy: PolicyConfig
+    #: Where the workers keep policy versions (what role contexts name by ref).
+    policy_store: PolicyVersionStore = field(default_factory=MemoryPolicyStore)
 
 
 def _workers(client: Client, plugin: FailoverPlugin, tq: str) -> list[Worker]:
@@ -94,7 +96,8 @@ def build_harness(
             )
         else:
             health, cache = MemoryHealthStore(), MemoryResponseCache()
-    stores = Stores(health, cache, "test", policies=policy_store or MemoryPolicyStore())
+    policies = policy_store or MemoryPolicyStore()
+    stores = Stores(health, cache, "test", policies=policies)
     plugin = FailoverPlugin(
         policy,
         stores=stores,
@@ -106,7 +109,8 @@ def build_harness(
         shadow=shadow,
     )
     acts = plugin.activities_for(tq)
-    return Harness(client, tq, acts, health, cache, policy), _workers(client, plugin, tq)
+    harness = Harness(client, tq, acts, health, cache, policy, policies)
+    return harness, _workers(client, plugin, tq)
 
 
 async def make_harness(

@@ -11,11 +11,15 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from agent_failover.activities.models import (
     _POLICIES_BY_REF,
     _POLICY_STORES,
+    CacheWrite,
+    CallModelInput,
     PolicyVersionMissing,
     RoleContext,
     policy_ref,
     register_policy_store,
 )
+from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.resilience.cachekey import cache_key
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import (
     BreakerState,
@@ -233,3 +237,34 @@ def test_a_primary_whose_newest_observation_failed_is_not_restored_after_decodin
     back = RoleContext.model_validate_json(ctx.model_dump_json())
     assert back.snapshot.routes[primary].recent == failed[-1:]
     assert primary_restored(back.role, back.snapshot, 2.0) is None
+
+
+def _attempt(key: str | None = None) -> CallModelInput:
+    request = ChatRequest(system="Be brief.", messages=[Message(role="user", content="hi")])
+    return CallModelInput(
+        role="plain",
+        route="anthropic-us-east",
+        request=request,
+        ttft_budget_ms=2000.0,
+        idle_budget_ms=2000.0,
+        timeout_ms=10000.0,
+        now=1.0,
+        cache=CacheWrite(key=key or cache_key("plain", request), ttl_s=1800.0),
+    )
+
+
+def test_an_attempt_leaves_out_a_cache_key_its_request_derives() -> None:
+    """The usual key (the call's request is the attempt's) is derived again on decode."""
+    inp = _attempt()
+    [payload] = pydantic_data_converter.payload_converter.to_payloads([inp])
+    assert json.loads(payload.data)["cache"] == {"ttl_s": 1800.0}
+    [back] = pydantic_data_converter.payload_converter.from_payloads([payload], [CallModelInput])
+    assert back == inp
+
+
+def test_an_attempt_whose_request_was_changed_carries_the_call_key() -> None:
+    """A triaged or re-prompted attempt caches under the call's key, which travels."""
+    inp = _attempt(key="f" * 64)
+    data = json.loads(inp.model_dump_json())
+    assert data["cache"]["key"] == "f" * 64
+    assert CallModelInput.model_validate(data) == inp
