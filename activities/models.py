@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import (
     BaseModel,
     Field,
+    PrivateAttr,
     field_serializer,
     model_serializer,
     model_validator,
@@ -38,6 +39,9 @@ class RoleContextInput(BaseModel):
     routes: list[str] | None = None
     #: Unused since policies travel by ref only (kept so older callers still validate).
     known_policies: list[str] = Field(default_factory=list)
+    #: Keep each route's newest observation in history even when no SLA streak reads it:
+    #: a degraded re-run asks whether the primary is back (``primary_restored``).
+    newest_observation: bool = False
 
 
 #: Policies by ``policy_ref`` in this process: the subsets this worker built, those loaded
@@ -125,6 +129,13 @@ class RoleContext(BaseModel):
     #: queue, where an attempt goes when the worker's bulkhead is full. None: queue dispatch.
     overflow_queue: str | None = None
     policy_ref: str | None = None
+    _newest_observation: bool = PrivateAttr(default=True)
+
+    def for_history(self, newest_observation: bool) -> RoleContext:
+        """This context, written to history with routes' newest observation only when
+        asked (see :class:`RoleContextInput`); streaks in progress are always kept."""
+        self._newest_observation = newest_observation
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -142,7 +153,9 @@ class RoleContext(BaseModel):
             data = {**data, "role": roles[data["role"]]}
         snap = data.get("snapshot")
         if isinstance(snap, dict) and "window_s" in snap:
-            data = {**data, "snapshot": _expand_snapshot(snap)}
+            policy = data["policy"]
+            eps = policy.get("endpoints", {}) if isinstance(policy, dict) else policy.endpoints
+            data = {**data, "snapshot": _expand_snapshot(snap, list(eps))}
         return data
 
     @model_validator(mode="after")
@@ -165,7 +178,7 @@ class RoleContext(BaseModel):
     def _compact_snapshot(self, snap: HealthSnapshot) -> Any:
         if self.policy_ref is None:  # the pre-issue-10 shape
             return snap.model_dump(mode="json", exclude_defaults=True)
-        return _compact_snapshot(snap)
+        return _compact_snapshot(snap, self._newest_observation)
 
     @model_serializer(mode="wrap", when_used="json")
     def _by_ref(self, handler: Any) -> Any:
@@ -216,7 +229,7 @@ _UNPLANNED: dict[str, Any] = {
 }
 
 
-def _planned_route(rh: Any) -> dict[str, Any]:
+def _planned_route(rh: Any, newest_observation: bool) -> dict[str, Any]:
     """One route's health as planning reads it (see :data:`UNPLANNED_FIELDS`)."""
     d = rh.model_dump(
         mode="json",
@@ -226,35 +239,40 @@ def _planned_route(rh: Any) -> dict[str, Any]:
     stats = d.get("stats", {})
     if stats.get("latency_samples"):
         stats.pop("calls", None)  # sla reads ``latency_samples or calls``
-    if not rh.sla_demoted and rh.sla_since is None and len(rh.recent) > 1:
+    if not rh.sla_demoted and rh.sla_since is None and rh.recent:
         # The streaks only count while demoted or after a change; a restored primary
-        # (resilience.shadow.primary_restored) reads only the newest observation.
-        d["recent"] = d["recent"][-1:]
+        # (resilience.shadow.primary_restored, re-runs only) reads the newest observation.
+        d["recent"] = d["recent"][-1:] if newest_observation else []
+        if not d["recent"]:
+            del d["recent"]
     return d
 
 
-def _compact_snapshot(snap: HealthSnapshot) -> dict[str, Any]:
-    """The snapshot as planning reads it, without defaults, route names, or one window
-    repeated per route."""
+def _compact_snapshot(snap: HealthSnapshot, newest_observation: bool = True) -> dict[str, Any]:
+    """The snapshot as planning reads it, without defaults, route names, one window
+    repeated per route, or the routes with nothing to say (restored from the policy)."""
     windows = [rh.stats.window_s for rh in snap.routes.values()]
     window = max(set(windows), key=windows.count) if windows else 0.0
     routes: dict[str, Any] = {}
     for name, rh in snap.routes.items():
-        d = _planned_route(rh)
+        d = _planned_route(rh, newest_observation)
         stats = d.get("stats", {})
         if stats.get("window_s") == window:
             stats.pop("window_s")
         if not stats:
             d.pop("stats", None)
-        routes[name] = _rounded(d)
+        if d:
+            routes[name] = _rounded(d)
     out = snap.model_dump(mode="json", exclude_defaults=True, exclude={"routes"})
     return {**_rounded(out), "window_s": window, "routes": routes}
 
 
-def _expand_snapshot(data: dict[str, Any]) -> dict[str, Any]:
+def _expand_snapshot(data: dict[str, Any], endpoints: list[str]) -> dict[str, Any]:
     window = data["window_s"]
     routes = {}
-    for name, d in (data.get("routes") or {}).items():
+    given = data.get("routes") or {}
+    # A route left out had nothing but defaults (and the shared window) to say.
+    for name, d in {**given, **{n: {} for n in endpoints if n not in given}}.items():
         stats = {"window_s": window, **d.get("stats", {})}
         routes[name] = {**d, "route": name, "stats": stats}
     return {k: v for k, v in data.items() if k != "window_s"} | {"routes": routes}
@@ -309,11 +327,17 @@ class CallModelInput(BaseModel):
             # The usual case (the attempt's request is the call's): the activity derives
             # the same key from the same request, so history holds only the TTL.
             out["cache"] = {"ttl_s": self.cache.ttl_s}
+        if self.idle_budget_ms == self.ttft_budget_ms:
+            del out["idle_budget_ms"]  # the usual case: one budget for first and later tokens
         return out
 
     @model_validator(mode="before")
     @classmethod
-    def _derive_cache_key(cls, data: Any) -> Any:
+    def _derive(cls, data: Any) -> Any:
+        """Restore what the compact shape leaves out: the idle budget equal to the TTFT
+        budget, the cache key the request derives."""
+        if isinstance(data, dict) and "idle_budget_ms" not in data and "ttft_budget_ms" in data:
+            data = {**data, "idle_budget_ms": data["ttft_budget_ms"]}
         cache = data.get("cache") if isinstance(data, dict) else None
         if isinstance(cache, dict) and "key" not in cache and "request" in data:
             request = ChatRequest.model_validate(data["request"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, model_serializer
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -27,6 +27,16 @@ class CallInput(BaseModel):
     role: str
     request: ChatRequest
     options: CallOptions | None = None
+
+    @model_serializer(mode="wrap", when_used="json")
+    def _compact(self, handler: Any) -> Any:
+        # The workflow's input is in history: without the request's defaults (they decode
+        # back), as small as the bare workflow's input (a fair history comparison).
+        out = handler(self)
+        out["request"] = self.request.model_dump(mode="json", exclude_defaults=True)
+        if self.options is None:
+            del out["options"]
+        return out
 
 
 @workflow.defn(name="ResilientCallWorkflow")

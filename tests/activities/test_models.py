@@ -220,6 +220,10 @@ def test_trimmed_snapshot_plans_the_same(policy: PolicyConfig, seed: int) -> Non
     assert primary_restored(ctx.role, back.snapshot, now) == primary_restored(
         ctx.role, ctx.snapshot, now
     )
+    plain = RoleContext.model_validate_json(ctx.for_history(False).model_dump_json())
+    assert plan(ctx.role, sub, plain.snapshot, facts, now) == plan(
+        ctx.role, sub, ctx.snapshot, facts, now
+    )
 
 
 def test_a_primary_whose_newest_observation_failed_is_not_restored_after_decoding(
@@ -268,3 +272,23 @@ def test_an_attempt_whose_request_was_changed_carries_the_call_key() -> None:
     data = json.loads(inp.model_dump_json())
     assert data["cache"]["key"] == "f" * 64
     assert CallModelInput.model_validate(data) == inp
+
+
+def test_a_plain_call_keeps_no_observation_a_streak_does_not_read(policy: PolicyConfig) -> None:
+    """Outside a re-run, an undemoted route's recent observations stay out of history;
+    routes with nothing but defaults are left out and restored from the policy."""
+    ctx = _current(policy).for_history(newest_observation=False)
+    data = json.loads(ctx.model_dump_json())
+    (only,) = data["snapshot"]["routes"].values()
+    assert "recent" not in only and "stats" in only
+    back = RoleContext.model_validate(data)
+    assert set(back.snapshot.routes) == set(ctx.snapshot.routes)
+    assert all(not r.recent for r in back.snapshot.routes.values())
+
+
+def test_an_attempt_leaves_out_an_idle_budget_equal_to_the_ttft_budget() -> None:
+    inp = _attempt()
+    assert "idle_budget_ms" not in json.loads(inp.model_dump_json())
+    other = inp.model_copy(update={"idle_budget_ms": 500.0})
+    assert CallModelInput.model_validate_json(other.model_dump_json()) == other
+    assert CallModelInput.model_validate_json(inp.model_dump_json()) == inp
