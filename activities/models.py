@@ -57,6 +57,11 @@ _POLICY_STORES: list[str] = []
 SNAPSHOT_DECIMALS = 3
 
 
+def llm_task_queue(base: str, bulkhead: str) -> str:
+    """The task queue of one bulkhead's model calls."""
+    return f"{base}-llm-{bulkhead}"
+
+
 class PolicyVersionMissing(LookupError):
     """A history names a policy version this worker does not have.
 
@@ -151,6 +156,9 @@ class RoleContext(BaseModel):
             policy = data.get("policy")
             roles = policy.get("roles", {}) if isinstance(policy, dict) else policy.roles
             data = {**data, "role": roles[data["role"]]}
+        if data.get("overflow_queue") is True:  # the role's bulkhead queue (see _by_ref)
+            role = RolePolicy.model_validate(data["role"])
+            data = {**data, "overflow_queue": llm_task_queue(data["task_queue"], role.bulkhead)}
         snap = data.get("snapshot")
         if isinstance(snap, dict) and "window_s" in snap:
             policy = data["policy"]
@@ -189,6 +197,8 @@ class RoleContext(BaseModel):
             out.pop("policy", None)
         if out.get("overflow_queue") is None:
             out.pop("overflow_queue", None)
+        elif self.overflow_queue == llm_task_queue(self.task_queue, self.role.bulkhead):
+            out["overflow_queue"] = True  # derived again from the queue and the role
         return out
 
 

@@ -56,6 +56,7 @@ from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agent_failover.activities.llm import LLMActivities
+from agent_failover.activities.models import llm_task_queue
 from agent_failover.activities.notify import EscalationNotifier, build_webhook_client
 from agent_failover.activities.policy_versions import keep_fetching_missing, load_versions
 from agent_failover.activities.quality import QualityActivities
@@ -107,11 +108,6 @@ DispatchArg = Literal["eager", "queue"] | None
 #: What a Temporal worker allows by default (``max_concurrent_activities=None``).
 SDK_DEFAULT_ACTIVITY_SLOTS = 100
 CodecArg = PayloadCodec | bool | None
-
-
-def llm_task_queue(base: str, bulkhead: str) -> str:
-    """The task queue of one bulkhead's model calls."""
-    return f"{base}-llm-{bulkhead}"
 
 
 def with_passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:

@@ -15,6 +15,7 @@ from agent_failover.activities.models import (
     CallModelInput,
     PolicyVersionMissing,
     RoleContext,
+    llm_task_queue,
     policy_ref,
     register_policy_store,
 )
@@ -292,3 +293,15 @@ def test_an_attempt_leaves_out_an_idle_budget_equal_to_the_ttft_budget() -> None
     other = inp.model_copy(update={"idle_budget_ms": 500.0})
     assert CallModelInput.model_validate_json(other.model_dump_json()) == other
     assert CallModelInput.model_validate_json(inp.model_dump_json()) == inp
+
+
+def test_the_bulkhead_overflow_queue_is_derived_from_queue_and_role(policy: PolicyConfig) -> None:
+    """Eager dispatch's overflow queue is the role's bulkhead queue: a flag in history."""
+    ctx = _current(policy)
+    queue = llm_task_queue("q", ctx.role.bulkhead)
+    eager = ctx.model_copy(update={"overflow_queue": queue})
+    data = json.loads(eager.model_dump_json())
+    assert data["overflow_queue"] is True
+    assert RoleContext.model_validate(data).overflow_queue == queue
+    other = ctx.model_copy(update={"overflow_queue": "elsewhere"})
+    assert RoleContext.model_validate_json(other.model_dump_json()).overflow_queue == "elsewhere"
