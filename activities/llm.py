@@ -336,7 +336,7 @@ class LLMActivities:
         await self._on_answer(inp, endpoint, reply, data, outcome, grant, settings)
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
-        )
+        ).for_route(inp.route)
 
     def _endpoint(self, route: str) -> EndpointConfig:
         try:

@@ -357,12 +357,32 @@ class CallModelInput(BaseModel):
 
 
 class CallModelResult(BaseModel):
+    """One attempt's answer; written to history without what the workflow already knows:
+    the reply's ``endpoint`` when it is the attempt's route (the workflow restores it from
+    the attempt) and a ``stop`` finish reason (the usual one; a reply always has one, so
+    its absence is unambiguous)."""
+
     reply: ChatReply
     data: Any = None
     trial: bool = False
     #: Temporal's attempt number that answered: 2 after a same-route retry (a 500 after
     #: backoff, or a 429 whose short Retry-After was waited out).
     attempt: int = 1
+    _route: str | None = PrivateAttr(default=None)
+
+    def for_route(self, route: str) -> CallModelResult:
+        """This result, written to history without the reply's endpoint if it is ``route``."""
+        self._route = route
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _restore(cls, data: Any) -> Any:
+        reply = data.get("reply") if isinstance(data, dict) else None
+        if isinstance(reply, dict) and ("endpoint" not in reply or "finish_reason" not in reply):
+            reply = {"endpoint": "", "finish_reason": "stop", **reply}
+            data = {**data, "reply": reply}
+        return data
 
     @field_serializer("reply", when_used="json")
     def _reply_without_defaults(self, reply: ChatReply) -> Any:
@@ -370,6 +390,10 @@ class CallModelResult(BaseModel):
         for key in ("ttft_ms", "latency_ms"):  # sub-microsecond digits are noise
             if isinstance(out.get(key), float):
                 out[key] = round(out[key], SNAPSHOT_DECIMALS)
+        if self._route is not None and out.get("endpoint") == self._route:
+            del out["endpoint"]
+        if out.get("finish_reason") == "stop":
+            del out["finish_reason"]
         return out
 
     @model_serializer(mode="wrap", when_used="json")

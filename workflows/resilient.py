@@ -235,7 +235,7 @@ class _ResilientCall:
             # Bounded: an error that keeps recurring ends the call with its reason
             # instead of retrying the local activity (and the workflow task) forever.
             retry_policy=LOCAL_ACTIVITY_RETRY,
-            summary=f"{self.role_name}: policy and route health",
+            summary=f"{self.role_name}: route health",
         )
         try:
             role = apply_call_options(ctx.role, ctx.policy, self.options)
@@ -492,6 +492,9 @@ class _ResilientCall:
             r = _AttemptResult(attempt, rec, None, error_type, details, used_prefill)
             observe.attempt_finished(self, handle, r)
             return r
+        if not result.reply.endpoint:  # left out of history: it is the attempt's route
+            reply = result.reply.model_copy(update={"endpoint": attempt.route})
+            result = result.model_copy(update={"reply": reply})
         rec.finished_at = workflow.now().timestamp()
         rec.outcome = "ok"
         rec.latency_ms = result.reply.latency_ms

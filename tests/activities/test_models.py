@@ -13,13 +13,14 @@ from agent_failover.activities.models import (
     _POLICY_STORES,
     CacheWrite,
     CallModelInput,
+    CallModelResult,
     PolicyVersionMissing,
     RoleContext,
     llm_task_queue,
     policy_ref,
     register_policy_store,
 )
-from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.providers.models import ChatReply, ChatRequest, Message
 from agent_failover.resilience.cachekey import cache_key
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import (
@@ -305,3 +306,19 @@ def test_the_bulkhead_overflow_queue_is_derived_from_queue_and_role(policy: Poli
     assert RoleContext.model_validate(data).overflow_queue == queue
     other = ctx.model_copy(update={"overflow_queue": "elsewhere"})
     assert RoleContext.model_validate_json(other.model_dump_json()).overflow_queue == "elsewhere"
+
+
+def _result(endpoint: str = "anthropic-us-east", finish: str = "stop") -> CallModelResult:
+    reply = ChatReply(text="ok", endpoint=endpoint, model="m", finish_reason=finish)
+    return CallModelResult(reply=reply)
+
+
+def test_a_result_leaves_out_its_route_and_a_stop_finish() -> None:
+    """The workflow knows the route it scheduled (it restores the endpoint) and ``stop`` is
+    the usual finish; anything else travels."""
+    data = json.loads(_result().for_route("anthropic-us-east").model_dump_json())
+    assert data["reply"] == {"text": "ok", "model": "m"}
+    back = CallModelResult.model_validate(data)
+    assert back.reply.finish_reason == "stop" and back.reply.endpoint == ""
+    other = _result(endpoint="elsewhere", finish="length").for_route("anthropic-us-east")
+    assert CallModelResult.model_validate_json(other.model_dump_json()).reply == other.reply
