@@ -53,6 +53,8 @@ _POLICIES_BY_REF: dict[str, PolicyConfig] = {}
 _MISSING_REFS: set[str] = set()
 #: Where this process's policy versions come from (for the missing-version error).
 _POLICY_STORES: list[str] = []
+#: ``taken_at`` of a snapshot whose history left it out (the workflow sets its own ``now``).
+UNSTATED_TIME = 0.0
 #: Decimals kept of the snapshot's floats in history (timestamps in s, latencies in ms).
 SNAPSHOT_DECIMALS = 3
 
@@ -273,7 +275,8 @@ def _compact_snapshot(snap: HealthSnapshot, newest_observation: bool = True) -> 
             d.pop("stats", None)
         if d:
             routes[name] = _rounded(d)
-    out = snap.model_dump(mode="json", exclude_defaults=True, exclude={"routes"})
+    # ``taken_at`` is the role context's ``now``, the workflow's own clock: it restores it.
+    out = snap.model_dump(mode="json", exclude_defaults=True, exclude={"routes", "taken_at"})
     return {**_rounded(out), "window_s": window, "routes": routes}
 
 
@@ -285,7 +288,8 @@ def _expand_snapshot(data: dict[str, Any], endpoints: list[str]) -> dict[str, An
     for name, d in {**given, **{n: {} for n in endpoints if n not in given}}.items():
         stats = {"window_s": window, **d.get("stats", {})}
         routes[name] = {**d, "route": name, "stats": stats}
-    return {k: v for k, v in data.items() if k != "window_s"} | {"routes": routes}
+    out = {k: v for k, v in data.items() if k != "window_s"} | {"routes": routes}
+    return {"taken_at": UNSTATED_TIME, **out}
 
 
 class CacheWrite(BaseModel):

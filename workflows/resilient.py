@@ -25,6 +25,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.llm import BULKHEAD_FULL, POLICY_ERROR, LLMActivities
     from agent_failover.activities.models import (
+        UNSTATED_TIME,
         CacheLookupInput,
         CacheLookupResult,
         CacheStoreInput,
@@ -241,7 +242,10 @@ class _ResilientCall:
             role = apply_call_options(ctx.role, ctx.policy, self.options)
         except PolicyError as exc:
             raise ApplicationError(str(exc), type=POLICY_ERROR, non_retryable=True) from exc
-        ctx = ctx.model_copy(update={"role": role})
+        update: dict[str, Any] = {"role": role}
+        if ctx.snapshot.taken_at == UNSTATED_TIME:  # it is the `now` this call sent
+            update["snapshot"] = ctx.snapshot.model_copy(update={"taken_at": started.timestamp()})
+        ctx = ctx.model_copy(update=update)
         self.ctx = ctx
         # A role context with a policy ref is the issue-10 format: the rules the two patches
         # gate apply to it without their markers (two events and two search-attribute
