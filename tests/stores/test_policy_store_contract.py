@@ -16,6 +16,7 @@ import pytest
 from agent_failover.activities.models import _POLICIES_BY_REF, policy_body, policy_ref
 from agent_failover.activities.policy_versions import PolicyPublisher, load_versions
 from agent_failover.resilience.config import PolicyConfig
+from agent_failover.stores.factory import policy_ttl_s
 from agent_failover.stores.policies import (
     DirectoryPolicyStore,
     MemoryPolicyStore,
@@ -134,3 +135,11 @@ async def test_published_versions_load_into_a_fresh_process(
     _POLICIES_BY_REF.clear()
     assert await load_versions(store) == 1
     assert _POLICIES_BY_REF[ref] == sub
+
+
+def test_the_redis_ttl_comes_from_the_environment() -> None:
+    assert policy_ttl_s({}) == 30 * 86_400
+    assert policy_ttl_s({"FAILOVER_POLICY_TTL_S": "3600"}) == 3600.0
+    for bad in ("0", "-5", "soon"):
+        with pytest.raises(ValueError, match="FAILOVER_POLICY_TTL_S"):
+            policy_ttl_s({"FAILOVER_POLICY_TTL_S": bad})
