@@ -40,6 +40,7 @@ from agent_failover.activities.models import (
     context_windows,
     policy_ref,
 )
+from agent_failover.activities.policy_versions import PolicyPublisher
 from agent_failover.activities.shadow import quality_rows
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.errors import (
@@ -117,6 +118,17 @@ class LLMActivities:
         self._overflow_queue_for = overflow_queue_for
         self._gates = {b: asyncio.Semaphore(n) for b, n in (bulkhead_slots or {}).items()}
         self._subsets: dict[tuple[str, tuple[str, ...] | None], tuple[PolicyConfig, str]] = {}
+        self.policy_versions = PolicyPublisher()
+
+    async def publish_policies(self) -> list[str]:
+        """Write the subset of every role this worker serves to the policy store (bound on
+        ``policy_versions``); their refs. Idempotent: the worker calls it at start."""
+        refs = []
+        for role in self._policy.roles:
+            subset, ref = self._subset(role, None)
+            await self.policy_versions.publish(ref, subset)
+            refs.append(ref)
+        return refs
 
     def bind_stores(self, health: HealthStore, cache: ResponseCache) -> None:
         """Attach the stores when they are connected after construction (the plugin's case:
@@ -171,6 +183,8 @@ class LLMActivities:
         await self._read_budgets(inp.role, routes, snap, inp.now)
         try:
             subset, ref = self._subset(inp.role, inp.routes)
+            # The history names the subset by ref: the store must hold it first.
+            await self.policy_versions.publish(ref, subset)
             overflow = self._overflow_queue_for(inp.role) if self._overflow_queue_for else None
             return RoleContext(
                 role=role,
@@ -179,7 +193,7 @@ class LLMActivities:
                 task_queue=self._task_queue_for(inp.role),
                 overflow_queue=overflow,
                 policy_ref=ref,
-            ).omitting_policy(ref in inp.known_policies)
+            ).for_history(inp.newest_observation)
         except (PolicyError, ValidationError) as exc:
             # A policy this worker cannot express is a configuration error: retrying the
             # local activity (and the workflow task) forever would hide it.
@@ -322,7 +336,7 @@ class LLMActivities:
         await self._on_answer(inp, endpoint, reply, data, outcome, grant, settings)
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
-        )
+        ).for_route(inp.route)
 
     def _endpoint(self, route: str) -> EndpointConfig:
         try:

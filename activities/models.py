@@ -22,6 +22,7 @@ from pydantic import (
 from agent_failover.providers.models import ChatReply, ChatRequest
 from agent_failover.resilience.breaker import Breaker, Transition
 from agent_failover.resilience.budget import BucketLevel
+from agent_failover.resilience.cachekey import cache_key
 from agent_failover.resilience.config import (
     DEFAULT_MAX_REPLY_BYTES,
     PolicyConfig,
@@ -36,39 +37,95 @@ class RoleContextInput(BaseModel):
     now: float
     #: A per-call roster override's routes (``CallOptions.roster``); None: the role's roster.
     routes: list[str] | None = None
-    #: ``policy_ref`` of the policies this workflow run already holds (from an earlier call's
-    #: role context in its own history): such a policy is not sent again.
+    #: Unused since policies travel by ref only (kept so older callers still validate).
     known_policies: list[str] = Field(default_factory=list)
+    #: Keep each route's newest observation in history even when no SLA streak reads it:
+    #: a degraded re-run asks whether the primary is back (``primary_restored``).
+    newest_observation: bool = False
 
 
-#: Policies by ``policy_ref``, as decoded from role contexts in this process: content
-#: addressed (a ref names one policy subset), so sharing it across runs is safe. A role
-#: context that leaves its policy out is only written for a run whose own history holds
-#: the policy in full, decoded (and registered here) before it on replay too.
+#: Policies by ``policy_ref`` in this process: the subsets this worker built, those loaded
+#: from the policy store (:mod:`stores.policies`) at start, and those decoded inline from
+#: older histories. Content addressed (a ref names one subset), so sharing it across runs
+#: and workers is safe.
 _POLICIES_BY_REF: dict[str, PolicyConfig] = {}
+#: Refs a decode looked for and did not find (fetched from the store in the background).
+_MISSING_REFS: set[str] = set()
+#: Where this process's policy versions come from (for the missing-version error).
+_POLICY_STORES: list[str] = []
+#: ``taken_at`` of a snapshot whose history left it out (the workflow sets its own ``now``).
+UNSTATED_TIME = 0.0
 #: Decimals kept of the snapshot's floats in history (timestamps in s, latencies in ms).
 SNAPSHOT_DECIMALS = 3
 
 
+def llm_task_queue(base: str, bulkhead: str) -> str:
+    """The task queue of one bulkhead's model calls."""
+    return f"{base}-llm-{bulkhead}"
+
+
+class PolicyVersionMissing(LookupError):
+    """A history names a policy version this worker does not have.
+
+    Not a ``ValueError`` on purpose: pydantic passes it through unwrapped, and Temporal turns
+    it into a workflow-task failure (the task is retried, the run is kept) on a worker with
+    the default ``workflow_failure_exception_types``.
+    """
+
+
+def policy_body(policy: PolicyConfig) -> str:
+    """A policy subset as it is stored and hashed (defaults left out)."""
+    return policy.model_dump_json(exclude_defaults=True)
+
+
 def policy_ref(policy: PolicyConfig) -> str:
     """Content hash of a policy subset as it travels (defaults left out)."""
-    body = policy.model_dump_json(exclude_defaults=True)
-    return hashlib.sha256(body.encode()).hexdigest()[:16]
+    return hashlib.sha256(policy_body(policy).encode()).hexdigest()[:16]
+
+
+def register_policy(ref: str, policy: PolicyConfig) -> None:
+    """Make ``policy`` (whose ref is ``ref``) decodable in this process."""
+    _POLICIES_BY_REF.setdefault(ref, policy)
+    _MISSING_REFS.discard(ref)
+
+
+def register_policy_store(where: str) -> None:
+    """Note a policy store this process loads versions from (named in decode errors)."""
+    if where not in _POLICY_STORES:
+        _POLICY_STORES.append(where)
+
+
+def _missing_version(ref: str, role: Any) -> PolicyVersionMissing:
+    _MISSING_REFS.add(ref)
+    where = "; ".join(_POLICY_STORES) or "none configured in this process"
+    return PolicyVersionMissing(
+        f"policy version {ref} (role {role!r}) named by this run's history is not known to "
+        f"this worker: not in its policy store ({where}) nor built from its current policy. "
+        "The workflow task is retried and the run resumes once the version is found: restore "
+        f"it (the file {ref}.json in FAILOVER_POLICY_DIR, or the Redis key "
+        f"<namespace>:policy:{ref}), or point this worker at the policy store the worker that "
+        "started the run used (the same REDIS_URL and FAILOVER_REDIS_NAMESPACE, or "
+        "FAILOVER_POLICY_DIR)."
+    )
 
 
 class RoleContext(BaseModel):
     """Everything the workflow needs to plan one call: the role's policy and its routes' health.
 
     It is a local activity's result, so it is written to history on every call: it is kept
-    small. ``policy`` is the policy cut down to the role and its routes, serialized without
-    the fields left at their defaults, and only on the run's first call that needs it
-    (later ones carry ``policy_ref``); ``role`` travels as its name only (it is
-    ``policy.roles[name]``, re-expanded on decode); the snapshot drops its defaults, the
-    routes' repeated names and float digits beyond :data:`SNAPSHOT_DECIMALS`. Decoding
-    restores the same values, and histories recorded with the full shape decode.
+    small. ``policy`` (the policy cut down to the role and its routes) travels as its
+    ``policy_ref`` only: a content hash of the subset, which every worker writes to its
+    policy store (:mod:`stores.policies`) and loads from there at start, so replay on a
+    worker with another policy finds the version its history names. ``role`` travels as its
+    name only (it is ``policy.roles[name]``, re-expanded on decode); the snapshot drops its
+    defaults, the routes' repeated names, the fields planning does not read
+    (:data:`UNPLANNED_FIELDS`) and float digits beyond :data:`SNAPSHOT_DECIMALS`. Decoding
+    restores the values planning reads.
 
-    ``policy_ref`` set also means the issue-10 format: the rules of the ``decisions-issue-8``
-    and ``cache-in-call-issue-10`` patches apply without their markers.
+    Older shapes decode too: the full policy inline (before issue 10), and the issue-10
+    shape (policy inline on a run's first call for a role, by ref on later ones).
+    ``policy_ref`` set means the issue-10 rules: those of the ``decisions-issue-8`` and
+    ``cache-in-call-issue-10`` patches apply without their markers.
     """
 
     role: RolePolicy
@@ -79,11 +136,12 @@ class RoleContext(BaseModel):
     #: queue, where an attempt goes when the worker's bulkhead is full. None: queue dispatch.
     overflow_queue: str | None = None
     policy_ref: str | None = None
-    _omit_policy: bool = PrivateAttr(default=False)
+    _newest_observation: bool = PrivateAttr(default=True)
 
-    def omitting_policy(self, omit: bool) -> RoleContext:
-        """This context, written to history without its policy when ``omit``."""
-        self._omit_policy = omit
+    def for_history(self, newest_observation: bool) -> RoleContext:
+        """This context, written to history with routes' newest observation only when
+        asked (see :class:`RoleContextInput`); streaks in progress are always kept."""
+        self._newest_observation = newest_observation
         return self
 
     @model_validator(mode="before")
@@ -94,24 +152,26 @@ class RoleContext(BaseModel):
         if "policy" not in data and data.get("policy_ref"):
             known = _POLICIES_BY_REF.get(data["policy_ref"])
             if known is None:
-                raise ValueError(
-                    f"role context names policy {data['policy_ref']} that no earlier call "
-                    "of this run carried"
-                )
+                raise _missing_version(data["policy_ref"], data.get("role"))
             data = {**data, "policy": known}
         if isinstance(data.get("role"), str):
             policy = data.get("policy")
             roles = policy.get("roles", {}) if isinstance(policy, dict) else policy.roles
             data = {**data, "role": roles[data["role"]]}
+        if data.get("overflow_queue") is True:  # the role's bulkhead queue (see _by_ref)
+            role = RolePolicy.model_validate(data["role"])
+            data = {**data, "overflow_queue": llm_task_queue(data["task_queue"], role.bulkhead)}
         snap = data.get("snapshot")
         if isinstance(snap, dict) and "window_s" in snap:
-            data = {**data, "snapshot": _expand_snapshot(snap)}
+            policy = data["policy"]
+            eps = policy.get("endpoints", {}) if isinstance(policy, dict) else policy.endpoints
+            data = {**data, "snapshot": _expand_snapshot(snap, list(eps))}
         return data
 
     @model_validator(mode="after")
     def _remember_policy(self) -> RoleContext:
         if self.policy_ref is not None:
-            _POLICIES_BY_REF.setdefault(self.policy_ref, self.policy)
+            register_policy(self.policy_ref, self.policy)
         return self
 
     @field_serializer("role", when_used="json")
@@ -128,17 +188,19 @@ class RoleContext(BaseModel):
     def _compact_snapshot(self, snap: HealthSnapshot) -> Any:
         if self.policy_ref is None:  # the pre-issue-10 shape
             return snap.model_dump(mode="json", exclude_defaults=True)
-        return _compact_snapshot(snap)
+        return _compact_snapshot(snap, self._newest_observation)
 
     @model_serializer(mode="wrap", when_used="json")
-    def _drop_known_policy(self, handler: Any) -> Any:
+    def _by_ref(self, handler: Any) -> Any:
         out = handler(self)
-        if self._omit_policy:
+        if out.get("policy_ref") is None:
+            out.pop("policy_ref", None)
+        else:  # the policy travels by ref: the store holds it
             out.pop("policy", None)
         if out.get("overflow_queue") is None:
             out.pop("overflow_queue", None)
-        if out.get("policy_ref") is None:
-            out.pop("policy_ref", None)
+        elif self.overflow_queue == llm_task_queue(self.task_queue, self.role.bulkhead):
+            out["overflow_queue"] = True  # derived again from the queue and the role
         return out
 
 
@@ -152,30 +214,82 @@ def _rounded(value: Any) -> Any:
     return value
 
 
-def _compact_snapshot(snap: HealthSnapshot) -> dict[str, Any]:
-    """The snapshot without defaults, route names, or one window repeated per route."""
+#: What planning in the workflow never reads of a route's health (the activity reads them
+#: from the store; ``status`` and ``health`` show them): left out of history. Planning
+#: reads the breaker, cool-down, budgets, learned context window, SLA and quality verdicts,
+#: the recent streak, and the window's error/semantic rates, p95/p99, TTFT p95 and sample
+#: counts (``resilience.planner``, ``.sla``, ``.scoring``, ``.shadow``, ``.summarize``).
+UNPLANNED_FIELDS = frozenset({"last_probe_at", "last_probe_ok", "last_call_at"})
+UNPLANNED_STATS = frozenset(
+    {
+        "errors",
+        "semantic_failures",
+        "slow_calls",
+        "slow_call_rate",
+        "p50_ms",
+        "ttft_p50_ms",
+        "ttft_p99_ms",
+        "enough_samples",
+        "probes",
+    }
+)
+
+_UNPLANNED: dict[str, Any] = {
+    "route": True,
+    **dict.fromkeys(UNPLANNED_FIELDS, True),
+    "stats": dict.fromkeys(UNPLANNED_STATS, True),
+}
+
+
+def _planned_route(rh: Any, newest_observation: bool) -> dict[str, Any]:
+    """One route's health as planning reads it (see :data:`UNPLANNED_FIELDS`)."""
+    d = rh.model_dump(
+        mode="json",
+        exclude_defaults=True,
+        exclude=_UNPLANNED,
+    )
+    stats = d.get("stats", {})
+    if stats.get("latency_samples"):
+        stats.pop("calls", None)  # sla reads ``latency_samples or calls``
+    if not rh.sla_demoted and rh.sla_since is None and rh.recent:
+        # The streaks only count while demoted or after a change; a restored primary
+        # (resilience.shadow.primary_restored, re-runs only) reads the newest observation.
+        d["recent"] = d["recent"][-1:] if newest_observation else []
+        if not d["recent"]:
+            del d["recent"]
+    return d
+
+
+def _compact_snapshot(snap: HealthSnapshot, newest_observation: bool = True) -> dict[str, Any]:
+    """The snapshot as planning reads it, without defaults, route names, one window
+    repeated per route, or the routes with nothing to say (restored from the policy)."""
     windows = [rh.stats.window_s for rh in snap.routes.values()]
     window = max(set(windows), key=windows.count) if windows else 0.0
     routes: dict[str, Any] = {}
     for name, rh in snap.routes.items():
-        d = rh.model_dump(mode="json", exclude_defaults=True, exclude={"route"})
+        d = _planned_route(rh, newest_observation)
         stats = d.get("stats", {})
         if stats.get("window_s") == window:
             stats.pop("window_s")
         if not stats:
             d.pop("stats", None)
-        routes[name] = _rounded(d)
-    out = snap.model_dump(mode="json", exclude_defaults=True, exclude={"routes"})
+        if d:
+            routes[name] = _rounded(d)
+    # ``taken_at`` is the role context's ``now``, the workflow's own clock: it restores it.
+    out = snap.model_dump(mode="json", exclude_defaults=True, exclude={"routes", "taken_at"})
     return {**_rounded(out), "window_s": window, "routes": routes}
 
 
-def _expand_snapshot(data: dict[str, Any]) -> dict[str, Any]:
+def _expand_snapshot(data: dict[str, Any], endpoints: list[str]) -> dict[str, Any]:
     window = data["window_s"]
     routes = {}
-    for name, d in (data.get("routes") or {}).items():
+    given = data.get("routes") or {}
+    # A route left out had nothing but defaults (and the shared window) to say.
+    for name, d in {**given, **{n: {} for n in endpoints if n not in given}}.items():
         stats = {"window_s": window, **d.get("stats", {})}
         routes[name] = {**d, "route": name, "stats": stats}
-    return {k: v for k, v in data.items() if k != "window_s"} | {"routes": routes}
+    out = {k: v for k, v in data.items() if k != "window_s"} | {"routes": routes}
+    return {"taken_at": UNSTATED_TIME, **out}
 
 
 class CacheWrite(BaseModel):
@@ -222,16 +336,57 @@ class CallModelInput(BaseModel):
 
     @model_serializer(mode="wrap", when_used="json")
     def _compact(self, handler: Any) -> Any:
-        return _without_default_fields(self, handler(self))
+        out = _without_default_fields(self, handler(self))
+        if self.cache is not None and self.cache.key == cache_key(self.role, self.request):
+            # The usual case (the attempt's request is the call's): the activity derives
+            # the same key from the same request, so history holds only the TTL.
+            out["cache"] = {"ttl_s": self.cache.ttl_s}
+        if self.idle_budget_ms == self.ttft_budget_ms:
+            del out["idle_budget_ms"]  # the usual case: one budget for first and later tokens
+        return out
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive(cls, data: Any) -> Any:
+        """Restore what the compact shape leaves out: the idle budget equal to the TTFT
+        budget, the cache key the request derives."""
+        if isinstance(data, dict) and "idle_budget_ms" not in data and "ttft_budget_ms" in data:
+            data = {**data, "idle_budget_ms": data["ttft_budget_ms"]}
+        cache = data.get("cache") if isinstance(data, dict) else None
+        if isinstance(cache, dict) and "key" not in cache and "request" in data:
+            request = ChatRequest.model_validate(data["request"])
+            data = {**data, "request": request}
+            data["cache"] = {**cache, "key": cache_key(data["role"], request)}
+        return data
 
 
 class CallModelResult(BaseModel):
+    """One attempt's answer; written to history without what the workflow already knows:
+    the reply's ``endpoint`` when it is the attempt's route (the workflow restores it from
+    the attempt) and a ``stop`` finish reason (the usual one; a reply always has one, so
+    its absence is unambiguous)."""
+
     reply: ChatReply
     data: Any = None
     trial: bool = False
     #: Temporal's attempt number that answered: 2 after a same-route retry (a 500 after
     #: backoff, or a 429 whose short Retry-After was waited out).
     attempt: int = 1
+    _route: str | None = PrivateAttr(default=None)
+
+    def for_route(self, route: str) -> CallModelResult:
+        """This result, written to history without the reply's endpoint if it is ``route``."""
+        self._route = route
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _restore(cls, data: Any) -> Any:
+        reply = data.get("reply") if isinstance(data, dict) else None
+        if isinstance(reply, dict) and ("endpoint" not in reply or "finish_reason" not in reply):
+            reply = {"endpoint": "", "finish_reason": "stop", **reply}
+            data = {**data, "reply": reply}
+        return data
 
     @field_serializer("reply", when_used="json")
     def _reply_without_defaults(self, reply: ChatReply) -> Any:
@@ -239,6 +394,10 @@ class CallModelResult(BaseModel):
         for key in ("ttft_ms", "latency_ms"):  # sub-microsecond digits are noise
             if isinstance(out.get(key), float):
                 out[key] = round(out[key], SNAPSHOT_DECIMALS)
+        if self._route is not None and out.get("endpoint") == self._route:
+            del out["endpoint"]
+        if out.get("finish_reason") == "stop":
+            del out["finish_reason"]
         return out
 
     @model_serializer(mode="wrap", when_used="json")

@@ -56,7 +56,9 @@ from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agent_failover.activities.llm import LLMActivities
+from agent_failover.activities.models import llm_task_queue
 from agent_failover.activities.notify import EscalationNotifier, build_webhook_client
+from agent_failover.activities.policy_versions import keep_fetching_missing, load_versions
 from agent_failover.activities.quality import QualityActivities
 from agent_failover.activities.shadow import ShadowActivities
 from agent_failover.activities.tools import ToolActivities, tools_base_url
@@ -68,6 +70,7 @@ from agent_failover.resilience.config import PolicyConfig
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.factory import DEFAULT_NAMESPACE, Stores, connect_stores
 from agent_failover.stores.health import MemoryHealthStore
+from agent_failover.stores.policies import DirectoryPolicyStore, PolicyVersionStore
 from agent_failover.telemetry.setup import tracing_enabled
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
@@ -105,11 +108,6 @@ DispatchArg = Literal["eager", "queue"] | None
 #: What a Temporal worker allows by default (``max_concurrent_activities=None``).
 SDK_DEFAULT_ACTIVITY_SLOTS = 100
 CodecArg = PayloadCodec | bool | None
-
-
-def llm_task_queue(base: str, bulkhead: str) -> str:
-    """The task queue of one bulkhead's model calls."""
-    return f"{base}-llm-{bulkhead}"
 
 
 def with_passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
@@ -369,6 +367,7 @@ class FailoverPlugin(SimplePlugin):
         base = self._standalone.get(task_queue, task_queue)
         acts = self.activities_for(base)
         acts.bind_stores(stores.health, stores.cache)
+        policies = await self._policy_versions(acts, stores)
         self._shadow_activities().bind_store(stores.health)
         standalone = task_queue in self._standalone
         # Bulkhead workers drain model calls for as long as the worker they serve does.
@@ -380,6 +379,7 @@ class FailoverPlugin(SimplePlugin):
             bulkheads.append(self._shadow_worker(worker.client, task_queue, stores, grace))
         tasks = [asyncio.create_task(w.run()) for w in bulkheads]
         stop_supervisor = asyncio.Event()
+        tasks.append(asyncio.create_task(keep_fetching_missing(policies, stop_supervisor)))
         supervisor = (
             asyncio.create_task(self._keep_monitor(worker.client, task_queue, stop_supervisor))
             if self._start_monitor and not standalone
@@ -389,14 +389,25 @@ class FailoverPlugin(SimplePlugin):
         try:
             await next(worker)
         finally:
+            stop_supervisor.set()  # the supervisor returns after its current short call
             if supervisor is not None:
-                stop_supervisor.set()  # it returns after its current short call
                 await asyncio.gather(supervisor, return_exceptions=True)
             await asyncio.gather(*(w.shutdown() for w in bulkheads), return_exceptions=True)
             await asyncio.gather(*tasks, return_exceptions=True)
             self._running -= 1
             if self._running == 0:
                 await self._close_stores()
+
+    async def _policy_versions(self, acts: LLMActivities, stores: Stores) -> PolicyVersionStore:
+        """Write the policy subsets this worker serves to the policy store and load every
+        stored version (see :mod:`stores.policies`): the stores' own (Redis), else the
+        directory ``FAILOVER_POLICY_DIR``. Returns the store."""
+        if stores.policies is None:
+            stores.policies = DirectoryPolicyStore.from_env()
+        acts.policy_versions.bind(stores.policies)
+        await acts.publish_policies()
+        await load_versions(stores.policies)
+        return stores.policies
 
     def _bulkhead_workers(
         self,

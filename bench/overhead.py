@@ -7,7 +7,10 @@ fixed extra time to first token, 50 ms by default) on one dev server:
 * ``bare``: :class:`agent_failover.testing.bare.BareCallWorkflow`, one activity doing
   that POST (the yardstick);
 * ``failover``: ``resilient_complete`` through the test harness's worker (role ``plain``,
-  in-memory stores; ``--redis`` for the shared store);
+  in-memory stores; ``--redis`` for the shared store), in
+  :class:`~agent_failover.testing.workflows.ResilientTextWorkflow`, which returns only the
+  answer's text as the bare workflow does (so history sizes compare the call, not the
+  return value: the whole ``AgentOutput`` with its attempts adds ~0.6 KB);
 * ``failover-queue``: the same with ``dispatch="queue"`` (attempts on the bulkhead's own
   task queue, the behaviour before eager dispatch), for the eager/queue comparison;
 * ``litellm``: the bare workflow whose activity calls ``litellm.acompletion`` (only when
@@ -49,7 +52,6 @@ from temporalio.worker import Worker
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.providers.models import ChatRequest, Message
-from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.resilience.windows import percentile
 from agent_failover.testing.bare import BareActivities, BareCallInput, BareCallWorkflow
 from agent_failover.testing.harness import make_harness, running
@@ -57,7 +59,7 @@ from agent_failover.testing.roles import with_test_roles
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import start_simulator
-from agent_failover.testing.workflows import CallInput, ResilientCallWorkflow
+from agent_failover.testing.workflows import CallInput, ResilientTextWorkflow
 
 PRIMARY = "anthropic-us-east"
 MODEL = "claude-sonnet-4-5"
@@ -129,11 +131,11 @@ class _Arms:
             max_tokens=64,
         )
         await self.client.execute_workflow(
-            ResilientCallWorkflow.run,
+            ResilientTextWorkflow.run,
             CallInput(role="plain", request=req),
             id=self._id(arm),
             task_queue=(harness or self.h).task_queue,
-            result_type=AgentOutput,
+            result_type=str,
         )
 
     async def failover_queue(self) -> None:

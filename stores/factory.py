@@ -19,7 +19,9 @@ from temporalio.converter import PayloadCodec
 from agent_failover.stores.cache import DEFAULT_NAMESPACE, RedisResponseCache, ResponseCache
 from agent_failover.stores.embedded_redis import EmbeddedRedis
 from agent_failover.stores.health import HealthStore, RedisHealthStore
+from agent_failover.stores.policies import DEFAULT_POLICY_TTL_S, PolicyVersionStore
 from agent_failover.stores.redis_link import REDIS_DOWN, describe, fail_fast_client
+from agent_failover.stores.redis_policies import RedisPolicyStore
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +36,17 @@ class Stores:
     cache: ResponseCache
     backend: str  # e.g. "redis://127.0.0.1:6379/0" or "embedded redis://127.0.0.1:40123/0"
     embedded: EmbeddedRedis | None = None
+    #: Where policy versions are kept (``stores.policies``); None: the worker uses the
+    #: directory store (``FAILOVER_POLICY_DIR``).
+    policies: PolicyVersionStore | None = None
 
     async def close(self) -> None:
-        """Close both stores, then stop the embedded server if this handle started one."""
+        """Close the stores, then stop the embedded server if this handle started one."""
         try:
             await self.health.close()
             await self.cache.close()
+            if self.policies is not None:
+                await self.policies.close()
         finally:
             if self.embedded is not None:
                 await self.embedded.astop()
@@ -84,9 +91,30 @@ async def connect_stores(
     health_client = fail_fast_client(url)
     cache_client = fail_fast_client(url)
     backend = describe(health_client)
+    # An embedded Redis dies with this process: policy versions then go to the directory.
+    policies = (
+        None
+        if embedded
+        else RedisPolicyStore(fail_fast_client(url), namespace=namespace, ttl_s=policy_ttl_s())
+    )
     return Stores(
         health=RedisHealthStore(health_client, namespace=namespace),
         cache=RedisResponseCache(cache_client, namespace=namespace, codec=codec),
         backend=f"embedded {backend}" if embedded else backend,
         embedded=embedded,
+        policies=policies,
     )
+
+
+def policy_ttl_s(env: dict[str, str] | None = None) -> float:
+    """``FAILOVER_POLICY_TTL_S`` (seconds > 0), default 30 days; ``ValueError`` if invalid."""
+    raw = (os.environ if env is None else env).get("FAILOVER_POLICY_TTL_S", "").strip()
+    if not raw:
+        return DEFAULT_POLICY_TTL_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(f"FAILOVER_POLICY_TTL_S: expected seconds > 0, got {raw!r}")
+    return value

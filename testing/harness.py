@@ -2,8 +2,9 @@
 
 ``build_harness(client, policy)`` returns the activities (memory stores, or Redis under a
 unique namespace) and a worker carrying :class:`FailoverPlugin` (our workflows and
-activities, plus :class:`ResilientCallWorkflow`; the plugin runs one worker per bulkhead
-beside it); ``async with running(workers):`` runs them for the body of a test.
+activities, plus :class:`ResilientCallWorkflow` and its text-only twin; the plugin runs one
+worker per bulkhead beside it); ``async with running(workers):`` runs them for the body of
+a test.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import httpx
@@ -25,8 +26,9 @@ from agent_failover.resilience.config import PolicyConfig
 from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache
 from agent_failover.stores.factory import Stores
 from agent_failover.stores.health import MemoryHealthStore, RedisHealthStore
+from agent_failover.stores.policies import MemoryPolicyStore, PolicyVersionStore
 from agent_failover.stores.redis_link import fail_fast_client
-from agent_failover.testing.workflows import ResilientCallWorkflow
+from agent_failover.testing.workflows import ResilientCallWorkflow, ResilientTextWorkflow
 
 
 @dataclass
@@ -37,6 +39,8 @@ class Harness:
     health: MemoryHealthStore | RedisHealthStore
     cache: MemoryResponseCache | RedisResponseCache
     policy: PolicyConfig
+    #: Where the workers keep policy versions (what role contexts name by ref).
+    policy_store: PolicyVersionStore = field(default_factory=MemoryPolicyStore)
 
 
 def _workers(client: Client, plugin: FailoverPlugin, tq: str) -> list[Worker]:
@@ -44,7 +48,7 @@ def _workers(client: Client, plugin: FailoverPlugin, tq: str) -> list[Worker]:
         Worker(
             client,
             task_queue=tq,
-            workflows=[ResilientCallWorkflow],
+            workflows=[ResilientCallWorkflow, ResilientTextWorkflow],
             plugins=[plugin],
             # A bug in workflow code fails the test at once instead of retrying the task.
             workflow_failure_exception_types=[Exception],
@@ -66,6 +70,7 @@ def build_harness(
     shadow: bool | None = None,
     dispatch: Literal["eager", "queue"] | None = None,
     bulkhead_slots: Mapping[str, int] | None = None,
+    policy_store: PolicyVersionStore | None = None,
 ) -> tuple[Harness, list[Worker]]:
     """Activities over fresh stores (memory, or Redis under a unique namespace).
 
@@ -73,7 +78,8 @@ def build_harness(
     ``codec`` seals the Redis cache's entries (the client must carry the same codec);
     ``http`` is the providers' client (e.g. over a :class:`FaultTransport`); ``shadow``
     is the plugin's (False: nobody serves the shadow queue); ``dispatch`` and
-    ``bulkhead_slots`` go to :class:`FailoverPlugin`.
+    ``bulkhead_slots`` go to :class:`FailoverPlugin`; ``policy_store`` keeps the policy
+    versions (default: a fresh in-memory one; pass one to a replacement worker to share).
     """
     tq = task_queue or f"test-{uuid.uuid4().hex[:10]}"
     if health is None or cache is None:
@@ -90,7 +96,8 @@ def build_harness(
             )
         else:
             health, cache = MemoryHealthStore(), MemoryResponseCache()
-    stores = Stores(health, cache, "test")
+    policies = policy_store or MemoryPolicyStore()
+    stores = Stores(health, cache, "test", policies=policies)
     plugin = FailoverPlugin(
         policy,
         stores=stores,
@@ -102,7 +109,8 @@ def build_harness(
         shadow=shadow,
     )
     acts = plugin.activities_for(tq)
-    return Harness(client, tq, acts, health, cache, policy), _workers(client, plugin, tq)
+    harness = Harness(client, tq, acts, health, cache, policy, policies)
+    return harness, _workers(client, plugin, tq)
 
 
 async def make_harness(

@@ -1,13 +1,17 @@
-"""A minimal workflow that makes one resilient call, as any user workflow would.
+"""Minimal workflows that make one resilient call, as any user workflow would.
 
-Register it on a test worker to drive ``resilient_complete`` from a test or benchmark.
+Register them on a test worker to drive ``resilient_complete`` from a test or benchmark:
+:class:`ResilientCallWorkflow` returns the whole :class:`AgentOutput`;
+:class:`ResilientTextWorkflow` returns only the answer's text, like the bare one-activity
+workflow (:mod:`agent_failover.testing.bare`), so a benchmark compares the call and not the
+size of what the workflow returns.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, model_serializer
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -24,6 +28,16 @@ class CallInput(BaseModel):
     request: ChatRequest
     options: CallOptions | None = None
 
+    @model_serializer(mode="wrap", when_used="json")
+    def _compact(self, handler: Any) -> Any:
+        # The workflow's input is in history: without the request's defaults (they decode
+        # back), as small as the bare workflow's input (a fair history comparison).
+        out = handler(self)
+        out["request"] = self.request.model_dump(mode="json", exclude_defaults=True)
+        if self.options is None:
+            del out["options"]
+        return out
+
 
 @workflow.defn(name="ResilientCallWorkflow")
 class ResilientCallWorkflow:
@@ -34,3 +48,13 @@ class ResilientCallWorkflow:
         out = await resilient_complete(inp.role, inp.request, options=inp.options)
         await settle_shadows()  # a sampled call's shadow evaluation must outlive this run
         return out
+
+
+@workflow.defn(name="ResilientTextWorkflow")
+class ResilientTextWorkflow:
+    @workflow.run
+    async def run(self, *args: Any) -> str:
+        inp = workflow_input(CallInput, args, workflow_name="ResilientTextWorkflow")
+        out = await resilient_complete(inp.role, inp.request, options=inp.options)
+        await settle_shadows()
+        return out.content

@@ -4,13 +4,21 @@ server, one time-skipping server per test session; the simulator is reset betwee
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
+import shutil
+import tempfile
 
 # Cloud credential chains must never look for an instance metadata server from a test
 # (the chains would try 169.254.169.254): read once at import by botocore / google-auth.
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 os.environ.setdefault("NO_GCE_CHECK", "true")
+# Workers without a Redis policy store keep policy versions in a directory: a private one,
+# not the user's ~/.local/state (tests must not leave state behind).
+if "FAILOVER_POLICY_DIR" not in os.environ:
+    os.environ["FAILOVER_POLICY_DIR"] = tempfile.mkdtemp(prefix="failover-test-policies-")
+    atexit.register(shutil.rmtree, os.environ["FAILOVER_POLICY_DIR"], ignore_errors=True)
 from collections.abc import AsyncIterator
 
 import pytest

@@ -143,7 +143,7 @@ class DegradedReruns:
             now = workflow.now().timestamp()
             ctx: RoleContext = await workflow.execute_local_activity_method(
                 LLMActivities.role_context,
-                RoleContextInput(role=n.role, now=now),
+                RoleContextInput(role=n.role, now=now, newest_observation=True),
                 start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
                 retry_policy=LOCAL_ACTIVITY_RETRY,
                 summary=f"{n.step}: is {n.role}'s primary back?",

@@ -13,7 +13,6 @@ role (or the call) opts in to ``content_filter: failover``.
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -27,6 +26,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.llm import BULKHEAD_FULL, POLICY_ERROR, LLMActivities
     from agent_failover.activities.models import (
+        UNSTATED_TIME,
         CacheLookupInput,
         CacheLookupResult,
         CacheStoreInput,
@@ -235,27 +235,26 @@ class _ResilientCall:
                 role=self.role_name,
                 now=started.timestamp(),
                 routes=override_routes(self.options),
-                known_policies=sorted(_policies_of_this_run()),
             ),
             start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
             # Bounded: an error that keeps recurring ends the call with its reason
             # instead of retrying the local activity (and the workflow task) forever.
             retry_policy=LOCAL_ACTIVITY_RETRY,
-            summary=f"{self.role_name}: policy and route health",
+            summary=f"{self.role_name}: route health",
         )
         try:
             role = apply_call_options(ctx.role, ctx.policy, self.options)
         except PolicyError as exc:
             raise ApplicationError(str(exc), type=POLICY_ERROR, non_retryable=True) from exc
-        ctx = ctx.model_copy(update={"role": role})
+        update: dict[str, Any] = {"role": role}
+        if ctx.snapshot.taken_at == UNSTATED_TIME:  # it is the `now` this call sent
+            update["snapshot"] = ctx.snapshot.model_copy(update={"taken_at": started.timestamp()})
+        ctx = ctx.model_copy(update=update)
         self.ctx = ctx
         # A role context with a policy ref is the issue-10 format: the rules the two patches
         # gate apply to it without their markers (two events and two search-attribute
         # upserts per call); an older history replays through the patch markers it holds.
-        current = ctx.policy_ref is not None
-        if current:
-            _policies_of_this_run().add(ctx.policy_ref)
-        return ctx, current
+        return ctx, ctx.policy_ref is not None
 
     def _prepare_request(self, role: RolePolicy) -> ChatRequest:
         """The request with the role's default prompt and schema, bounded for history."""
@@ -501,6 +500,9 @@ class _ResilientCall:
             r = _AttemptResult(attempt, rec, None, error_type, details, used_prefill)
             observe.attempt_finished(self, handle, r)
             return r
+        if not result.reply.endpoint:  # left out of history: it is the attempt's route
+            reply = result.reply.model_copy(update={"endpoint": attempt.route})
+            result = result.model_copy(update={"reply": reply})
         rec.finished_at = workflow.now().timestamp()
         rec.outcome = "ok"
         rec.latency_ms = result.reply.latency_ms
@@ -806,14 +808,6 @@ def _every_call_a_trial(policy: PolicyConfig) -> PolicyConfig:
         for r, o in policy.breaker_overrides.items()
     }
     return policy.model_copy(update={"breaker": breaker, "breaker_overrides": overrides})
-
-
-#: Per workflow run: the policy refs its history holds in full (see RoleContext).
-_RUN_POLICIES: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-
-
-def _policies_of_this_run() -> set[str]:
-    return _RUN_POLICIES.setdefault(workflow.instance(), set())
 
 
 def _retrieved(task: asyncio.Task[Any]) -> None:

@@ -14,12 +14,11 @@ from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from agent_failover.activities.models import _POLICIES_BY_REF
 from agent_failover.service import workflow_runner
 from agent_failover.telemetry.setup import TelemetryConfig, setup_telemetry, tracer
 from agent_failover.telemetry.spans import event
 from tests.telemetry.conftest import Captured
-from tests.workflows.test_replay import REPLAY_WORKFLOWS
+from tests.workflows.test_replay import REPLAY_WORKFLOWS, fresh_worker_policies
 
 HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.json"))
 
@@ -77,7 +76,7 @@ async def test_replay_with_tracing_is_deterministic_and_silent(
 ) -> None:
     """With the tracing interceptor and our spans on, the committed histories replay
     without non-determinism, and replaying exports no attempt or call span again."""
-    _POLICIES_BY_REF.clear()  # as in a fresh worker: policies by ref come from the history
+    await fresh_worker_policies()  # as in a fresh worker: its policy store's versions only
     history = WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))  # noqa: ASYNC240
     replayer = Replayer(
         workflows=REPLAY_WORKFLOWS,

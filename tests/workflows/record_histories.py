@@ -22,11 +22,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from agent_failover.activities.models import _POLICIES_BY_REF, policy_body
 from agent_failover.activities.notify import WEBHOOK_SECRET_ENV, WEBHOOK_URL_ENV
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.stores.policies import check_version
 from agent_failover.testing.roles import with_quality_roles
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
@@ -51,6 +53,8 @@ from tests.workflows.test_rerun_devserver import _rerun_policy, _run_until_rerun
 from tests.workflows.test_shadow_devserver import _golden, _shadowed
 
 OUT = Path(__file__).resolve().parents[1] / "histories"
+#: The policy versions the histories name by ref (``<ref>.json``, as a directory store).
+POLICIES = OUT / "policies"
 
 Recorder = Callable[[Harness, SimAdmin], Awaitable[list[tuple[str, str]]]]
 
@@ -83,6 +87,34 @@ async def _write(h: Harness, name: str, wid: str, force: bool) -> None:
         return
     history = await h.client.get_workflow_handle(wid).fetch_history()
     path.write_text(history.to_json())
+    print(f"wrote {path}")
+    for ref in policy_refs_of(history):
+        await _write_policy_version(ref)
+
+
+def policy_refs_of(history: Any) -> list[str]:
+    """The policy refs the run's role contexts name (in order, once each)."""
+    refs: dict[str, None] = {}
+    for e in history.events:
+        m = e.marker_recorded_event_attributes
+        if e.HasField("marker_recorded_event_attributes") and "result" in m.details:
+            data = json.loads(m.details["result"].payloads[0].data)
+            if isinstance(data, dict) and data.get("policy_ref"):
+                refs[data["policy_ref"]] = None
+    return list(refs)
+
+
+async def _write_policy_version(ref: str) -> None:
+    """Commit the policy version a history names beside it (replay loads it, as a worker
+    loads its policy store). Histories that carry the policy inline need none, but a
+    version file is harmless: content addressed, the same ref is the same file."""
+    path = POLICIES / f"{ref}.json"
+    if path.exists():
+        return
+    body = policy_body(_POLICIES_BY_REF[ref])
+    check_version(ref, body)
+    POLICIES.mkdir(exist_ok=True)
+    path.write_text(body)
     print(f"wrote {path}")
 
 
@@ -345,6 +377,23 @@ async def _plain_call(h: Harness, text: str) -> str:
     return wid
 
 
+async def _policy_by_ref_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
+    """A call and a pipeline whose every role context names its policy by ref only (the
+    version comes from the policy store; ``tests/histories/policies/`` holds it)."""
+    await admin.reset()
+    runs = [("call_policy_store_issue10", await _plain_call(h, "by ref"))]
+    wid = f"byref-{uuid.uuid4().hex[:6]}"
+    await h.client.execute_workflow(
+        AgentPipelineWorkflow.run,
+        PipelineInput(task="Compare two queue designs"),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=PipelineResult,
+    )
+    runs.append(("pipeline_policy_store_issue10", wid))
+    return runs
+
+
 def _has_ref_only(history: Any) -> bool:
     """Whether some role context of the run carries its policy by ref only."""
     for e in history.events:
@@ -402,6 +451,7 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
         _maybe_applied_runs,
     ),
     (("pipeline_hedge_timer_in_step", "call_hedge_timer_in_step"), _hedge_timer_runs),
+    (("call_policy_store_issue10", "pipeline_policy_store_issue10"), _policy_by_ref_runs),
 ]
 
 

@@ -1,8 +1,9 @@
 """What one resilient call writes to history (issue 10 §1 "small history"), on the dev server.
 
 A call's history holds one role-context marker, one ``call_model`` (scheduled, started,
-completed) and no patch markers or ``TemporalChangeVersion`` upserts; a run that calls the
-same role again does not carry the role's policy a second time.
+completed) and no patch markers or ``TemporalChangeVersion`` upserts. No role context carries
+a policy, only its ref (the worker's policy store holds the version); the snapshot holds
+only what planning reads; an attempt derives its cache key from its request.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import uuid
 
 import pytest
 
+from agent_failover.activities.models import UNPLANNED_FIELDS, UNPLANNED_STATS
 from agent_failover.workflows.models import PipelineInput, PipelineOptions, PipelineResult
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from tests.workflows.conftest import Harness
@@ -52,18 +54,23 @@ async def test_one_call_writes_no_patch_markers_and_a_compact_context(harness: H
     ]
     assert markers == ["core_local_activity"]
     (ctx,) = _role_contexts(history)
-    assert ctx["policy_ref"] and "policy" in ctx and ctx["role"] == "plain"
+    assert ctx["policy_ref"] and "policy" not in ctx and ctx["role"] == "plain"
     routes = ctx["snapshot"]["routes"]
     assert all("route" not in r for r in routes.values())  # the key is the name
+    # Warmed by earlier tests or not, no route carries what planning never reads.
+    assert not any(UNPLANNED_FIELDS & set(r) for r in routes.values())
+    assert not any(UNPLANNED_STATS & set(r.get("stats", {})) for r in routes.values())
     scheduled = next(
         e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")
     )
     inp = json.loads(scheduled.activity_task_scheduled_event_attributes.input.payloads[0].data)
     assert "tool_calls" not in inp["request"]["messages"][0] and "output_schema" not in inp
+    assert inp["cache"] == {"ttl_s": harness.policy.roles["plain"].roster.cache.ttl_s}
 
 
-async def test_a_run_sends_each_role_policy_once(harness: Harness) -> None:
-    """In a pipeline, a role called again gets its policy by ref: one copy per role per run."""
+async def test_a_pipeline_names_every_policy_by_ref_from_the_store(harness: Harness) -> None:
+    """In a pipeline, every role context carries its role's policy by ref only, and the
+    worker's policy store holds every version the history names."""
     handle = await harness.client.start_workflow(
         AgentPipelineWorkflow.run,
         PipelineInput(task="Compare two queue designs", options=PipelineOptions()),
@@ -74,7 +81,6 @@ async def test_a_run_sends_each_role_policy_once(harness: Harness) -> None:
     result: PipelineResult = await handle.result()
     contexts = _role_contexts(await handle.fetch_history())
     assert len(contexts) == len(result.steps) > len({c["role"] for c in contexts})
-    carried: dict[str, int] = {}
-    for c in contexts:
-        carried[c["policy_ref"]] = carried.get(c["policy_ref"], 0) + ("policy" in c)
-    assert set(carried.values()) == {1}, carried
+    assert not [c for c in contexts if "policy" in c]
+    stored = await harness.policy_store.all()
+    assert {c["policy_ref"] for c in contexts} <= set(stored)

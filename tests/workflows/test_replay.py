@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import traceback
 from pathlib import Path
 
 import pytest
@@ -11,13 +12,26 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from agent_failover.activities.models import _POLICIES_BY_REF
+from agent_failover.activities.policy_versions import load_versions
 from agent_failover.service import workflow_runner
+from agent_failover.stores.policies import DirectoryPolicyStore
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from agent_failover.workflows.qualify import QualifyWorkflow
 from tests.workflows.helpers import ResilientCallWorkflow
 
 HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.json"))
+#: The policy versions the histories name by ref, committed beside them (a directory store).
+POLICY_VERSIONS = Path(__file__).resolve().parents[1] / "histories" / "policies"
+
+
+async def fresh_worker_policies() -> None:
+    """The policy registry as in a fresh worker: only what its policy store holds (the
+    committed versions); an older history's inline policies come from the history."""
+    _POLICIES_BY_REF.clear()
+    await load_versions(DirectoryPolicyStore(POLICY_VERSIONS))
+
+
 #: Every workflow type a committed history may hold (the tracing replay test uses it too).
 REPLAY_WORKFLOWS = [
     AgentPipelineWorkflow,
@@ -53,6 +67,8 @@ def test_histories_are_committed() -> None:
     assert {"call_eager_issue10", "call_overflow_issue10", "pipeline_policy_refs_issue10"} <= names
     # Hedge timers started in the attempt's own step (the worker-kill nondeterminism fix).
     assert {"pipeline_hedge_timer_in_step", "call_hedge_timer_in_step"} <= names
+    # Policies by version: every role context names its policy by ref (the store has it).
+    assert {"call_policy_store_issue10", "pipeline_policy_store_issue10"} <= names
     # Issue 15a: an action and agent tools that applied, then timed out: maybe_applied undone.
     assert {
         "pipeline_action_maybe_applied_issue15a",
@@ -63,8 +79,7 @@ def test_histories_are_committed() -> None:
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_history_replays_deterministically(path: Path) -> None:
     """Replaying a recorded run with the current code raises no non-determinism error."""
-    # As in a fresh worker: a policy sent by ref must come from the run's own history.
-    _POLICIES_BY_REF.clear()
+    await fresh_worker_policies()
     data = json.loads(path.read_text())  # noqa: ASYNC240 - a small local file
     history = WorkflowHistory.from_json(path.stem, data)
     replayer = Replayer(
@@ -83,3 +98,24 @@ def test_every_history_workflow_type_is_replayed() -> None:
         first = json.loads(path.read_text())["events"][0]
         name = first["workflowExecutionStartedEventAttributes"]["workflowType"]["name"]
         assert name in known, f"{path.name}: add {name} to REPLAY_WORKFLOWS"
+
+
+async def test_a_history_whose_policy_version_is_missing_fails_its_task_naming_it() -> None:
+    """Without the policy store's versions, a run naming its policy by ref cannot replay:
+    the workflow task fails (not the run) with the missing ref and what to do."""
+    path = POLICY_VERSIONS.parent / "call_policy_store_issue10.json"
+    _POLICIES_BY_REF.clear()  # a worker whose store never saw this version
+    history = WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))
+    replayer = Replayer(
+        workflows=REPLAY_WORKFLOWS,
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
+    )
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    failure = result.replay_failure
+    assert failure is not None
+    text = "".join(traceback.format_exception(failure))
+    (ref,) = {p.stem for p in POLICY_VERSIONS.glob("*.json")} & set(text.split())
+    assert "PolicyVersionMissing" in text and "role 'plain'" in text
+    await fresh_worker_policies()
+    assert ref in _POLICIES_BY_REF
