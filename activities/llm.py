@@ -193,7 +193,7 @@ class LLMActivities:
                 task_queue=self._task_queue_for(inp.role),
                 overflow_queue=overflow,
                 policy_ref=ref,
-            ).for_history(inp.newest_observation)
+            ).for_history(inp.newest_observation, own_queue=inp.workflow_queue)
         except (PolicyError, ValidationError) as exc:
             # A policy this worker cannot express is a configuration error: retrying the
             # local activity (and the workflow task) forever would hide it.

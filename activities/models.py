@@ -42,6 +42,9 @@ class RoleContextInput(BaseModel):
     #: Keep each route's newest observation in history even when no SLA streak reads it:
     #: a degraded re-run asks whether the primary is back (``primary_restored``).
     newest_observation: bool = False
+    #: The calling workflow's task queue (a local activity's input is not in history): the
+    #: context leaves ``task_queue`` out of history when it is this one.
+    workflow_queue: str | None = None
 
 
 #: Policies by ``policy_ref`` in this process: the subsets this worker built, those loaded
@@ -55,6 +58,9 @@ _MISSING_REFS: set[str] = set()
 _POLICY_STORES: list[str] = []
 #: ``taken_at`` of a snapshot whose history left it out (the workflow sets its own ``now``).
 UNSTATED_TIME = 0.0
+#: ``task_queue`` / ``overflow_queue`` of a context whose history left out the workflow's
+#: own queue: :meth:`RoleContext.on_queue` fills them in.
+OWN_QUEUE = ""
 #: Decimals kept of the snapshot's floats in history (timestamps in s, latencies in ms).
 SNAPSHOT_DECIMALS = 3
 
@@ -137,12 +143,24 @@ class RoleContext(BaseModel):
     overflow_queue: str | None = None
     policy_ref: str | None = None
     _newest_observation: bool = PrivateAttr(default=True)
+    _own_queue: str | None = PrivateAttr(default=None)
 
-    def for_history(self, newest_observation: bool) -> RoleContext:
+    def for_history(self, newest_observation: bool, own_queue: str | None = None) -> RoleContext:
         """This context, written to history with routes' newest observation only when
-        asked (see :class:`RoleContextInput`); streaks in progress are always kept."""
+        asked (see :class:`RoleContextInput`; streaks in progress are always kept) and
+        without ``task_queue`` when it is ``own_queue``, the calling workflow's."""
         self._newest_observation = newest_observation
+        self._own_queue = own_queue
         return self
+
+    def on_queue(self, queue: str) -> RoleContext:
+        """This context with the workflow's own ``queue`` where history left it out."""
+        if self.task_queue != OWN_QUEUE:
+            return self
+        overflow = self.overflow_queue
+        if overflow == OWN_QUEUE:
+            overflow = llm_task_queue(queue, self.role.bulkhead)
+        return self.model_copy(update={"task_queue": queue, "overflow_queue": overflow})
 
     @model_validator(mode="before")
     @classmethod
@@ -154,6 +172,8 @@ class RoleContext(BaseModel):
             if known is None:
                 raise _missing_version(data["policy_ref"], data.get("role"))
             data = {**data, "policy": known}
+        if data.get("policy_ref"):
+            data = _implied_by_ref(data)
         if isinstance(data.get("role"), str):
             policy = data.get("policy")
             roles = policy.get("roles", {}) if isinstance(policy, dict) else policy.roles
@@ -162,10 +182,11 @@ class RoleContext(BaseModel):
             role = RolePolicy.model_validate(data["role"])
             data = {**data, "overflow_queue": llm_task_queue(data["task_queue"], role.bulkhead)}
         snap = data.get("snapshot")
-        if isinstance(snap, dict) and "window_s" in snap:
+        if isinstance(snap, dict) and (data.get("policy_ref") or "window_s" in snap):
             policy = data["policy"]
             eps = policy.get("endpoints", {}) if isinstance(policy, dict) else policy.endpoints
-            data = {**data, "snapshot": _expand_snapshot(snap, list(eps))}
+            window = RolePolicy.model_validate(data["role"]).sla.window_s
+            data = {**data, "snapshot": _expand_snapshot({"window_s": window, **snap}, list(eps))}
         return data
 
     @model_validator(mode="after")
@@ -197,11 +218,39 @@ class RoleContext(BaseModel):
             out.pop("policy_ref", None)
         else:  # the policy travels by ref: the store holds it
             out.pop("policy", None)
+            _leave_out_implied(self, out)
         if out.get("overflow_queue") is None:
             out.pop("overflow_queue", None)
         elif self.overflow_queue == llm_task_queue(self.task_queue, self.role.bulkhead):
             out["overflow_queue"] = True  # derived again from the queue and the role
         return out
+
+
+def _leave_out_implied(ctx: RoleContext, out: dict[str, Any]) -> None:
+    """Drop from a by-ref context what :func:`_implied_by_ref` restores: the workflow's own
+    queue, the role's SLA window, an empty snapshot. (The role stays: a missing policy
+    version's error names it.)"""
+    if ctx._own_queue is not None and out.get("task_queue") == ctx._own_queue:
+        del out["task_queue"]
+    snap = out.get("snapshot")
+    if isinstance(snap, dict):
+        if snap.get("window_s") == ctx.role.sla.window_s:
+            del snap["window_s"]
+        if snap == {"routes": {}}:
+            del out["snapshot"]
+
+
+def _implied_by_ref(data: dict[str, Any]) -> dict[str, Any]:
+    """A by-ref context with what :func:`_leave_out_implied` dropped put back; the
+    workflow's own queue, which only the workflow knows, as :data:`OWN_QUEUE` (see
+    :meth:`RoleContext.on_queue`)."""
+    out = dict(data)
+    out.setdefault("snapshot", {"routes": {}})
+    if "task_queue" not in out:
+        out["task_queue"] = OWN_QUEUE
+        if out.get("overflow_queue") is True:  # the role's bulkhead queue beside it
+            out["overflow_queue"] = OWN_QUEUE
+    return out
 
 
 def _rounded(value: Any) -> Any:

@@ -235,6 +235,7 @@ class _ResilientCall:
                 role=self.role_name,
                 now=started.timestamp(),
                 routes=override_routes(self.options),
+                workflow_queue=workflow.info().task_queue,
             ),
             start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
             # Bounded: an error that keeps recurring ends the call with its reason
@@ -249,7 +250,7 @@ class _ResilientCall:
         update: dict[str, Any] = {"role": role}
         if ctx.snapshot.taken_at == UNSTATED_TIME:  # it is the `now` this call sent
             update["snapshot"] = ctx.snapshot.model_copy(update={"taken_at": started.timestamp()})
-        ctx = ctx.model_copy(update=update)
+        ctx = ctx.on_queue(workflow.info().task_queue).model_copy(update=update)
         self.ctx = ctx
         # A role context with a policy ref is the issue-10 format: the rules the two patches
         # gate apply to it without their markers (two events and two search-attribute

@@ -109,12 +109,36 @@ def test_current_shape_round_trips_with_a_compact_snapshot(policy: PolicyConfig)
     ctx = _current(policy)
     data = json.loads(ctx.model_dump_json())
     snap = data["snapshot"]
-    assert snap["window_s"] == 60.0
+    assert "window_s" not in snap  # the role's SLA window (60 s): restored from the role
     assert all(
         "route" not in r and "window_s" not in r.get("stats", {}) for r in snap["routes"].values()
     )
     assert sum(r == {} for r in snap["routes"].values()) == len(snap["routes"]) - 1
     assert RoleContext.model_validate(data) == _decoded(ctx)
+
+
+def test_a_by_ref_context_leaves_out_what_the_workflow_knows(policy: PolicyConfig) -> None:
+    """The workflow's own queue, the role's SLA window and an all-idle snapshot are left
+    out of history; decoding inside the workflow puts them back."""
+    ctx = _current(policy)
+    idle = ctx.snapshot.model_copy(
+        update={
+            "routes": {
+                n: RouteHealth(route=n, stats=WindowStats(window_s=ctx.role.sla.window_s))
+                for n in ctx.snapshot.routes
+            }
+        }
+    )
+    ctx = ctx.model_copy(update={"snapshot": idle}).for_history(False, own_queue="q")
+    data = json.loads(ctx.model_dump_json())
+    assert set(data) == {"role", "policy_ref"}, data
+    back = RoleContext.model_validate(data).on_queue("q")
+    assert back.role == ctx.role and back.task_queue == "q"
+    assert back.snapshot.routes.keys() == ctx.snapshot.routes.keys()
+    assert all(r.stats.window_s == ctx.role.sla.window_s for r in back.snapshot.routes.values())
+    # Another workflow queue is written out.
+    other = json.loads(ctx.for_history(False, own_queue="elsewhere").model_dump_json())
+    assert other["task_queue"] == "q"
 
 
 def test_snapshot_floats_are_rounded_in_history(policy: PolicyConfig) -> None:

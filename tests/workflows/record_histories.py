@@ -405,6 +405,23 @@ def _has_ref_only(history: Any) -> bool:
     return False
 
 
+async def _own_queue_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
+    """A call and a pipeline whose role contexts leave out the workflow's own queue, the
+    role's SLA window and an all-idle snapshot (the workflow restores them)."""
+    await admin.reset()
+    runs = [("call_own_queue", await _plain_call(h, "own queue"))]
+    wid = f"own-queue-{uuid.uuid4().hex[:6]}"
+    await h.client.execute_workflow(
+        AgentPipelineWorkflow.run,
+        PipelineInput(task="Compare two queue designs"),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=PipelineResult,
+    )
+    runs.append(("pipeline_own_queue", wid))
+    return runs
+
+
 async def _hedge_timer_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
     """Hedge timers started in the attempt's own step: a pipeline whose hedged specialists
     answer before the delay (timers cancelled) and a call whose hedge fires."""
@@ -452,6 +469,7 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     ),
     (("pipeline_hedge_timer_in_step", "call_hedge_timer_in_step"), _hedge_timer_runs),
     (("call_policy_store_issue10", "pipeline_policy_store_issue10"), _policy_by_ref_runs),
+    (("call_own_queue", "pipeline_own_queue"), _own_queue_runs),
 ]
 
 

@@ -65,6 +65,8 @@ def test_histories_are_committed() -> None:
     } <= names
     # Issue 10: eager dispatch, a full bulkhead's overflow, policies sent once per run.
     assert {"call_eager_issue10", "call_overflow_issue10", "pipeline_policy_refs_issue10"} <= names
+    # Role contexts without the workflow's own queue, the SLA window or an idle snapshot.
+    assert {"call_own_queue", "pipeline_own_queue"} <= names
     # Hedge timers started in the attempt's own step (the worker-kill nondeterminism fix).
     assert {"pipeline_hedge_timer_in_step", "call_hedge_timer_in_step"} <= names
     # Policies by version: every role context names its policy by ref (the store has it).
