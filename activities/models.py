@@ -214,24 +214,29 @@ class RoleContext(BaseModel):
     @model_serializer(mode="wrap", when_used="json")
     def _by_ref(self, handler: Any) -> Any:
         out = handler(self)
+        if out.get("overflow_queue") is None:
+            out.pop("overflow_queue", None)
+        elif self.overflow_queue == llm_task_queue(self.task_queue, self.role.bulkhead):
+            out["overflow_queue"] = True  # derived again from the queue and the role
         if out.get("policy_ref") is None:
             out.pop("policy_ref", None)
         else:  # the policy travels by ref: the store holds it
             out.pop("policy", None)
             _leave_out_implied(self, out)
-        if out.get("overflow_queue") is None:
-            out.pop("overflow_queue", None)
-        elif self.overflow_queue == llm_task_queue(self.task_queue, self.role.bulkhead):
-            out["overflow_queue"] = True  # derived again from the queue and the role
         return out
 
 
 def _leave_out_implied(ctx: RoleContext, out: dict[str, Any]) -> None:
     """Drop from a by-ref context what :func:`_implied_by_ref` restores: the workflow's own
-    queue, the role's SLA window, an empty snapshot. (The role stays: a missing policy
-    version's error names it.)"""
+    queue with its bulkhead's overflow queue, the role's SLA window, an empty snapshot.
+    (The role stays: a missing policy version's error names it.)"""
+    overflow = out.get("overflow_queue")
     if ctx._own_queue is not None and out.get("task_queue") == ctx._own_queue:
-        del out["task_queue"]
+        if overflow is True:  # eager dispatch's usual case: both implied
+            del out["task_queue"], out["overflow_queue"]
+        elif overflow is None:
+            del out["task_queue"]
+            out["overflow_queue"] = False
     snap = out.get("snapshot")
     if isinstance(snap, dict):
         if snap.get("window_s") == ctx.role.sla.window_s:
@@ -248,8 +253,9 @@ def _implied_by_ref(data: dict[str, Any]) -> dict[str, Any]:
     out.setdefault("snapshot", {"routes": {}})
     if "task_queue" not in out:
         out["task_queue"] = OWN_QUEUE
-        if out.get("overflow_queue") is True:  # the role's bulkhead queue beside it
-            out["overflow_queue"] = OWN_QUEUE
+        # Implied with it (eager dispatch): the role's bulkhead queue beside it; False: none.
+        overflow = out.get("overflow_queue", True)
+        out["overflow_queue"] = OWN_QUEUE if overflow is True else None
     return out
 
 

@@ -131,11 +131,17 @@ def test_a_by_ref_context_leaves_out_what_the_workflow_knows(policy: PolicyConfi
     )
     ctx = ctx.model_copy(update={"snapshot": idle}).for_history(False, own_queue="q")
     data = json.loads(ctx.model_dump_json())
-    assert set(data) == {"role", "policy_ref"}, data
+    assert set(data) == {"role", "policy_ref", "overflow_queue"}, data
+    assert data["overflow_queue"] is False  # no overflow queue: said, as it is not implied
     back = RoleContext.model_validate(data).on_queue("q")
     assert back.role == ctx.role and back.task_queue == "q"
     assert back.snapshot.routes.keys() == ctx.snapshot.routes.keys()
     assert all(r.stats.window_s == ctx.role.sla.window_s for r in back.snapshot.routes.values())
+    # Eager dispatch: the overflow queue beside the workflow's own is implied with it.
+    eager = ctx.model_copy(update={"overflow_queue": llm_task_queue("q", ctx.role.bulkhead)})
+    data = json.loads(eager.for_history(False, own_queue="q").model_dump_json())
+    assert set(data) == {"role", "policy_ref"}, data
+    assert RoleContext.model_validate(data).on_queue("q").overflow_queue == eager.overflow_queue
     # Another workflow queue is written out.
     other = json.loads(ctx.for_history(False, own_queue="elsewhere").model_dump_json())
     assert other["task_queue"] == "q"
