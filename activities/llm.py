@@ -21,6 +21,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from agent_failover.activities.models import (
+    CURRENT_RULES,
     AttemptFailure,
     CachedAnswer,
     CacheLookupInput,
@@ -193,6 +194,7 @@ class LLMActivities:
                 task_queue=self._task_queue_for(inp.role),
                 overflow_queue=overflow,
                 policy_ref=ref,
+                rules=CURRENT_RULES,
             ).for_history(inp.newest_observation, own_queue=inp.workflow_queue)
         except (PolicyError, ValidationError) as exc:
             # A policy this worker cannot express is a configuration error: retrying the

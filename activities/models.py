@@ -61,6 +61,8 @@ UNSTATED_TIME = 0.0
 #: ``task_queue`` / ``overflow_queue`` of a context whose history left out the workflow's
 #: own queue: :meth:`RoleContext.on_queue` fills them in.
 OWN_QUEUE = ""
+#: The workflow rules role contexts written by this code ask for (see ``RoleContext.rules``).
+CURRENT_RULES = 2
 #: Decimals kept of the snapshot's floats in history (timestamps in s, latencies in ms).
 SNAPSHOT_DECIMALS = 3
 
@@ -142,6 +144,11 @@ class RoleContext(BaseModel):
     #: queue, where an attempt goes when the worker's bulkhead is full. None: queue dispatch.
     overflow_queue: str | None = None
     policy_ref: str | None = None
+    #: Which workflow rules a run follows from this call on, carried by the data (not a
+    #: patch marker): 1 before, 2 since the hedge timer starts in its attempt's own step
+    #: (a patch marker cannot gate it: a replay may resolve the role context one workflow
+    #: task before the marker, see ``ResilientCall._hedge_due``). Written only when not 1.
+    rules: int = 1
     _newest_observation: bool = PrivateAttr(default=True)
     _own_queue: str | None = PrivateAttr(default=None)
 
@@ -214,6 +221,8 @@ class RoleContext(BaseModel):
     @model_serializer(mode="wrap", when_used="json")
     def _by_ref(self, handler: Any) -> Any:
         out = handler(self)
+        if out.get("rules") == 1:
+            del out["rules"]
         if out.get("overflow_queue") is None:
             out.pop("overflow_queue", None)
         elif self.overflow_queue == llm_task_queue(self.task_queue, self.role.bulkhead):

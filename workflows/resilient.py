@@ -111,9 +111,6 @@ CACHE_IN_CALL_PATCH = "cache-in-call-issue-10"
 #: workflow.patched id of eager dispatch's overflow: an attempt refused by a full bulkhead
 #: on the workflow's queue is scheduled again on the bulkhead's queue.
 EAGER_OVERFLOW_PATCH = "eager-overflow-issue-10"
-#: workflow.patched id of the hedge timer started in the same step as the first attempt
-#: (see :meth:`ResilientCall._hedge_due`). Runs recorded before it replay the old way.
-HEDGE_TIMER_PATCH = "hedge-timer-in-step"
 
 
 @dataclass
@@ -527,16 +524,18 @@ class _ResilientCall:
     ) -> bool:
         """Wait for the first attempt or the hedge delay; True when the delay came first.
 
-        The timer is a named one so the Temporal UI says what it waits for. It is started
-        in the same step as the attempt it races: started from a task of its own (as runs
-        before :data:`HEDGE_TIMER_PATCH` did), it came one loop step later, so a concurrent
-        call resumed in the same activation could put its commands between the two, and a
-        replay that resumed the calls in other activations (a worker replacing a killed
-        one) met a timer where history had that call's activity.
+        The timer is a named one so the Temporal UI says what it waits for. Since rules 2
+        (:attr:`RoleContext.rules`) it is started in the same step as the attempt it races.
+        Started from a task of its own (rules 1), it came one loop step later, so a
+        concurrent call resumed in the same activation put its commands in between; a
+        worker replaying the run (one replacing a killed worker) could resume the calls in
+        other activations and meet a timer where history had that call's activity. The
+        rule travels in the role context, not in a patch marker: the replay that resumes
+        the call earlier would not have seen the marker yet.
         """
         delay_s = hedge.start_offset_ms / 1000
         summary = f"hedge: {hedge.route} starts unless {first.route} answers first"
-        if workflow.patched(HEDGE_TIMER_PATCH):
+        if self.ctx.rules >= 2:
             try:
                 await workflow.wait_condition(h1.done, timeout=delay_s, timeout_summary=summary)
             except TimeoutError:

@@ -11,6 +11,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from agent_failover.activities.models import (
     _POLICIES_BY_REF,
     _POLICY_STORES,
+    CURRENT_RULES,
     UNSTATED_TIME,
     CacheWrite,
     CallModelInput,
@@ -360,3 +361,14 @@ def test_a_result_leaves_out_its_route_and_a_stop_finish() -> None:
     assert back.reply.finish_reason == "stop" and back.reply.endpoint == ""
     other = _result(endpoint="elsewhere", finish="length").for_route("anthropic-us-east")
     assert CallModelResult.model_validate_json(other.model_dump_json()).reply == other.reply
+
+
+def test_the_rules_a_context_asks_for_travel_with_it(policy: PolicyConfig) -> None:
+    """Rules 1 (older histories) are implied; later rules are written and decode back, so a
+    replay follows the rules the run was recorded under without a patch marker."""
+    ctx = _current(policy)
+    assert "rules" not in json.loads(ctx.model_dump_json())
+    newer = ctx.model_copy(update={"rules": CURRENT_RULES})
+    data = json.loads(newer.model_dump_json())
+    assert data["rules"] == CURRENT_RULES > 1
+    assert RoleContext.model_validate(data).rules == CURRENT_RULES
