@@ -35,6 +35,7 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 import uuid
@@ -256,7 +257,9 @@ class _SimProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         code = "import sys; from agent_failover.testing.sim.server import "
         code += "run_simulator_blocking as r; r(int(sys.argv[1]))"
-        self.proc = spawn_tied([sys.executable, "-c", code, str(self.port)])
+        self.proc = spawn_tied(
+            [sys.executable, "-c", code, str(self.port)], stdout=subprocess.DEVNULL
+        )
         self._config = load_sim_config(None)
 
     async def ready(self, timeout_s: float = 30.0) -> _SimProcess:
