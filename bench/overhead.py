@@ -247,7 +247,7 @@ def _ratios(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class _SimProcess:
+class SimProcess:
     """The simulator in a child process (``failover sim``), with the in-process API used here."""
 
     def __init__(self) -> None:
@@ -262,7 +262,7 @@ class _SimProcess:
         )
         self._config = load_sim_config(None)
 
-    async def ready(self, timeout_s: float = 30.0) -> _SimProcess:
+    async def ready(self, timeout_s: float = 30.0) -> SimProcess:
         async with httpx.AsyncClient() as http:
             deadline = time.monotonic() + timeout_s
             while True:
@@ -277,13 +277,17 @@ class _SimProcess:
     def base_url(self, endpoint: str) -> str:
         return self._config.endpoint(endpoint).base_url(self.url)
 
+    def endpoint_config(self, endpoint: str) -> Any:
+        """The :class:`EndpointConfig` of one simulated endpoint (as the simulator's own)."""
+        return self._config.endpoint(endpoint).to_endpoint_config(self.url)
+
     async def stop(self) -> None:
         stop_process(self.proc)
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Start simulator and dev server, run the arms interleaved, return the document."""
-    sim: Any = await (start_simulator(port=0) if args.sim_in_process else _SimProcess().ready())
+    sim: Any = await (start_simulator(port=0) if args.sim_in_process else SimProcess().ready())
     os.environ["SIM_URL"] = sim.url
     admin = SimAdmin(sim.url)
     await admin.set_faults(PRIMARY, [{"kind": "slow_first_token", "seconds": args.ttft_ms / 1000}])
