@@ -122,10 +122,11 @@ async def test_heartbeats_carry_a_bounded_tail(
 
 
 async def test_a_call_that_answers_within_the_interval_sends_no_heartbeat(
-    demo_policy: PolicyConfig,
+    demo_policy: PolicyConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The healthy path costs no heartbeat: the first one is due one interval in."""
-    acts = _acts(demo_policy, lambda r: _stream(5, terminal=True))
+    monkeypatch.setattr(llm, "HEARTBEAT_EVERY_S", 60.0)  # no slow machine reaches it
+    acts = _acts(demo_policy, lambda r: _slow_stream(5, 0.01))
     env = ActivityEnvironment()
     beats: list[dict] = []
     env.on_heartbeat = lambda *details: beats.append(details[0])
