@@ -79,7 +79,9 @@ log = logging.getLogger(__name__)
 
 #: Error type when a workflow names a role or route the worker's policy does not have.
 POLICY_ERROR = "policy_error"
-#: Heartbeat cadence while waiting for the first token (cancellation rides on heartbeats).
+#: Heartbeat cadence of a model call, the first one this long after it starts
+#: (cancellation rides on heartbeats; the worker's core sends at most one every 4 s of
+#: the 5 s heartbeat timeout anyway), so a call that answers within it sends none.
 HEARTBEAT_EVERY_S = 1.0
 #: Characters of partial text a heartbeat carries (the tail).
 HEARTBEAT_TAIL_CHARS = 400
@@ -704,7 +706,12 @@ class LLMActivities:
 
 
 class _Progress:
-    """Latest streamed text, shared between the provider callback and the heartbeat loop."""
+    """Latest streamed text, shared between the provider callback and the heartbeat loop.
+
+    Only the loop heartbeats: one heartbeat per progress report cost an asyncio task, a
+    payload encoding and a call into the worker's core each (three per healthy call),
+    while the core sends at most one per throttle interval and only the newest counts.
+    """
 
     def __init__(self) -> None:
         self.text = ""
@@ -713,7 +720,6 @@ class _Progress:
     def update(self, text: str, tokens: int) -> None:
         self.text = text
         self.tokens = tokens
-        _safe_heartbeat(self)
 
 
 def _safe_heartbeat(progress: _Progress) -> None:
@@ -729,10 +735,13 @@ def _safe_heartbeat(progress: _Progress) -> None:
 
 async def _heartbeat_loop(progress: _Progress) -> None:
     # Cancellation reaches an activity only through heartbeats, and a route that never
-    # sends its first token would otherwise never heartbeat.
+    # sends its first token would otherwise never heartbeat. The first beat waits one
+    # interval: a call that answers sooner costs no heartbeat at all, and a hedge loser
+    # cancelled in its first second learns it at that first beat (not the core's next
+    # throttled one, 4 s on).
     while True:
-        _safe_heartbeat(progress)
         await asyncio.sleep(HEARTBEAT_EVERY_S)
+        _safe_heartbeat(progress)
 
 
 def _attempt_base(scheduled_now: float) -> float:

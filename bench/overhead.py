@@ -23,7 +23,9 @@ the history bytes and events per call (sum of the events' protobuf sizes, from t
 server), the p50 wait of its activities between scheduled and started (from the events'
 times: ~0 when Temporal hands the activity to the worker eagerly) and the CPU seconds
 per call of this process (worker, client and simulator share it; the dev server is a
-separate process). Prints JSON with ratios to ``bare``; ``--png``
+separate process, and so is the simulator unless ``--sim-in-process``: it stands in for a
+remote provider, and its per-token streaming writes would otherwise be charged to the
+streaming arm). Prints JSON with ratios to ``bare``; ``--png``
 draws latency and throughput bars. Usage::
 
     .venv/bin/python bench/overhead.py --out bench/out/overhead.json --png bench/out/overhead.png
@@ -35,6 +37,9 @@ import argparse
 import asyncio
 import json
 import os
+import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -55,9 +60,11 @@ from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.windows import percentile
 from agent_failover.testing.bare import BareActivities, BareCallInput, BareCallWorkflow
 from agent_failover.testing.harness import make_harness, running
+from agent_failover.testing.procs import spawn_tied, stop_process
 from agent_failover.testing.roles import with_test_roles
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.testing.sim.config import load_sim_config
 from agent_failover.testing.sim.server import start_simulator
 from agent_failover.testing.workflows import CallInput, ResilientTextWorkflow
 
@@ -242,9 +249,47 @@ def _ratios(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class SimProcess:
+    """The simulator in a child process (``failover sim``), with the in-process API used here."""
+
+    def __init__(self) -> None:
+        with socket.socket() as s:  # a free loopback port for the child
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        code = "import sys; from agent_failover.testing.sim.server import "
+        code += "run_simulator_blocking as r; r(int(sys.argv[1]))"
+        self.proc = spawn_tied(
+            [sys.executable, "-c", code, str(self.port)], stdout=subprocess.DEVNULL
+        )
+        self._config = load_sim_config(None)
+
+    async def ready(self, timeout_s: float = 30.0) -> SimProcess:
+        async with httpx.AsyncClient() as http:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    if (await http.get(f"{self.url}/_admin/health")).status_code == 200:
+                        return self
+                except httpx.TransportError:
+                    if self.proc.poll() is not None or time.monotonic() > deadline:
+                        raise
+                await asyncio.sleep(0.1)
+
+    def base_url(self, endpoint: str) -> str:
+        return self._config.endpoint(endpoint).base_url(self.url)
+
+    def endpoint_config(self, endpoint: str) -> Any:
+        """The :class:`EndpointConfig` of one simulated endpoint (as the simulator's own)."""
+        return self._config.endpoint(endpoint).to_endpoint_config(self.url)
+
+    async def stop(self) -> None:
+        stop_process(self.proc)
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Start simulator and dev server, run the arms interleaved, return the document."""
-    sim = await start_simulator(port=0)
+    sim: Any = await (start_simulator(port=0) if args.sim_in_process else SimProcess().ready())
     os.environ["SIM_URL"] = sim.url
     admin = SimAdmin(sim.url)
     await admin.set_faults(PRIMARY, [{"kind": "slow_first_token", "seconds": args.ttft_ms / 1000}])
@@ -287,6 +332,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "concurrent_calls_per_arm": args.rounds * args.concurrent,
             "concurrency": CONCURRENCY,
             "health_store": "redis" if args.redis else "memory",
+            "simulator": "in this process" if args.sim_in_process else "child process",
             "failover_dispatch": h.activities and "eager (default); failover-queue: queue",
             "litellm": getattr(litellm, "version", None) and "installed" if litellm else None,
         },
@@ -329,6 +375,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ttft-ms", type=float, default=50.0)
     ap.add_argument("--history-sample", type=int, default=20)
     ap.add_argument("--redis", action="store_true", help="health store and cache in Redis")
+    ap.add_argument(
+        "--sim-in-process",
+        action="store_true",
+        help="run the simulator in this process (its CPU then counts in every arm's)",
+    )
     ap.add_argument("--out", default=None)
     ap.add_argument("--png", default=None)
     args = ap.parse_args(argv)

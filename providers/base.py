@@ -62,6 +62,10 @@ MIN_EVENTS_FOR_RATIO = 10
 PROGRESS_INTERVAL_S = 0.1
 #: Most bytes of an error body read for classification.
 MAX_ERROR_BODY_BYTES = 64 * 1024
+#: After a stream's last event, how long and how much of the body's end (the chunked
+#: terminator) is read so the connection goes back to the pool instead of being closed.
+STREAM_DRAIN_S = 0.02
+STREAM_DRAIN_BYTES = 64 * 1024
 #: Room for a JSON reply's envelope (ids, usage, finish reason) beyond its text.
 JSON_ENVELOPE_BYTES = 64 * 1024
 
@@ -634,6 +638,8 @@ async def _pump(call: Call, response: httpx.Response, state: StreamState) -> flo
     if eof and not state.done:
         for event in decoder.flush():
             await _apply(call, state, event)
+    if not eof and state.done:
+        await _drain(chunks, min(call.clock() + STREAM_DRAIN_S, total_at))
     if state.too_malformed():
         raise fail(StreamEnd.MALFORMED, f"{state.malformed} of {state.events} events")
     if not state.finished:
@@ -641,6 +647,24 @@ async def _pump(call: Call, response: httpx.Response, state: StreamState) -> flo
     if first_token_at is None:
         return None
     return (first_token_at - call.started) * 1000.0
+
+
+async def _drain(chunks: AsyncIterator[bytes], deadline: float) -> None:
+    """Read what is left of a finished stream, briefly and ignoring it.
+
+    A response closed before its body's end closes its connection: each call then paid a
+    new connection (a TLS handshake, with a real provider). The end usually arrives with
+    the last event; a server that holds the stream open keeps it closed as before.
+    """
+    size = 0
+    try:
+        async with asyncio.timeout_at(deadline):
+            async for chunk in chunks:
+                size += len(chunk)
+                if size > STREAM_DRAIN_BYTES:
+                    return
+    except (TimeoutError, *_CALL_ERRORS):
+        return  # the answer is complete; only the connection's reuse is lost
 
 
 def _decode(call: Call, state: StreamState, decoder: StreamDecoder, chunk: bytes) -> list[Any]:

@@ -3,6 +3,7 @@ and a route this worker's policy does not know is a non-retryable policy error."
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 
@@ -11,6 +12,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from agent_failover.activities import llm
 from agent_failover.activities.llm import HEARTBEAT_TAIL_CHARS, LLMActivities
 from agent_failover.activities.models import CallModelInput, RoleContextInput
 from agent_failover.config import DEFAULT_POLICY_PATH
@@ -93,15 +95,43 @@ async def test_reply_over_the_role_limit_is_oversized_and_not_retried(
     assert snap.get("openai-us").stats.semantic_failure_rate > 0
 
 
-async def test_heartbeats_carry_a_bounded_tail(demo_policy: PolicyConfig) -> None:
+def _slow_stream(chunks: int, pause_s: float) -> httpx.Response:
+    blocks = OPENAI.ok_stream([CHUNK] * chunks)
+
+    async def body() -> AsyncIterator[bytes]:
+        for b in blocks:
+            await asyncio.sleep(pause_s)
+            yield b
+
+    return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+
+
+async def test_heartbeats_carry_a_bounded_tail(
+    demo_policy: PolicyConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every heartbeat of a long stream carries at most the last 400 characters."""
-    acts = _acts(demo_policy, lambda r: _stream(200, terminal=True))
+    monkeypatch.setattr(llm, "HEARTBEAT_EVERY_S", 0.01)
+    acts = _acts(demo_policy, lambda r: _slow_stream(40, 0.005))
     env = ActivityEnvironment()
     beats: list[dict] = []
     env.on_heartbeat = lambda *details: beats.append(details[0])
     result = await env.run(acts.call_model, _input())
-    assert len(result.reply.text) == 200 * len(CHUNK)
-    assert beats and all(len(b["partial"]) <= HEARTBEAT_TAIL_CHARS for b in beats)
+    assert len(result.reply.text) == 40 * len(CHUNK)
+    assert any(b["tokens"] > 0 for b in beats), beats
+    assert all(len(b["partial"]) <= HEARTBEAT_TAIL_CHARS for b in beats)
+
+
+async def test_a_call_that_answers_within_the_interval_sends_no_heartbeat(
+    demo_policy: PolicyConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The healthy path costs no heartbeat: the first one is due one interval in."""
+    monkeypatch.setattr(llm, "HEARTBEAT_EVERY_S", 60.0)  # no slow machine reaches it
+    acts = _acts(demo_policy, lambda r: _slow_stream(5, 0.01))
+    env = ActivityEnvironment()
+    beats: list[dict] = []
+    env.on_heartbeat = lambda *details: beats.append(details[0])
+    await env.run(acts.call_model, _input())
+    assert beats == []
 
 
 async def test_unknown_route_is_a_non_retryable_policy_error(demo_policy: PolicyConfig) -> None:

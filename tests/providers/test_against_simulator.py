@@ -399,3 +399,17 @@ async def test_fault(simulator, sim_client, admin, endpoint, name, stream):
     assert attempts[0].endpoint == sim_name
     assert attempts[0].stream is stream
     assert attempts[0].faults == [case.label]
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+async def test_a_finished_stream_leaves_its_connection_reusable(simulator, admin, endpoint):
+    """Streamed calls one after another share one connection: the body's end is read
+    after the last event, so the response does not close its connection."""
+    transport = httpx.AsyncHTTPTransport()
+    async with httpx.AsyncClient(transport=transport) as client:
+        ep = route_config(simulator, endpoint)
+        for _ in range(3):
+            reply = await complete(client, ep, request_for(Case({}), STREAM), BUDGETS)
+            assert reply.text
+        # httpcore's pool (no public counter): one kept-alive connection, not three opened.
+        assert len(transport._pool.connections) == 1
