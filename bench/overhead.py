@@ -10,7 +10,8 @@ fixed extra time to first token, 50 ms by default) on one dev server:
   in-memory stores; ``--redis`` for the shared store), in
   :class:`~agent_failover.testing.workflows.ResilientTextWorkflow`, which returns only the
   answer's text as the bare workflow does (so history sizes compare the call, not the
-  return value: the whole ``AgentOutput`` with its attempts adds ~0.6 KB);
+  return value: the whole ``AgentOutput`` with its attempts adds ~0.6 KB); every arm sends
+  the same request: the user prompt with the role's system prompt;
 * ``failover-queue``: the same with ``dispatch="queue"`` (attempts on the bulkhead's own
   task queue, the behaviour before eager dispatch), for the eager/queue comparison;
 * ``litellm``: the bare workflow whose activity calls ``litellm.acompletion`` (only when
@@ -88,7 +89,10 @@ async def litellm_call(inp: BareCallInput) -> str:
         model=f"anthropic/{inp.model}",
         api_base=inp.base_url,
         api_key="bench",
-        messages=[{"role": "user", "content": inp.prompt}],
+        messages=[
+            *([{"role": "system", "content": inp.system}] if inp.system else []),
+            {"role": "user", "content": inp.prompt},
+        ],
         max_tokens=inp.max_tokens,
         num_retries=0,
     )
@@ -113,7 +117,11 @@ class _Arms:
 
     def _input(self, activity_name: str = "bare_llm_call") -> BareCallInput:
         prompt = f"overhead {uuid.uuid4().hex[:8]}"
-        return BareCallInput(base_url=self.base, model=MODEL, prompt=prompt, activity=activity_name)
+        # The failover role's system prompt: every arm sends the same request.
+        system = self.h.policy.roles["plain"].system_prompt
+        return BareCallInput(
+            base_url=self.base, model=MODEL, prompt=prompt, system=system, activity=activity_name
+        )
 
     async def httpx(self) -> None:
         from agent_failover.testing.bare import post_messages

@@ -30,6 +30,9 @@ class BareCallInput(BaseModel):
     base_url: str
     model: str
     prompt: str
+    #: The system prompt, when the comparison sends one (the overhead bench sends the
+    #: failover role's, so both arms send the same request).
+    system: str | None = None
     max_tokens: int = Field(default=64, ge=1)
     activity: str = "bare_llm_call"
     timeout_s: float = Field(default=30.0, gt=0)
@@ -37,14 +40,17 @@ class BareCallInput(BaseModel):
 
 async def post_messages(http: httpx.AsyncClient, inp: BareCallInput) -> str:
     """POST one non-streaming Messages request and return the reply's text."""
+    body: dict[str, object] = {
+        "model": inp.model,
+        "max_tokens": inp.max_tokens,
+        "messages": [{"role": "user", "content": inp.prompt}],
+    }
+    if inp.system is not None:
+        body["system"] = inp.system
     resp = await http.post(
         f"{inp.base_url}/v1/messages",
         headers={"anthropic-version": ANTHROPIC_VERSION, "x-api-key": "bench"},
-        json={
-            "model": inp.model,
-            "max_tokens": inp.max_tokens,
-            "messages": [{"role": "user", "content": inp.prompt}],
-        },
+        json=body,
         timeout=inp.timeout_s,
     )
     resp.raise_for_status()
