@@ -342,7 +342,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "health_store": "redis" if args.redis else "memory",
             "simulator": "in this process" if args.sim_in_process else "child process",
             "failover_dispatch": h.activities and "eager (default); failover-queue: queue",
-            "litellm": getattr(litellm, "version", None) and "installed" if litellm else None,
+            "litellm": "installed" if litellm is not None else None,
         },
         "arms": res,
         "ratios": _ratios(res),
