@@ -65,7 +65,12 @@ from agent_failover.resilience.config import (
 from agent_failover.resilience.contracts import CallOutcome, HealthSnapshot
 from agent_failover.resilience.limits import clip, tail
 from agent_failover.resilience.outcomes import BREAKER_REJECTED, RATE_BUDGET
-from agent_failover.resilience.probing import ProbeDecision, ProbeReason, probe_decision
+from agent_failover.resilience.probing import (
+    ProbeDecision,
+    ProbeReason,
+    probe_decision,
+    probe_first_token_s,
+)
 from agent_failover.resilience.ratelimit import RateLimitWait, cooldown_s, same_route_wait_s
 from agent_failover.resilience.sla import evaluate_sla
 from agent_failover.stores.budgets import BudgetGrant
@@ -527,7 +532,10 @@ class LLMActivities:
                     route=inp.route, ok=False, skipped=True, breaker=b.state, reason="not_admitted"
                 )
             trial = admission.trial
-        reply, err = await self._send_probe(endpoint, inp.route)
+        ttft_s = probe_first_token_s(
+            decision.reason, settings.trial_latency_ms, self._policy.probes.timeout_s
+        )
+        reply, err = await self._send_probe(endpoint, inp.route, ttft_s)
         at = self._now(inp.now, started)
         if err is None and reply is not None:
             outcome = CallOutcome(
@@ -573,7 +581,7 @@ class LLMActivities:
         )
 
     async def _send_probe(
-        self, endpoint: Any, route: str
+        self, endpoint: Any, route: str, ttft_s: float
     ) -> tuple[ChatReply | None, ProviderError | None]:
         probes = self._policy.probes
         request = ChatRequest(
@@ -583,7 +591,7 @@ class LLMActivities:
         )
         budgets = Budgets(
             connect_s=min(self._connect_s, probes.timeout_s),
-            ttft_s=probes.timeout_s,
+            ttft_s=ttft_s,
             idle_s=probes.timeout_s,
             total_s=probes.timeout_s,
             max_reply_bytes=DEFAULT_MAX_REPLY_BYTES,
