@@ -535,8 +535,11 @@ class LLMActivities:
         ttft_s = probe_first_token_s(
             decision.reason, settings.trial_latency_ms, self._policy.probes.timeout_s
         )
-        reply, err = await self._send_probe(endpoint, inp.route, ttft_s)
+        # A probe is stamped when it was sent: the cadence (resilience.probing) counts
+        # from there, so a probe that waited out a slow first token does not make the
+        # next round skip the route.
         at = self._now(inp.now, started)
+        reply, err = await self._send_probe(endpoint, inp.route, ttft_s)
         if err is None and reply is not None:
             outcome = CallOutcome(
                 route=inp.route,

@@ -23,8 +23,10 @@ disqualifies the probe would hold the monitor's round (a probe sent into a brown
 before recovery delayed the next, good one by the whole timeout).
 
 "Due" allows :data:`DUE_FRACTION` of the interval: the monitor's rounds are one interval
-apart but a probe's own latency moves its ``last_probe_at`` later, and a route must not
-skip every other round for that.
+apart, give or take its timers and activity dispatch, and a route must not skip every
+other round for that. ``last_probe_at`` is when the last probe was *sent* (the probe
+activity stamps it so): stamped when it finished, a probe that waited 2 s for a first
+token in a 3 s interval made the next round skip the route (probes every 6 s).
 """
 
 from __future__ import annotations
