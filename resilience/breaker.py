@@ -31,7 +31,9 @@ and a flapping one never closes, since closing needs N good trials in a row.
 Opening fast: the window's error rate needs ``min_calls`` outcomes and a share of
 failures diluted by the successes before the outage, so ``consecutive_failures`` (Envoy's
 ``consecutive_5xx``) opens a closed breaker after that many failures in a row whatever
-the rate; any success resets the count. And for ``probation_s`` after good trials close a
+the rate, and ``consecutive_timeouts`` after fewer when they are time-budget failures
+(a slow first token, a stalled stream: each cost its caller the whole budget); any
+success resets the count. And for ``probation_s`` after good trials close a
 breaker, a single failure re-opens it: a route that just recovered has not yet earned
 the benefit of the doubt, so a flapping primary costs one failed call per flap, not N.
 
@@ -63,6 +65,7 @@ class BreakerReason(StrEnum):
     AUTH_FAILURE = "auth_failure"
     OVERLOADED = "overloaded"
     CONSECUTIVE_FAILURES = "consecutive_failures"
+    CONSECUTIVE_TIMEOUTS = "consecutive_timeouts"
     PROBATION_FAILED = "probation_failed"
     OPEN_DURATION_ELAPSED = "open_duration_elapsed"
     PROBE_SUCCEEDED = "probe_succeeded"
@@ -87,6 +90,8 @@ class Breaker(BaseModel):
     consecutive_good: int = 0
     #: Failures in a row while CLOSED (counting against the route; 429s excluded).
     consecutive_failures: int = 0
+    #: Of those, time-budget failures in a row (first token, stalled stream, no response).
+    consecutive_timeouts: int = 0
     reason: BreakerReason | None = None
     #: A 429's cool-down: no planned call or probe before this (admission ignores it, so
     #: the same-route retry scheduled for exactly Retry-After is never refused).
@@ -152,6 +157,7 @@ _TRIP_REASONS = frozenset(
         _R.AUTH_FAILURE,
         _R.OVERLOADED,
         _R.CONSECUTIVE_FAILURES,
+        _R.CONSECUTIVE_TIMEOUTS,
         _R.PROBATION_FAILED,
     }
 )
@@ -181,6 +187,11 @@ _IMMEDIATE = {ErrorClass.AUTH: _R.AUTH_FAILURE, ErrorClass.QUOTA_EXHAUSTED: _R.Q
 # 529/503 is the provider's capacity with no known end; a 429 (our quota window) only
 # cools the route down (see ``cool_down``).
 _BACKPRESSURE = {ErrorClass.OVERLOADED: _R.OVERLOADED}
+# Failures that cost the caller the role's whole time budget before it could fail over,
+# so fewer in a row are tolerated (``consecutive_timeouts``).
+_TIMEOUTS = frozenset(
+    {ErrorClass.SLOW_FIRST_TOKEN, ErrorClass.NO_RESPONSE, ErrorClass.STREAM_STALLED}
+)
 
 
 def transition(
@@ -217,6 +228,7 @@ def transition(
             "trials_in_flight": 0,
             "consecutive_good": 0,
             "consecutive_failures": 0,
+            "consecutive_timeouts": 0,
             "reason": reason,
             "version": b.version + 1,
         }
@@ -386,29 +398,39 @@ def _on_probation(b: Breaker, s: BreakerSettings, now: float) -> bool:
 def _count_in_a_row(
     b: Breaker, outcome: CallOutcome, s: BreakerSettings, now: float
 ) -> tuple[Breaker, BreakerReason | None]:
-    """Track failures in a row on a CLOSED breaker; name the trip reason when due.
+    """Track failures (and time-budget failures) in a row on a CLOSED breaker; name the
+    trip reason when due.
 
     A failure counts if it counts against the route and is neither a 429 (a quota
     window, :func:`cool_down`'s business) nor a semantic failure (its own rate); a
-    success resets the count; anything else (an invalid request, a content filter, a
-    semantic failure) leaves it alone.
+    timeout (:data:`_TIMEOUTS`) counts in both rows. A success resets both; anything
+    else (an invalid request, a content filter) leaves them alone.
     """
+    if outcome.ok:
+        if b.consecutive_failures == 0 and b.consecutive_timeouts == 0:
+            return b, None
+        reset = {"consecutive_failures": 0, "consecutive_timeouts": 0, "version": b.version + 1}
+        return b.model_copy(update=reset), None
     failed = (
-        not outcome.ok
-        and outcome.counts_against_route
+        outcome.counts_against_route
         and not outcome.semantic_failure  # semantic failures have their own rate
         and outcome.error_class is not ErrorClass.RATE_LIMITED
     )
-    if outcome.ok:
-        if b.consecutive_failures == 0:
-            return b, None
-        return b.model_copy(update={"consecutive_failures": 0, "version": b.version + 1}), None
     if not failed:
         return b, None
     if _on_probation(b, s, now):
         return b, _R.PROBATION_FAILED
+    timeouts = b.consecutive_timeouts + (outcome.error_class in _TIMEOUTS)
     count = b.consecutive_failures + 1
-    b = b.model_copy(update={"consecutive_failures": count, "version": b.version + 1})
+    b = b.model_copy(
+        update={
+            "consecutive_failures": count,
+            "consecutive_timeouts": timeouts,
+            "version": b.version + 1,
+        }
+    )
+    if s.consecutive_timeouts is not None and timeouts >= s.consecutive_timeouts:
+        return b, _R.CONSECUTIVE_TIMEOUTS
     if s.consecutive_failures is not None and count >= s.consecutive_failures:
         return b, _R.CONSECUTIVE_FAILURES
     return b, None

@@ -55,6 +55,10 @@ DEFAULT_HALF_OPEN_CALL_FRACTION = 0.0
 #: Failures in a row (counting against the route, 429s excluded) that open a closed
 #: breaker whatever its window's error rate: Envoy outlier detection's consecutive_5xx.
 DEFAULT_CONSECUTIVE_FAILURES: int | None = 5
+#: Of those, time-budget failures in a row (first token, stalled stream, no response)
+#: that open it: each cost its caller the whole budget, and while the first one waits
+#: out its budget, rate x budget more calls are already on their way to the route.
+DEFAULT_CONSECUTIVE_TIMEOUTS: int | None = 3
 #: Seconds after closing during which one failure re-opens (None: ``open_duration_s``).
 DEFAULT_PROBATION_S: float | None = None
 
@@ -188,6 +192,7 @@ class BreakerSettings(BaseModel):
     trial_latency_ms: float | None = Field(default=DEFAULT_TRIAL_LATENCY_MS, gt=0.0)
     half_open_call_fraction: float = Field(default=DEFAULT_HALF_OPEN_CALL_FRACTION, ge=0.0, le=1.0)
     consecutive_failures: int | None = Field(default=DEFAULT_CONSECUTIVE_FAILURES, ge=1, le=10_000)
+    consecutive_timeouts: int | None = Field(default=DEFAULT_CONSECUTIVE_TIMEOUTS, ge=1, le=10_000)
     probation_s: float | None = Field(default=DEFAULT_PROBATION_S, ge=0.0, le=86_400.0)
 
     @model_validator(mode="after")
@@ -241,6 +246,7 @@ class BreakerOverride(BaseModel):
     trial_latency_ms: float | None = Field(default=None, gt=0.0)
     half_open_call_fraction: float | None = Field(default=None, ge=0.0, le=1.0)
     consecutive_failures: int | None = Field(default=None, ge=1, le=10_000)
+    consecutive_timeouts: int | None = Field(default=None, ge=1, le=10_000)
     probation_s: float | None = Field(default=None, ge=0.0, le=86_400.0)
 
     def apply(self, base: BreakerSettings) -> BreakerSettings:

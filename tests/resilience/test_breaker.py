@@ -25,8 +25,8 @@ from agent_failover.resilience.windows import RollingWindow, breaker_stats
 from tests.resilience.conftest import FakeClock
 from tests.resilience.helpers import fail, ok, rate_limited, stats
 
-# The rate rules alone: the in-a-row rule (consecutive_failures) has its own tests below.
-S = BreakerSettings(consecutive_failures=None)
+# The rate rules alone: the in-a-row rules (consecutive_*) have their own tests below.
+S = BreakerSettings(consecutive_failures=None, consecutive_timeouts=None)
 ROUTE = "anthropic-us-east"
 ALL_STATES = list(BreakerState)
 ALL_REASONS = list(BreakerReason)
@@ -309,7 +309,7 @@ def test_retry_after_extends_an_open_breaker(clock: FakeClock) -> None:
 
 # --- opening fast: failures in a row, probation after a close (issue 10) -----------------
 
-IN_A_ROW = BreakerSettings(consecutive_failures=5)
+IN_A_ROW = BreakerSettings(consecutive_failures=5, consecutive_timeouts=None)
 
 
 def _healthy_history(d: Driver, n: int = 60) -> None:
@@ -331,6 +331,26 @@ def test_five_failures_in_a_row_open_below_the_error_rate(clock: FakeClock) -> N
     assert d.breaker.state is BreakerState.OPEN
     assert d.breaker.reason is BreakerReason.CONSECUTIVE_FAILURES
     assert d.breaker.consecutive_failures == 0
+
+
+def test_fewer_timeouts_in_a_row_open(clock: FakeClock) -> None:
+    """Time-budget failures (slow first token, stalled stream, no response) open after
+    consecutive_timeouts in a row; a success resets them, other failures do not."""
+    d = Driver(clock, BreakerSettings(consecutive_failures=5, consecutive_timeouts=2))
+    _healthy_history(d)
+    for outcome in (
+        fail(ROUTE, clock.now, ErrorClass.SLOW_FIRST_TOKEN),
+        ok(ROUTE, clock.now),
+        fail(ROUTE, clock.now, ErrorClass.STREAM_STALLED),
+        fail(ROUTE, clock.now, ErrorClass.SERVER_ERROR),
+    ):
+        d.record(outcome)
+        assert d.breaker.state is BreakerState.CLOSED
+    assert d.breaker.consecutive_timeouts == 1
+    d.record(fail(ROUTE, clock.now, ErrorClass.NO_RESPONSE))
+    assert d.breaker.state is BreakerState.OPEN
+    assert d.breaker.reason is BreakerReason.CONSECUTIVE_TIMEOUTS
+    assert d.breaker.consecutive_timeouts == 0
 
 
 def test_a_success_resets_the_count(clock: FakeClock) -> None:

@@ -21,8 +21,8 @@ from agent_failover.stores.health import HealthStore
 
 T0 = 1_700_000_000.0
 ROUTE = "anthropic-us-east"
-# The rate rules alone; the in-a-row rule (consecutive_failures) has its own test.
-SETTINGS = BreakerSettings(consecutive_failures=None)
+# The rate rules alone; the in-a-row rules (consecutive_*) have their own test.
+SETTINGS = BreakerSettings(consecutive_failures=None, consecutive_timeouts=None)
 
 
 def ok(at: float, latency_ms: float = 100.0, **kw: object) -> CallOutcome:
