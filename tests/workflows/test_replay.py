@@ -51,6 +51,8 @@ def test_histories_are_committed() -> None:
     } <= names
     # Issue 10: eager dispatch, a full bulkhead's overflow, policies sent once per run.
     assert {"call_eager_issue10", "call_overflow_issue10", "pipeline_policy_refs_issue10"} <= names
+    # Issue 10: monitor rounds timed from their start (patched), recorded before and after.
+    assert {"monitor_rounds_pre_issue10", "monitor_rounds_issue10"} <= names
     # Issue 15a: an action and agent tools that applied, then timed out: maybe_applied undone.
     assert {
         "pipeline_action_maybe_applied_issue15a",
