@@ -67,7 +67,12 @@ from agent_failover.resilience.config import (
 from agent_failover.resilience.contracts import CallOutcome, HealthSnapshot
 from agent_failover.resilience.limits import clip, tail
 from agent_failover.resilience.outcomes import BREAKER_REJECTED, RATE_BUDGET
-from agent_failover.resilience.probing import ProbeDecision, ProbeReason, probe_decision
+from agent_failover.resilience.probing import (
+    ProbeDecision,
+    ProbeReason,
+    probe_decision,
+    probe_first_token_s,
+)
 from agent_failover.resilience.ratelimit import RateLimitWait, cooldown_s, same_route_wait_s
 from agent_failover.resilience.sla import evaluate_sla
 from agent_failover.stores.budgets import BudgetGrant
@@ -545,8 +550,14 @@ class LLMActivities:
                     route=inp.route, ok=False, skipped=True, breaker=b.state, reason="not_admitted"
                 )
             trial = admission.trial
-        reply, err = await self._send_probe(endpoint, inp.route)
+        ttft_s = probe_first_token_s(
+            decision.reason, settings.trial_latency_ms, self._policy.probes.timeout_s
+        )
+        # A probe is stamped when it was sent: the cadence (resilience.probing) counts
+        # from there, so a probe that waited out a slow first token does not make the
+        # next round skip the route.
         at = self._now(inp.now, started)
+        reply, err = await self._send_probe(endpoint, inp.route, ttft_s)
         if err is None and reply is not None:
             outcome = CallOutcome(
                 route=inp.route,
@@ -591,7 +602,7 @@ class LLMActivities:
         )
 
     async def _send_probe(
-        self, endpoint: Any, route: str
+        self, endpoint: Any, route: str, ttft_s: float
     ) -> tuple[ChatReply | None, ProviderError | None]:
         probes = self._policy.probes
         request = ChatRequest(
@@ -601,7 +612,7 @@ class LLMActivities:
         )
         budgets = Budgets(
             connect_s=min(self._connect_s, probes.timeout_s),
-            ttft_s=probes.timeout_s,
+            ttft_s=ttft_s,
             idle_s=probes.timeout_s,
             total_s=probes.timeout_s,
             max_reply_bytes=DEFAULT_MAX_REPLY_BYTES,

@@ -10,7 +10,8 @@ with compare-and-set and many workers can record at once.
 
 States and moves::
 
-    CLOSED ──trip (error rate, slow calls, semantic, auth, quota, 529+Retry-After)──▶ OPEN
+    CLOSED ──trip (error rate, slow calls, semantic, N failures in a row, auth, quota,
+              529+Retry-After; on probation after a close: one failure)──▶ OPEN
     OPEN ──now >= open_until (admit/tick), or a good probe at any time──▶ HALF_OPEN
     HALF_OPEN ──N consecutive good trials──▶ CLOSED
     HALF_OPEN ──bad trial──▶ OPEN (longer: open_duration x multiplier^(trips-1), capped)
@@ -26,6 +27,15 @@ failed half-open trial (a probe or a real call) re-opens it, for
 ``open_duration x multiplier^(trips-1)`` capped at ``max_open_duration_s``. So a healed
 route returns within about one probe interval plus the half-open probes that close it,
 and a flapping one never closes, since closing needs N good trials in a row.
+
+Opening fast: the window's error rate needs ``min_calls`` outcomes and a share of
+failures diluted by the successes before the outage, so ``consecutive_failures`` (Envoy's
+``consecutive_5xx``) opens a closed breaker after that many failures in a row whatever
+the rate, and ``consecutive_timeouts`` after fewer when they are time-budget failures
+(a slow first token, a stalled stream: each cost its caller the whole budget); any
+success resets the count. And for ``probation_s`` after good trials close a
+breaker, a single failure re-opens it: a route that just recovered has not yet earned
+the benefit of the doubt, so a flapping primary costs one failed call per flap, not N.
 
 A 429 is not a state: it sets ``cooldown_until`` (Retry-After, or the policy's default)
 in any state, which the planner and the health monitor read to keep real calls and
@@ -54,6 +64,9 @@ class BreakerReason(StrEnum):
     QUOTA_EXHAUSTED = "quota_exhausted"
     AUTH_FAILURE = "auth_failure"
     OVERLOADED = "overloaded"
+    CONSECUTIVE_FAILURES = "consecutive_failures"
+    CONSECUTIVE_TIMEOUTS = "consecutive_timeouts"
+    PROBATION_FAILED = "probation_failed"
     OPEN_DURATION_ELAPSED = "open_duration_elapsed"
     PROBE_SUCCEEDED = "probe_succeeded"
     TRIAL_FAILED = "trial_failed"
@@ -75,6 +88,10 @@ class Breaker(BaseModel):
     trips: int = 0  # consecutive trips; reset when the breaker closes
     trials_in_flight: int = 0
     consecutive_good: int = 0
+    #: Failures in a row while CLOSED (counting against the route; 429s excluded).
+    consecutive_failures: int = 0
+    #: Of those, time-budget failures in a row (first token, stalled stream, no response).
+    consecutive_timeouts: int = 0
     reason: BreakerReason | None = None
     #: A 429's cool-down: no planned call or probe before this (admission ignores it, so
     #: the same-route retry scheduled for exactly Retry-After is never refused).
@@ -139,6 +156,9 @@ _TRIP_REASONS = frozenset(
         _R.QUOTA_EXHAUSTED,
         _R.AUTH_FAILURE,
         _R.OVERLOADED,
+        _R.CONSECUTIVE_FAILURES,
+        _R.CONSECUTIVE_TIMEOUTS,
+        _R.PROBATION_FAILED,
     }
 )
 _FORCE = {_S.FORCED_OPEN: _R.FORCED_OPEN, _S.FORCED_CLOSED: _R.FORCED_CLOSED}
@@ -167,6 +187,11 @@ _IMMEDIATE = {ErrorClass.AUTH: _R.AUTH_FAILURE, ErrorClass.QUOTA_EXHAUSTED: _R.Q
 # 529/503 is the provider's capacity with no known end; a 429 (our quota window) only
 # cools the route down (see ``cool_down``).
 _BACKPRESSURE = {ErrorClass.OVERLOADED: _R.OVERLOADED}
+# Failures that cost the caller the role's whole time budget before it could fail over,
+# so fewer in a row are tolerated (``consecutive_timeouts``).
+_TIMEOUTS = frozenset(
+    {ErrorClass.SLOW_FIRST_TOKEN, ErrorClass.NO_RESPONSE, ErrorClass.STREAM_STALLED}
+)
 
 
 def transition(
@@ -202,6 +227,8 @@ def transition(
             "trips": trips,
             "trials_in_flight": 0,
             "consecutive_good": 0,
+            "consecutive_failures": 0,
+            "consecutive_timeouts": 0,
             "reason": reason,
             "version": b.version + 1,
         }
@@ -350,6 +377,9 @@ def _on_closed(
             return _trip(b, s, _IMMEDIATE[ec], now, outcome.retry_after_s)
         if ec in _BACKPRESSURE and outcome.retry_after_s is not None:
             return _trip(b, s, _BACKPRESSURE[ec], now, outcome.retry_after_s)
+    b, reason = _count_in_a_row(b, outcome, s, now)
+    if reason is not None:
+        return _trip(b, s, reason, now, None)
     if stats.enough_samples:
         if stats.error_rate >= s.error_rate_threshold:
             return _trip(b, s, _R.ERROR_RATE, now, None)
@@ -357,6 +387,52 @@ def _on_closed(
             return _trip(b, s, _R.SLOW_CALLS, now, None)
         if stats.semantic_failure_rate >= s.semantic_failure_threshold:
             return _trip(b, s, _R.SEMANTIC_FAILURES, now, None)
+    return b, None
+
+
+def _on_probation(b: Breaker, s: BreakerSettings, now: float) -> bool:
+    """Closed by good trials less than ``probation_s`` ago (an operator's release is not)."""
+    return b.reason is _R.TRIALS_PASSED and now - b.since < s.probation()
+
+
+def _count_in_a_row(
+    b: Breaker, outcome: CallOutcome, s: BreakerSettings, now: float
+) -> tuple[Breaker, BreakerReason | None]:
+    """Track failures (and time-budget failures) in a row on a CLOSED breaker; name the
+    trip reason when due.
+
+    A failure counts if it counts against the route and is neither a 429 (a quota
+    window, :func:`cool_down`'s business) nor a semantic failure (its own rate); a
+    timeout (:data:`_TIMEOUTS`) counts in both rows. A success resets both; anything
+    else (an invalid request, a content filter) leaves them alone.
+    """
+    if outcome.ok:
+        if b.consecutive_failures == 0 and b.consecutive_timeouts == 0:
+            return b, None
+        reset = {"consecutive_failures": 0, "consecutive_timeouts": 0, "version": b.version + 1}
+        return b.model_copy(update=reset), None
+    failed = (
+        outcome.counts_against_route
+        and not outcome.semantic_failure  # semantic failures have their own rate
+        and outcome.error_class is not ErrorClass.RATE_LIMITED
+    )
+    if not failed:
+        return b, None
+    if _on_probation(b, s, now):
+        return b, _R.PROBATION_FAILED
+    timeouts = b.consecutive_timeouts + (outcome.error_class in _TIMEOUTS)
+    count = b.consecutive_failures + 1
+    b = b.model_copy(
+        update={
+            "consecutive_failures": count,
+            "consecutive_timeouts": timeouts,
+            "version": b.version + 1,
+        }
+    )
+    if s.consecutive_timeouts is not None and timeouts >= s.consecutive_timeouts:
+        return b, _R.CONSECUTIVE_TIMEOUTS
+    if s.consecutive_failures is not None and count >= s.consecutive_failures:
+        return b, _R.CONSECUTIVE_FAILURES
     return b, None
 
 

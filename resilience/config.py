@@ -52,6 +52,15 @@ DEFAULT_CLOSE_AFTER_CONSECUTIVE_SUCCESSES = 3
 DEFAULT_TRIAL_LATENCY_MS: float | None = None  # None: the TTFT budget of the roles using the route
 #: Share of real calls that may be half-open trials; 0 = only probes trial a half-open route.
 DEFAULT_HALF_OPEN_CALL_FRACTION = 0.0
+#: Failures in a row (counting against the route, 429s excluded) that open a closed
+#: breaker whatever its window's error rate: Envoy outlier detection's consecutive_5xx.
+DEFAULT_CONSECUTIVE_FAILURES: int | None = 5
+#: Of those, time-budget failures in a row (first token, stalled stream, no response)
+#: that open it: each cost its caller the whole budget, and while the first one waits
+#: out its budget, rate x budget more calls are already on their way to the route.
+DEFAULT_CONSECUTIVE_TIMEOUTS: int | None = 3
+#: Seconds after closing during which one failure re-opens (None: ``open_duration_s``).
+DEFAULT_PROBATION_S: float | None = None
 
 # --- rate limits (429) -----------------------------------------------------------------
 #: Longest Retry-After worth waiting for on the same route instead of failing over.
@@ -182,6 +191,9 @@ class BreakerSettings(BaseModel):
     )
     trial_latency_ms: float | None = Field(default=DEFAULT_TRIAL_LATENCY_MS, gt=0.0)
     half_open_call_fraction: float = Field(default=DEFAULT_HALF_OPEN_CALL_FRACTION, ge=0.0, le=1.0)
+    consecutive_failures: int | None = Field(default=DEFAULT_CONSECUTIVE_FAILURES, ge=1, le=10_000)
+    consecutive_timeouts: int | None = Field(default=DEFAULT_CONSECUTIVE_TIMEOUTS, ge=1, le=10_000)
+    probation_s: float | None = Field(default=DEFAULT_PROBATION_S, ge=0.0, le=86_400.0)
 
     @model_validator(mode="after")
     def _check_durations(self) -> BreakerSettings:
@@ -208,6 +220,10 @@ class BreakerSettings(BaseModel):
         duration = self.open_duration_s * self.open_duration_multiplier**exponent
         return min(duration, self.max_open_duration_s)
 
+    def probation(self) -> float:
+        """Seconds after a close by good trials during which one failure re-opens."""
+        return self.open_duration_s if self.probation_s is None else self.probation_s
+
 
 class BreakerOverride(BaseModel):
     """Per-endpoint breaker settings: every field optional, merged over ``breaker``."""
@@ -229,6 +245,9 @@ class BreakerOverride(BaseModel):
     close_after_consecutive_successes: int | None = Field(default=None, ge=1, le=100)
     trial_latency_ms: float | None = Field(default=None, gt=0.0)
     half_open_call_fraction: float | None = Field(default=None, ge=0.0, le=1.0)
+    consecutive_failures: int | None = Field(default=None, ge=1, le=10_000)
+    consecutive_timeouts: int | None = Field(default=None, ge=1, le=10_000)
+    probation_s: float | None = Field(default=None, ge=0.0, le=86_400.0)
 
     def apply(self, base: BreakerSettings) -> BreakerSettings:
         """Return ``base`` with the fields set in this override replaced (and re-validated)."""

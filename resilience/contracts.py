@@ -27,7 +27,9 @@ class CallOutcome(BaseModel):
     """One observation of a route: a real call or a probe."""
 
     route: str
-    at: float = Field(description="epoch seconds when the call finished")
+    at: float = Field(
+        description="epoch seconds when the call finished (a probe: when it was sent)"
+    )
     ok: bool
     error_class: ErrorClass | None = None
     latency_ms: float = Field(default=0.0, ge=0.0)

@@ -16,9 +16,17 @@ is that rule, pure and timed by the ``now`` it is given:
 * a closed route is probed only when neither a real call nor a probe finished on it for
   a probe interval.
 
+A probe of an open or half-open route is good only if its first token comes within the
+breaker's trial line (the TTFT budget), so :func:`probe_first_token_s` makes that its
+first-token deadline: waiting out ``probes.timeout_s`` for a token that already
+disqualifies the probe would hold the monitor's round (a probe sent into a brownout just
+before recovery delayed the next, good one by the whole timeout).
+
 "Due" allows :data:`DUE_FRACTION` of the interval: the monitor's rounds are one interval
-apart but a probe's own latency moves its ``last_probe_at`` later, and a route must not
-skip every other round for that.
+apart, give or take its timers and activity dispatch, and a route must not skip every
+other round for that. ``last_probe_at`` is when the last probe was *sent* (the probe
+activity stamps it so): stamped when it finished, a probe that waited 2 s for a first
+token in a 3 s interval made the next round skip the route (probes every 6 s).
 """
 
 from __future__ import annotations
@@ -99,3 +107,21 @@ def probe_decision(
             detail=f"a real call finished {now - last:.1f} s ago",
         )
     return ProbeDecision(probe=True, reason=ProbeReason.NO_RECENT_TRAFFIC)
+
+
+#: Probes whose first token is judged against the breaker's trial line.
+_TRIAL_PROBES = frozenset({ProbeReason.OPEN_RECOVERY_CHECK, ProbeReason.HALF_OPEN_TRIAL})
+
+
+def probe_first_token_s(
+    reason: ProbeReason, trial_latency_ms: float | None, timeout_s: float
+) -> float:
+    """Seconds a probe waits for its first token (see the module doc).
+
+    A recovery check or half-open trial waits at most the trial line
+    (``trial_latency_ms``); a closed route's probe, which measures latency, the whole
+    ``timeout_s``.
+    """
+    if reason not in _TRIAL_PROBES or trial_latency_ms is None:
+        return timeout_s
+    return min(timeout_s, trial_latency_ms / 1000.0)

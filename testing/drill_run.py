@@ -20,16 +20,22 @@ from typing import Any, Protocol
 
 from temporalio.client import Client, WorkflowFailureError
 
+from agent_failover.activities.llm import BULKHEAD_FULL
 from agent_failover.providers.endpoint import Prices
 from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.outcomes import BREAKER_REJECTED, RATE_BUDGET
 from agent_failover.testing.drill import DrillFile, Outcome, Sample
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.workflows import CallInput, ResilientCallWorkflow
 from agent_failover.workflows.errors import FAILOVER_EXHAUSTED
 
-#: Attempt outcomes that never reached a provider (a skipped route, a cache miss).
-_NOT_UPSTREAM = frozenset({"skipped", "miss", "pending"})
+#: Attempt outcomes that never reached a provider: a skipped route, a cache miss, and an
+#: attempt the worker refused before sending (an open breaker, the rate budget, a full
+#: bulkhead), which is a failover, not an upstream call.
+_NOT_UPSTREAM = frozenset(
+    {"skipped", "miss", "pending", BREAKER_REJECTED, RATE_BUDGET, BULKHEAD_FULL}
+)
 #: Answers that are not a model's (no tokens billed).
 _LOCAL_ROUTES = frozenset({"cache", "static"})
 

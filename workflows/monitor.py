@@ -6,7 +6,10 @@ interval, an open breaker checking for recovery, or a half-open one that needs t
 never into a 429 cool-down). The activity records the result: a good probe moves an open
 breaker to half-open at once, and while any route is half-open the rounds come every
 ``half_open_interval_s`` (a quarter interval by default) until its good probes close it,
-so a healed route takes traffic again within about 1.5 probe intervals. A
+so a healed route takes traffic again within about 1.5 probe intervals. Rounds start an
+interval apart however long their probes took (a round longer than the interval is
+followed at once), and a probe of an open route gives up at the TTFT budget, so one probe
+stuck in a brownout does not delay the good probe after recovery. A
 latency-demoted route earns its way back the same way. It
 continues-as-new every ``iterations_per_run`` rounds or when the server suggests it, so
 its history stays bounded. The ``override_route`` update forces a route open or closed
@@ -62,6 +65,9 @@ def _fast(inp: MonitorInput) -> float:
     return max(MIN_HALF_OPEN_INTERVAL_S, inp.interval_s / HALF_OPEN_SPEEDUP)
 
 
+#: Rounds timed from their start, not from the end of their probes (issue 10).
+ROUND_START_PATCH = "monitor-round-start-issue-10"
+
 FORCE_TIMEOUT = timedelta(seconds=10)
 #: Error type of an override the health store could not apply (fails the update only).
 OVERRIDE_FAILED = "override_failed"
@@ -102,20 +108,26 @@ class HealthMonitorWorkflow:
             # Cleared before the work, not after: a signal that lands while probes run
             # must still cut the following wait short.
             self._wake = False
+            started = workflow.now()
             await self._apply_forces()
             if not self._paused:
                 await self._probe_all(inp.routes, inp.interval_s, _fast(inp))
                 self._rounds += 1
             await self._refresh_table(inp.routes)
             wait_s = self._next_wait(inp)
-            try:
-                await workflow.wait_condition(
-                    lambda: self._wake,
-                    timeout=timedelta(seconds=wait_s),
-                    timeout_summary=f"next probe round in {wait_s:g}s",
-                )
-            except TimeoutError:
-                pass
+            if workflow.patched(ROUND_START_PATCH):
+                # Rounds start an interval apart: a slow probe must not push the next
+                # one a whole interval after it finished.
+                wait_s -= (workflow.now() - started).total_seconds()
+            if wait_s > 0:
+                try:
+                    await workflow.wait_condition(
+                        lambda: self._wake,
+                        timeout=timedelta(seconds=wait_s),
+                        timeout_summary=f"next probe round in {wait_s:g}s",
+                    )
+                except TimeoutError:
+                    pass
             if workflow.info().is_continue_as_new_suggested():
                 break
         await self._apply_forces()

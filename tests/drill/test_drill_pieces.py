@@ -187,3 +187,27 @@ def test_drill_command_names_what_is_wrong_in_the_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["drill", str(bad)])
     assert result.exit_code == 2
     assert "bad.yaml" in result.output and "rate_per_s" in result.output
+
+
+def test_refused_attempts_are_not_upstream_calls() -> None:
+    """An attempt the worker refused (open breaker, rate budget, full bulkhead) never left:
+    only the calls a provider saw count towards amplification."""
+    from agent_failover.resilience.contracts import AgentOutput, AttemptRecord, Capability
+    from agent_failover.testing.drill_run import result_of
+
+    def rec(route: str, outcome: str) -> AttemptRecord:
+        return AttemptRecord(route=route, tier=0, started_at=0.0, outcome=outcome)
+
+    refused = [
+        rec("anthropic-us-east", o) for o in ("breaker_rejected", "rate_budget", "bulkhead_full")
+    ]
+    out = AgentOutput(
+        role="plain",
+        content="hi",
+        capability=Capability.FULL,
+        tier=1,
+        route="openai-us",
+        confidence=1.0,
+        attempts=[*refused, rec("anthropic-us-east", "overloaded"), rec("openai-us", "ok")],
+    )
+    assert result_of(out).attempts == 2

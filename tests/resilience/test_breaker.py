@@ -25,7 +25,8 @@ from agent_failover.resilience.windows import RollingWindow, breaker_stats
 from tests.resilience.conftest import FakeClock
 from tests.resilience.helpers import fail, ok, rate_limited, stats
 
-S = BreakerSettings()
+# The rate rules alone: the in-a-row rules (consecutive_*) have their own tests below.
+S = BreakerSettings(consecutive_failures=None, consecutive_timeouts=None)
 ROUTE = "anthropic-us-east"
 ALL_STATES = list(BreakerState)
 ALL_REASONS = list(BreakerReason)
@@ -304,6 +305,133 @@ def test_retry_after_extends_an_open_breaker(clock: FakeClock) -> None:
     d.record(fail(ROUTE, clock.now, ErrorClass.OVERLOADED, retry_after_s=100.0))
     assert d.breaker.open_until == pytest.approx(clock.now + 100.0)
     assert d.breaker.state is BreakerState.OPEN
+
+
+# --- opening fast: failures in a row, probation after a close (issue 10) -----------------
+
+IN_A_ROW = BreakerSettings(consecutive_failures=5, consecutive_timeouts=None)
+
+
+def _healthy_history(d: Driver, n: int = 60) -> None:
+    for _ in range(n):
+        d.clock.advance(0.25)
+        d.record(ok(ROUTE, d.clock.now))
+
+
+def test_five_failures_in_a_row_open_below_the_error_rate(clock: FakeClock) -> None:
+    """After 60 good calls, 5 failures in a row open the breaker (5/65 = 7.7% < 15%)."""
+    d = Driver(clock, IN_A_ROW)
+    _healthy_history(d)
+    for n in range(4):
+        clock.advance(0.25)
+        d.record(fail(ROUTE, clock.now, ErrorClass.OVERLOADED))
+        assert d.breaker.state is BreakerState.CLOSED, n
+    clock.advance(0.25)
+    d.record(fail(ROUTE, clock.now, ErrorClass.SLOW_FIRST_TOKEN))
+    assert d.breaker.state is BreakerState.OPEN
+    assert d.breaker.reason is BreakerReason.CONSECUTIVE_FAILURES
+    assert d.breaker.consecutive_failures == 0
+
+
+def test_fewer_timeouts_in_a_row_open(clock: FakeClock) -> None:
+    """Time-budget failures (slow first token, stalled stream, no response) open after
+    consecutive_timeouts in a row; a success resets them, other failures do not."""
+    d = Driver(clock, BreakerSettings(consecutive_failures=5, consecutive_timeouts=2))
+    _healthy_history(d)
+    for outcome in (
+        fail(ROUTE, clock.now, ErrorClass.SLOW_FIRST_TOKEN),
+        ok(ROUTE, clock.now),
+        fail(ROUTE, clock.now, ErrorClass.STREAM_STALLED),
+        fail(ROUTE, clock.now, ErrorClass.SERVER_ERROR),
+    ):
+        d.record(outcome)
+        assert d.breaker.state is BreakerState.CLOSED
+    assert d.breaker.consecutive_timeouts == 1
+    d.record(fail(ROUTE, clock.now, ErrorClass.NO_RESPONSE))
+    assert d.breaker.state is BreakerState.OPEN
+    assert d.breaker.reason is BreakerReason.CONSECUTIVE_TIMEOUTS
+    assert d.breaker.consecutive_timeouts == 0
+
+
+def test_a_success_resets_the_count(clock: FakeClock) -> None:
+    """4 failures, a success, 4 failures: never 5 in a row, so it stays closed."""
+    d = Driver(clock, IN_A_ROW)
+    _healthy_history(d)
+    for good in (False, False, False, False, True, False, False, False, False):
+        clock.advance(0.25)
+        d.record(ok(ROUTE, clock.now) if good else fail(ROUTE, clock.now))
+    assert d.breaker.state is BreakerState.CLOSED
+    assert d.breaker.consecutive_failures == 4
+
+
+def test_rate_limits_and_semantic_failures_are_not_counted_in_a_row(clock: FakeClock) -> None:
+    """429s cool the route down and semantic failures have their own rate: neither counts."""
+    d = Driver(clock, IN_A_ROW)
+    _healthy_history(d, 200)
+    for _ in range(10):
+        clock.advance(0.25)
+        d.record(rate_limited(ROUTE, clock.now, retry_after_s=0.1))
+        d.record(fail(ROUTE, clock.now, ErrorClass.EMPTY_OUTPUT, semantic_failure=True))
+    assert d.breaker.state is BreakerState.CLOSED
+    assert d.breaker.consecutive_failures == 0
+
+
+def test_no_in_a_row_rule_when_disabled(clock: FakeClock) -> None:
+    """consecutive_failures None: only the window's rates open the breaker."""
+    d = Driver(clock, BreakerSettings(consecutive_failures=None))
+    _healthy_history(d)
+    for _ in range(10):
+        clock.advance(0.25)
+        d.record(fail(ROUTE, clock.now))
+    assert d.breaker.state is BreakerState.CLOSED  # 10/70 = 14% < 15%
+
+
+def _closed_by_trials(d: Driver) -> None:
+    for _ in range(5):
+        d.clock.advance(0.1)
+        d.record(fail(ROUTE, d.clock.now))
+    assert d.breaker.state is BreakerState.OPEN
+    for _ in range(3):
+        d.clock.advance(1)
+        d.record(ok(ROUTE, d.clock.now, probe=True))
+    assert d.breaker.state is BreakerState.CLOSED
+    assert d.breaker.reason is BreakerReason.TRIALS_PASSED
+
+
+def test_one_failure_on_probation_reopens(clock: FakeClock) -> None:
+    """Within probation_s of closing, the first failure re-opens (a flap costs one call)."""
+    d = Driver(clock, BreakerSettings(consecutive_failures=5, probation_s=8.0))
+    _closed_by_trials(d)
+    clock.advance(7.9)
+    d.record(fail(ROUTE, clock.now, ErrorClass.OVERLOADED))
+    assert d.breaker.state is BreakerState.OPEN
+    assert d.breaker.reason is BreakerReason.PROBATION_FAILED
+
+
+def test_probation_ends(clock: FakeClock) -> None:
+    """After probation_s a single failure is just a failure; probation_s 0 turns it off."""
+    for probation, wait in ((8.0, 8.1), (0.0, 0.1)):
+        d = Driver(clock, BreakerSettings(consecutive_failures=5, probation_s=probation))
+        _closed_by_trials(d)
+        clock.advance(wait)
+        d.record(fail(ROUTE, clock.now, ErrorClass.OVERLOADED))
+        assert d.breaker.state is BreakerState.CLOSED, probation
+
+
+def test_probation_defaults_to_the_open_duration(clock: FakeClock) -> None:
+    """probation_s None: the base open_duration_s (30 s by default)."""
+    assert BreakerSettings().probation() == 30.0
+    assert BreakerSettings(open_duration_s=8, max_open_duration_s=30).probation() == 8.0
+
+
+def test_an_operator_release_is_not_probation(clock: FakeClock) -> None:
+    """A route an operator released is trusted: one failure does not re-open it."""
+    d = Driver(clock, IN_A_ROW)
+    d.breaker, _ = force(d.breaker, BreakerState.FORCED_OPEN, clock.now)
+    d.breaker, _ = force(d.breaker, None, clock.now)
+    clock.advance(1)
+    d.record(fail(ROUTE, clock.now, ErrorClass.OVERLOADED))
+    assert d.breaker.state is BreakerState.CLOSED
 
 
 # --- laws (property tests) --------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_failover.resilience.contracts import BreakerState, RouteHealth
-from agent_failover.resilience.probing import ProbeReason, probe_decision
+from agent_failover.resilience.probing import ProbeReason, probe_decision, probe_first_token_s
 
 NOW = 1_000_000.0
 INTERVAL = 12.0
@@ -85,3 +85,12 @@ def test_probes_per_minute_drop_with_traffic() -> None:
         for h in (busy, idle):
             probes[h.route] += probe_decision(h, now=t, interval_s=INTERVAL).probe
     assert probes == {"busy": 0, "idle": 50}
+
+
+def test_trial_probes_wait_for_the_first_token_only_up_to_the_trial_line() -> None:
+    """A recovery check or half-open trial is cut at the TTFT budget, not the probe timeout."""
+    for reason in (ProbeReason.OPEN_RECOVERY_CHECK, ProbeReason.HALF_OPEN_TRIAL):
+        assert probe_first_token_s(reason, 2000.0, 5.0) == 2.0
+        assert probe_first_token_s(reason, 9000.0, 5.0) == 5.0  # never past the timeout
+        assert probe_first_token_s(reason, None, 5.0) == 5.0
+    assert probe_first_token_s(ProbeReason.NO_RECENT_TRAFFIC, 2000.0, 5.0) == 5.0

@@ -21,7 +21,8 @@ from agent_failover.stores.health import HealthStore
 
 T0 = 1_700_000_000.0
 ROUTE = "anthropic-us-east"
-SETTINGS = BreakerSettings()
+# The rate rules alone; the in-a-row rules (consecutive_*) have their own test.
+SETTINGS = BreakerSettings(consecutive_failures=None, consecutive_timeouts=None)
 
 
 def ok(at: float, latency_ms: float = 100.0, **kw: object) -> CallOutcome:
@@ -60,6 +61,20 @@ async def test_errors_below_min_calls_do_not_trip(health_store: HealthStore) -> 
     for i in range(SETTINGS.min_calls - 1):
         assert await health_store.record(err(T0 + i), SETTINGS) is None
     assert (await health_store.breaker(ROUTE)).state is BreakerState.CLOSED
+
+
+async def test_failures_in_a_row_trip_and_a_success_resets_them(health_store: HealthStore) -> None:
+    """The in-a-row count persists between records: 4 failures, a success, 4 failures stay
+    closed (4/69 = 6 %); a 5th in a row opens on CONSECUTIVE_FAILURES."""
+    settings = BreakerSettings(consecutive_failures=5)
+    t = T0
+    for good in [True] * 60 + [False] * 4 + [True] + [False] * 4:
+        t += 0.25
+        assert await health_store.record(ok(t) if good else err(t), settings) is None
+    assert (await health_store.breaker(ROUTE)).consecutive_failures == 4
+    moved = await health_store.record(err(t + 0.25, ErrorClass.OVERLOADED), settings)
+    assert moved is not None and moved.reason is BreakerReason.CONSECUTIVE_FAILURES
+    assert (await health_store.breaker(ROUTE)).state is BreakerState.OPEN
 
 
 async def test_error_rate_trips_once(health_store: HealthStore) -> None:

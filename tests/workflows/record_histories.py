@@ -22,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from temporalio.client import WorkflowExecutionStatus
+
 from agent_failover.activities.models import _POLICIES_BY_REF, policy_body
 from agent_failover.activities.notify import WEBHOOK_SECRET_ENV, WEBHOOK_URL_ENV
 from agent_failover.config import DEFAULT_POLICY_PATH
@@ -34,12 +36,14 @@ from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import start_simulator
 from agent_failover.testing.webhook_receiver import WebhookReceiver
+from agent_failover.workflows import monitor
 from agent_failover.workflows.models import (
     ActionSpec,
     AgentToolSpec,
     EscalationAction,
     EscalationDecision,
     EscalationState,
+    MonitorInput,
     PipelineInput,
     PipelineOptions,
     PipelineResult,
@@ -365,6 +369,41 @@ async def _issue_10_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
     return runs
 
 
+async def _monitor_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
+    """One monitor run (three rounds, then continue-as-new) whose probe rounds outlast the
+    1 s interval: a slow primary (issue 10: rounds are timed from their start, patched).
+    Recorded by the code of the day under ``monitor_rounds_issue10``; the same recorder on
+    the code before the change recorded ``monitor_rounds_pre_issue10``."""
+    await admin.reset()
+    await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.5}])
+    name = (
+        "monitor_rounds_issue10"
+        if hasattr(monitor, "ROUND_START_PATCH")
+        else ("monitor_rounds_pre_issue10")
+    )
+    wid = f"monitor-{uuid.uuid4().hex[:6]}"
+    handle = await h.client.start_workflow(
+        monitor.HealthMonitorWorkflow.run,
+        MonitorInput(
+            routes=["anthropic-us-east", "openai-us"], interval_s=1.0, iterations_per_run=3
+        ),
+        id=wid,
+        task_queue=h.task_queue,
+    )
+    first = h.client.get_workflow_handle(wid, run_id=handle.result_run_id)
+    for _ in range(120):
+        if (await first.describe()).status is WorkflowExecutionStatus.CONTINUED_AS_NEW:
+            break
+        await asyncio.sleep(0.5)
+    path = OUT / f"{name}.json"
+    if not path.exists():
+        path.write_text((await first.fetch_history()).to_json())
+        print(f"wrote {path}")
+    await handle.terminate()
+    await admin.reset()
+    return []
+
+
 async def _plain_call(h: Harness, text: str) -> str:
     wid = f"{text}-{uuid.uuid4().hex[:6]}"
     await h.client.execute_workflow(
@@ -463,6 +502,7 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
         ("call_eager_issue10", "call_overflow_issue10", "pipeline_policy_refs_issue10"),
         _issue_10_runs,
     ),
+    (("monitor_rounds_issue10", "monitor_rounds_pre_issue10"), _monitor_runs),
     (
         ("pipeline_action_maybe_applied_issue15a", "pipeline_agent_tools_maybe_applied_issue15a"),
         _maybe_applied_runs,

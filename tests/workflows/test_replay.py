@@ -71,6 +71,8 @@ def test_histories_are_committed() -> None:
     assert {"pipeline_hedge_timer_in_step", "call_hedge_timer_in_step"} <= names
     # Policies by version: every role context names its policy by ref (the store has it).
     assert {"call_policy_store_issue10", "pipeline_policy_store_issue10"} <= names
+    # Issue 10: monitor rounds timed from their start (patched), recorded before and after.
+    assert {"monitor_rounds_pre_issue10", "monitor_rounds_issue10"} <= names
     # Issue 15a: an action and agent tools that applied, then timed out: maybe_applied undone.
     assert {
         "pipeline_action_maybe_applied_issue15a",

@@ -150,3 +150,47 @@ async def test_flapping_primary_never_closes(
     assert BreakerState.CLOSED not in states
     assert BreakerState.HALF_OPEN in states or BreakerState.OPEN in states
     await monitor.terminate()
+
+
+@pytest_asyncio.fixture
+async def demo_ts(ts_env: WorkflowEnvironment, policy: PolicyConfig) -> AsyncIterator[Harness]:
+    """A worker with the demo policy: probes every 3 s (timeout 5 s), TTFT budget 2 s."""
+    h, workers = await make_harness(ts_env.client, policy)
+    async with running(workers):
+        yield h
+
+
+async def test_a_brownout_is_probed_every_interval_and_left_within_two(
+    ts_env: WorkflowEnvironment, demo_ts: Harness, sim_admin: SimAdmin
+) -> None:
+    """Issue 10: a probe into a slow first token gives up at the TTFT budget (not the 5 s
+    probe timeout), rounds start an interval apart and the probe is stamped when sent, so
+    an open primary is probed every round (before: every other one, 7-8 s apart) and a
+    healed one is closed within 2 intervals."""
+    interval = demo_ts.policy.probes.interval_s
+    await sim_admin.set_faults(PRIMARY, [{"kind": "server_error"}])
+    for _ in range(6):
+        await _call(ts_env, demo_ts)
+    assert await _state(demo_ts) is BreakerState.OPEN
+    await sim_admin.set_faults(PRIMARY, [{"kind": "slow_first_token", "seconds": 4}])
+    await sim_admin.clear_attempts()
+    monitor = await demo_ts.client.start_workflow(
+        HealthMonitorWorkflow.run,
+        MonitorInput(routes=[PRIMARY], interval_s=interval),
+        id=f"monitor-{uuid.uuid4().hex[:8]}",
+        task_queue=demo_ts.task_queue,
+    )
+    await ts_env.sleep(4 * interval - 0.5)  # rounds at 0, 3, 6, 9 s
+    probed = [a for a in await sim_admin.attempts() if a["endpoint"] == PRIMARY]
+    assert len(probed) >= 4, len(probed)
+    assert await _state(demo_ts) is BreakerState.OPEN
+    await sim_admin.clear()
+    healed_at = (await ts_env.get_current_time()).timestamp()
+    closed_after = None
+    for _ in range(16):
+        await ts_env.sleep(0.5)
+        if await _state(demo_ts) is BreakerState.CLOSED:
+            closed_after = (await ts_env.get_current_time()).timestamp() - healed_at
+            break
+    assert closed_after is not None and closed_after <= 2 * interval, closed_after
+    await monitor.terminate()
