@@ -39,22 +39,23 @@ class CallInput(BaseModel):
         return out
 
 
+async def _one_call(args: tuple[Any, ...], workflow_name: str) -> AgentOutput:
+    # Untyped on purpose (see workflows.inputs): bad input fails the run, not the task.
+    inp = workflow_input(CallInput, args, workflow_name=workflow_name)
+    out = await resilient_complete(inp.role, inp.request, options=inp.options)
+    await settle_shadows()  # a sampled call's shadow evaluation must outlive this run
+    return out
+
+
 @workflow.defn(name="ResilientCallWorkflow")
 class ResilientCallWorkflow:
     @workflow.run
     async def run(self, *args: Any) -> AgentOutput:
-        # Untyped on purpose (see workflows.inputs): bad input fails the run, not the task.
-        inp = workflow_input(CallInput, args, workflow_name="ResilientCallWorkflow")
-        out = await resilient_complete(inp.role, inp.request, options=inp.options)
-        await settle_shadows()  # a sampled call's shadow evaluation must outlive this run
-        return out
+        return await _one_call(args, "ResilientCallWorkflow")
 
 
 @workflow.defn(name="ResilientTextWorkflow")
 class ResilientTextWorkflow:
     @workflow.run
     async def run(self, *args: Any) -> str:
-        inp = workflow_input(CallInput, args, workflow_name="ResilientTextWorkflow")
-        out = await resilient_complete(inp.role, inp.request, options=inp.options)
-        await settle_shadows()
-        return out.content
+        return (await _one_call(args, "ResilientTextWorkflow")).content

@@ -126,42 +126,18 @@ async def _classic_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
     """The healthy and failover pipelines and the hedged call (the first histories)."""
     runs = []
     await admin.reset()
-    wid = f"healthy-{uuid.uuid4().hex[:6]}"
-    await h.client.execute_workflow(
-        AgentPipelineWorkflow.run,
-        PipelineInput(task="Compare two queue designs"),
-        id=wid,
-        task_queue=h.task_queue,
-        result_type=PipelineResult,
-    )
+    wid = await _pipeline(h, "healthy")
     runs.append(("pipeline_healthy", wid))
     await admin.set_faults("anthropic-us-east", [{"kind": "overloaded"}])
     await admin.set_faults("anthropic-eu-west", [{"kind": "stream_cut", "after_tokens": 4}])
-    wid = f"failover-{uuid.uuid4().hex[:6]}"
-    await h.client.execute_workflow(
-        AgentPipelineWorkflow.run,
-        PipelineInput(
-            task="Assess a region evacuation",
-            options=PipelineOptions(escalate_on_critical_degraded=False),
-        ),
-        id=wid,
-        task_queue=h.task_queue,
-        result_type=PipelineResult,
+    options = PipelineOptions(escalate_on_critical_degraded=False)
+    wid = await _pipeline(
+        h, "failover", PipelineInput(task="Assess a region evacuation", options=options)
     )
     runs.append(("pipeline_failover", wid))
     await admin.reset()
     await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.5}])
-    wid = f"hedged-{uuid.uuid4().hex[:6]}"
-    await h.client.execute_workflow(
-        ResilientCallWorkflow.run,
-        CallInput(
-            role="hedged",
-            request=ChatRequest(messages=[Message(role="user", content="hedge me")]),
-        ),
-        id=wid,
-        task_queue=h.task_queue,
-        result_type=AgentOutput,
-    )
+    wid = await _hedged_call(h, "hedged")
     runs.append(("call_hedged", wid))
     return runs
 
@@ -404,6 +380,33 @@ async def _monitor_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
     return []
 
 
+async def _pipeline(h: Harness, prefix: str, inp: PipelineInput | None = None) -> str:
+    """Run one pipeline (by default the healthy demo task) to its end; its workflow id."""
+    wid = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    await h.client.execute_workflow(
+        AgentPipelineWorkflow.run,
+        inp or PipelineInput(task="Compare two queue designs"),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=PipelineResult,
+    )
+    return wid
+
+
+async def _hedged_call(h: Harness, prefix: str) -> str:
+    """One call of the ``hedged`` role to its end; its workflow id."""
+    wid = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    request = ChatRequest(messages=[Message(role="user", content="hedge me")])
+    await h.client.execute_workflow(
+        ResilientCallWorkflow.run,
+        CallInput(role="hedged", request=request),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=AgentOutput,
+    )
+    return wid
+
+
 async def _plain_call(h: Harness, text: str) -> str:
     wid = f"{text}-{uuid.uuid4().hex[:6]}"
     await h.client.execute_workflow(
@@ -420,17 +423,9 @@ async def _policy_by_ref_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, st
     """A call and a pipeline whose every role context names its policy by ref only (the
     version comes from the policy store; ``tests/histories/policies/`` holds it)."""
     await admin.reset()
-    runs = [("call_policy_store_issue10", await _plain_call(h, "by ref"))]
-    wid = f"byref-{uuid.uuid4().hex[:6]}"
-    await h.client.execute_workflow(
-        AgentPipelineWorkflow.run,
-        PipelineInput(task="Compare two queue designs"),
-        id=wid,
-        task_queue=h.task_queue,
-        result_type=PipelineResult,
-    )
-    runs.append(("pipeline_policy_store_issue10", wid))
-    return runs
+    call = await _plain_call(h, "by ref")
+    pipeline = await _pipeline(h, "byref")
+    return [("call_policy_store_issue10", call), ("pipeline_policy_store_issue10", pipeline)]
 
 
 def _has_ref_only(history: Any) -> bool:
@@ -448,44 +443,19 @@ async def _own_queue_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
     """A call and a pipeline whose role contexts leave out the workflow's own queue, the
     role's SLA window and an all-idle snapshot (the workflow restores them)."""
     await admin.reset()
-    runs = [("call_own_queue", await _plain_call(h, "own queue"))]
-    wid = f"own-queue-{uuid.uuid4().hex[:6]}"
-    await h.client.execute_workflow(
-        AgentPipelineWorkflow.run,
-        PipelineInput(task="Compare two queue designs"),
-        id=wid,
-        task_queue=h.task_queue,
-        result_type=PipelineResult,
-    )
-    runs.append(("pipeline_own_queue", wid))
-    return runs
+    call = await _plain_call(h, "own queue")
+    pipeline = await _pipeline(h, "own-queue")
+    return [("call_own_queue", call), ("pipeline_own_queue", pipeline)]
 
 
 async def _hedge_timer_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
     """Hedge timers started in the attempt's own step: a pipeline whose hedged specialists
     answer before the delay (timers cancelled) and a call whose hedge fires."""
     await admin.reset()
-    wid = f"hedge-step-pipe-{uuid.uuid4().hex[:6]}"
-    await h.client.execute_workflow(
-        AgentPipelineWorkflow.run,
-        PipelineInput(task="Compare two queue designs"),
-        id=wid,
-        task_queue=h.task_queue,
-        result_type=PipelineResult,
-    )
+    wid = await _pipeline(h, "hedge-step-pipe")
     runs = [("pipeline_hedge_timer_in_step", wid)]
     await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.5}])
-    wid = f"hedge-step-call-{uuid.uuid4().hex[:6]}"
-    await h.client.execute_workflow(
-        ResilientCallWorkflow.run,
-        CallInput(
-            role="hedged",
-            request=ChatRequest(messages=[Message(role="user", content="hedge me")]),
-        ),
-        id=wid,
-        task_queue=h.task_queue,
-        result_type=AgentOutput,
-    )
+    wid = await _hedged_call(h, "hedge-step-call")
     runs.append(("call_hedge_timer_in_step", wid))
     await admin.reset()
     return runs
