@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import RunningSimulator
@@ -84,32 +85,20 @@ async def test_undo_by_effect_key_and_nothing_applied(sim: RunningSimulator) -> 
         assert other.status_code == 404 and other.json()["nothing_applied"] is True
 
 
+async def _held(c: httpx.AsyncClient, url: str, text: str, key: str) -> None:
+    """Post one tool call that the simulator must hold past a 0.3 s client timeout."""
+    with pytest.raises(httpx.TimeoutException):
+        await c.post(url, json={"text": text}, headers={"Idempotency-Key": key}, timeout=0.3)
+
+
 async def test_hang_after_applies_then_answers_nothing(sim: RunningSimulator) -> None:
     """A 'hang' fault with when='after' applies the effect, then holds the answer."""
     async with httpx.AsyncClient() as c, SimAdmin(sim.url) as admin:
         await admin.set_tool_faults(
             "post_message", [{"kind": "hang", "when": "after", "hold_s": 5, "times": 1}]
         )
-        try:
-            await c.post(
-                f"{sim.url}/_tools/post_message",
-                json={"text": "a"},
-                headers={"Idempotency-Key": "m1"},
-                timeout=0.3,
-            )
-            raise AssertionError("the held call answered")
-        except httpx.TimeoutException:
-            pass
+        await _held(c, f"{sim.url}/_tools/post_message", "a", "m1")
         assert [e.key for e in await admin.effects(tool="post_message")] == ["m1"]
         await admin.set_tool_faults("post_message", [{"kind": "hang", "hold_s": 5, "times": 1}])
-        try:
-            await c.post(
-                f"{sim.url}/_tools/post_message",
-                json={"text": "b"},
-                headers={"Idempotency-Key": "m2"},
-                timeout=0.3,
-            )
-            raise AssertionError("the held call answered")
-        except httpx.TimeoutException:
-            pass
+        await _held(c, f"{sim.url}/_tools/post_message", "b", "m2")
         assert [e.key for e in await admin.effects(tool="post_message")] == ["m1"]
