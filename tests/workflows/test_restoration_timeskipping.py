@@ -133,8 +133,15 @@ async def test_failed_probes_while_open_do_not_extend_it(
 async def test_flapping_primary_never_closes(
     ts_env: WorkflowEnvironment, ts: Harness, sim_admin: SimAdmin
 ) -> None:
-    """Up for one probe, down for the next: a good probe makes it half-open, the failed
-    trial re-opens it; it never collects 3 good trials in a row, so never closes."""
+    """Up for at most two probes, then down: a good probe makes it half-open, the failed
+    trial re-opens it; it never collects 3 good trials in a row, so never closes.
+
+    Each window lasts 1.5 half-open intervals, so however the probes' phase falls against
+    the toggles, no window holds a third probe (windows of exactly one interval let probes
+    that land on a boundary see "up" three times in a row, depending on which of the
+    toggle and the probe the server ran first)."""
+    fast = ProbeSettings().half_open_interval()
+    assert BreakerSettings().close_after_consecutive_successes >= 3  # probes are >= fast apart
     await sim_admin.set_faults(PRIMARY, [{"kind": "server_error"}])
     for _ in range(6):
         await _call(ts_env, ts)
@@ -145,7 +152,7 @@ async def test_flapping_primary_never_closes(
             await sim_admin.set_faults(PRIMARY, [{"kind": "server_error"}])
         else:
             await sim_admin.clear()
-        await ts_env.sleep(INTERVAL / 4)
+        await ts_env.sleep(1.5 * fast)
         states.append(await _state(ts))
     assert BreakerState.CLOSED not in states
     assert BreakerState.HALF_OPEN in states or BreakerState.OPEN in states
