@@ -70,6 +70,7 @@ _EXPORTS: dict[str, str] = {
     # the worker side
     "FailoverPlugin": "agent_failover.plugin",
     "connect_client": "agent_failover.connect",
+    "run_and_exit": "agent_failover.connect",
     "AesGcmCodec": "agent_failover.codec",
     # policy
     "load_policy": "agent_failover.config.loader",
@@ -113,6 +114,7 @@ __all__ = [
     "register_search_attributes",
     "resilient_complete",
     "run_agent_loop",
+    "run_and_exit",
     "set_failover_details",
     "settle_shadows",
     "setup_telemetry",
@@ -124,7 +126,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from agent_failover.activities.models import ToolCallInput, ToolCallResult
     from agent_failover.codec import AesGcmCodec
     from agent_failover.config.loader import load_policy
-    from agent_failover.connect import connect_client
+    from agent_failover.connect import connect_client, run_and_exit
     from agent_failover.plugin import FailoverPlugin
     from agent_failover.providers.models import (
         ChatRequest,

@@ -12,9 +12,15 @@ with the AES-GCM payload codec when ``FAILOVER_CODEC_KEYS`` is set (see
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import inspect
+import logging
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+import sys
+import traceback
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, NoReturn
 
 from temporalio.client import Client, Plugin
 from temporalio.converter import PayloadCodec
@@ -86,3 +92,47 @@ def tracing_interceptors() -> list[Any]:
     from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor
 
     return [OpenTelemetryInterceptor(add_temporal_spans=True)]
+
+
+def run_and_exit(main: Coroutine[Any, Any, object] | Callable[[], object]) -> NoReturn:
+    """Run a Temporal client process's ``main`` to its end, then exit without finalizing.
+
+    A process that used a Temporal client or worker can abort while the interpreter
+    finalizes (temporalio/sdk-python#300: the core's native threads call back into Python
+    after teardown began): exit 134 and ``Fatal Python error: PyGILState_Release`` on
+    stderr although the work succeeded. This runs ``main`` (a coroutine through
+    ``asyncio.run``, or a plain callable such as a Typer app), flushes logging and the
+    standard streams, and leaves with ``os._exit`` and the code Python would have used:
+    0; ``SystemExit``'s code (a message is printed to stderr, code 1); 130 on Ctrl-C; 1,
+    with the traceback, on any other exception. Use it as a starter script's last line::
+
+        if __name__ == "__main__":
+            run_and_exit(main(sys.argv[1]))
+    """
+    code = 0
+    try:
+        if inspect.iscoroutine(main):
+            asyncio.run(main)
+        else:
+            main()  # type: ignore[operator]
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+def _exit_code(exc: SystemExit) -> int:
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)
+    return 1

@@ -44,7 +44,7 @@ from agent_failover.activities.notify import build_webhook_client
 from agent_failover.codec import AesGcmCodec, CodecConfigError, codec_from_env
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy_or_exit
-from agent_failover.connect import connect_client, connect_config
+from agent_failover.connect import connect_client, connect_config, run_and_exit
 from agent_failover.plugin import (
     PASSTHROUGH_MODULES,
     FailoverPlugin,
@@ -53,7 +53,7 @@ from agent_failover.plugin import (
 )
 from agent_failover.providers.client import build_http_client
 from agent_failover.resilience.config import PolicyConfig
-from agent_failover.stores.factory import Stores, connect_stores
+from agent_failover.stores.factory import Stores, connect_stores, env_seconds
 from agent_failover.workflows.models import MonitorInput
 from agent_failover.workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
 
@@ -176,20 +176,9 @@ async def build_deps(
     return WorkerDeps(policy, http, stores)
 
 
-def shutdown_grace_s(env: dict[str, str] | None = None) -> float:
+def shutdown_grace_s(env: Mapping[str, str] | None = None) -> float:
     """``FAILOVER_SHUTDOWN_GRACE_S`` (seconds >= 0), default 30; ``ValueError`` if invalid."""
-    raw = (os.environ if env is None else env).get("FAILOVER_SHUTDOWN_GRACE_S", "").strip()
-    if not raw:
-        return DEFAULT_SHUTDOWN_GRACE_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 86_400:
-        raise ValueError(
-            f"FAILOVER_SHUTDOWN_GRACE_S: expected seconds from 0 to 86400, got {raw!r}"
-        )
-    return value
+    return env_seconds("FAILOVER_SHUTDOWN_GRACE_S", DEFAULT_SHUTDOWN_GRACE_S, high=86_400, env=env)
 
 
 def dispatch_from_env(env: Mapping[str, str] | None = None) -> Literal["eager", "queue"] | None:
@@ -451,17 +440,7 @@ def run() -> None:
     interpreter finalizes, which aborts the process (``PyGILState_Release``) and turns a
     clean SIGTERM into exit 134. Exiting directly keeps the exit code honest.
     """
-    code = 0
-    try:
-        asyncio.run(main())
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except KeyboardInterrupt:
-        code = 130
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    run_and_exit(main())
 
 
 if __name__ == "__main__":

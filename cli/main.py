@@ -750,9 +750,14 @@ def chaos_proxy(
     _guard(body)
 
 
-def main() -> None:  # pragma: no cover - console entry convenience
-    app()
+def main() -> None:
+    """The ``failover`` console script: the app, then an exit that skips finalization
+    (a command that used a Temporal client can otherwise abort at exit, see
+    :func:`agent_failover.connect.run_and_exit`)."""
+    from agent_failover.connect import run_and_exit
+
+    run_and_exit(app)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(app())
+    main()

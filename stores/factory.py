@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
@@ -106,15 +107,34 @@ async def connect_stores(
     )
 
 
-def policy_ttl_s(env: dict[str, str] | None = None) -> float:
-    """``FAILOVER_POLICY_TTL_S`` (seconds > 0), default 30 days; ``ValueError`` if invalid."""
-    raw = (os.environ if env is None else env).get("FAILOVER_POLICY_TTL_S", "").strip()
+def env_seconds(
+    name: str,
+    default: float,
+    *,
+    low: float = 0.0,
+    high: float = 86_400.0 * 3650,
+    low_open: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> float:
+    """A duration in seconds from the environment: ``default`` when unset or blank.
+
+    ``ValueError`` naming the variable, the accepted range and the value it got when the
+    value is not a number or outside ``[low, high]`` (``(low, high]`` with ``low_open``).
+    """
+    raw = (os.environ if env is None else env).get(name, "").strip()
     if not raw:
-        return DEFAULT_POLICY_TTL_S
+        return default
     try:
         value = float(raw)
     except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ValueError(f"FAILOVER_POLICY_TTL_S: expected seconds > 0, got {raw!r}")
+        value = float("nan")
+    above_low = value > low if low_open else value >= low
+    if not (above_low and value <= high):
+        bound = f"> {low:g}" if low_open else f"from {low:g} to {high:g}"
+        raise ValueError(f"{name}: expected seconds {bound}, got {raw!r}")
     return value
+
+
+def policy_ttl_s(env: Mapping[str, str] | None = None) -> float:
+    """``FAILOVER_POLICY_TTL_S`` (seconds > 0), default 30 days; ``ValueError`` if invalid."""
+    return env_seconds("FAILOVER_POLICY_TTL_S", DEFAULT_POLICY_TTL_S, low_open=True, env=env)

@@ -13,12 +13,11 @@ activities as the Temporal UI lists them, and the turns as JSON on its last line
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import uuid
 
-from agent_failover import connect_client
+from agent_failover import connect_client, run_and_exit
 from agent_failover.testing import SimAdmin, activity_rows, format_rows
 from worker import TASK_QUEUE
 from workflows import SupportChatWorkflow, Turn
@@ -63,4 +62,4 @@ async def main(outage: str | None) -> list[Turn]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--outage-between-turns", metavar="ENDPOINT", default=None)
-    asyncio.run(main(parser.parse_args().outage_between_turns))
+    run_and_exit(main(parser.parse_args().outage_between_turns))

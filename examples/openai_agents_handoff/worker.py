@@ -17,7 +17,7 @@ from temporalio.openai_agents import OpenAIAgentsPlugin
 from temporalio.worker import Worker
 from tools import get_local_time, get_weather
 
-from agent_failover import FailoverPlugin, connect_client
+from agent_failover import FailoverPlugin, connect_client, run_and_exit
 from workflows import SupportChatWorkflow
 
 TASK_QUEUE = os.environ.get("SUPPORT_TASK_QUEUE", "support-agents")
@@ -48,4 +48,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run_and_exit(main())

@@ -5,7 +5,6 @@ python starter.py ord-1
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import uuid
@@ -13,6 +12,8 @@ import uuid
 from order_workflows import Order, PlaceOrderWorkflow
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
+
+from agent_failover import run_and_exit
 
 TASK_QUEUE = os.environ.get("ORDER_TASK_QUEUE", "orders")
 
@@ -41,4 +42,4 @@ async def main(order_id: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "ord-1"))
+    run_and_exit(main(sys.argv[1] if len(sys.argv) > 1 else "ord-1"))

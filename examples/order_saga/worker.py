@@ -14,6 +14,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
+from agent_failover import run_and_exit
+
 TASK_QUEUE = os.environ.get("ORDER_TASK_QUEUE", "orders")
 
 
@@ -31,4 +33,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run_and_exit(main())

@@ -12,7 +12,6 @@ Prints the run's activities as the Temporal UI lists them.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import uuid
 
@@ -26,7 +25,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from temporalio import workflow
 from temporalio.worker import Worker
 
-from agent_failover import connect_client
+from agent_failover import connect_client, run_and_exit
 from agent_failover.testing import SimAdmin, activity_rows, format_rows
 
 SIM = os.environ.get("SIM_URL", "http://127.0.0.1:8400")
@@ -106,4 +105,4 @@ async def main(outage: str | None) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--outage-between-turns", metavar="ENDPOINT", default=None)
-    asyncio.run(main(parser.parse_args().outage_between_turns))
+    run_and_exit(main(parser.parse_args().outage_between_turns))

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.worker import Worker
 
-from agent_failover import FailoverPlugin, connect_client
+from agent_failover import FailoverPlugin, connect_client, run_and_exit
 from workflows import WeatherChatWorkflow
 
 TASK_QUEUE = os.environ.get("WEATHER_TASK_QUEUE", "weather-agent")
@@ -43,4 +43,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run_and_exit(main())

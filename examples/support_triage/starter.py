@@ -5,11 +5,10 @@ python starter.py ent-42 "Checkout returns 500 for every EU customer"
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import uuid
 
-from agent_failover import connect_client
+from agent_failover import connect_client, run_and_exit
 from config import TASK_QUEUE
 from workflows import TicketInput, TriageResult, TriageWorkflow
 
@@ -35,4 +34,4 @@ async def main(customer_id: str, text: str) -> TriageResult:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], " ".join(sys.argv[2:]) or "Login page is slow"))
+    run_and_exit(main(sys.argv[1], " ".join(sys.argv[2:]) or "Login page is slow"))

@@ -14,7 +14,7 @@ import signal
 from temporalio.worker import Worker
 
 from activities import lookup_customer
-from agent_failover import FailoverPlugin, connect_client
+from agent_failover import FailoverPlugin, connect_client, run_and_exit
 from config import POLICY_PATH, TASK_QUEUE
 from workflows import TriageWorkflow
 
@@ -40,4 +40,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run_and_exit(main())

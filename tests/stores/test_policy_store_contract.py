@@ -16,7 +16,7 @@ import pytest
 from agent_failover.activities.models import _POLICIES_BY_REF, policy_body, policy_ref
 from agent_failover.activities.policy_versions import PolicyPublisher, load_versions
 from agent_failover.resilience.config import PolicyConfig
-from agent_failover.stores.factory import policy_ttl_s
+from agent_failover.stores.factory import env_seconds, policy_ttl_s
 from agent_failover.stores.policies import (
     DirectoryPolicyStore,
     MemoryPolicyStore,
@@ -143,3 +143,14 @@ def test_the_redis_ttl_comes_from_the_environment() -> None:
     for bad in ("0", "-5", "soon"):
         with pytest.raises(ValueError, match="FAILOVER_POLICY_TTL_S"):
             policy_ttl_s({"FAILOVER_POLICY_TTL_S": bad})
+
+
+def test_env_seconds_bounds_and_message() -> None:
+    """One parser for every seconds-valued variable: the range is inclusive unless
+    ``low_open``, and the error names the variable, the range and the value."""
+    assert env_seconds("X_S", 7.0, env={"X_S": "  "}) == 7.0
+    assert env_seconds("X_S", 7.0, env={"X_S": "0"}) == 0.0
+    assert env_seconds("X_S", 7.0, high=10, env={"X_S": "10"}) == 10.0
+    for bad, kw in (("10.5", {"high": 10}), ("-1", {}), ("0", {"low_open": True}), ("nan", {})):
+        with pytest.raises(ValueError, match=r"X_S: expected seconds .*got '"):
+            env_seconds("X_S", 7.0, env={"X_S": bad}, **kw)
