@@ -7,7 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_failover.config.loader import load_policy
-from agent_failover.resilience.config import HedgeSettings, PolicyConfig, RolePolicy
+from agent_failover.resilience.config import (
+    BreakerSettings,
+    HedgeSettings,
+    PolicyConfig,
+    RolePolicy,
+)
 from agent_failover.resilience.contracts import (
     BreakerState,
     HealthSnapshot,
@@ -28,7 +33,10 @@ CLOUD_STANDBYS = ("bedrock-us-west-2", "vertex-europe-west1")
 def _classic(policy: PolicyConfig) -> PolicyConfig:
     """The demo policy with the five vendor-API routes only: the ordering rules below are
     stated on that small roster (two tier-1 routes); the cloud standbys have their own
-    tests at the end."""
+    tests at the end. Half-open routes take real calls at the default share (0, the demo
+    policy admits half): the ordering properties below state the default."""
+    default_share = BreakerSettings().half_open_call_fraction
+    breaker = policy.breaker.model_copy(update={"half_open_call_fraction": default_share})
     roles = {
         name: r.model_copy(
             update={
@@ -39,7 +47,7 @@ def _classic(policy: PolicyConfig) -> PolicyConfig:
         )
         for name, r in policy.roles.items()
     }
-    return policy.model_copy(update={"roles": roles})
+    return policy.model_copy(update={"roles": roles, "breaker": breaker})
 
 
 POLICY = _classic(DEMO)

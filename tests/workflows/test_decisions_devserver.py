@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.providers.errors import ErrorClass
 from agent_failover.providers.models import ChatRequest, Message
-from agent_failover.resilience.config import PolicyConfig
+from agent_failover.resilience.config import BreakerSettings, PolicyConfig
 from agent_failover.resilience.contracts import (
     AgentOutput,
     BreakerState,
@@ -153,18 +153,58 @@ async def _open_in_the_past(h: Harness, route: str) -> None:
     assert (await h.health.breaker(route)).state is BreakerState.OPEN
 
 
+@pytest_asyncio.fixture
+async def default_trials(
+    dev_env: WorkflowEnvironment, policy: PolicyConfig
+) -> AsyncIterator[Harness]:
+    """The demo policy with the default share of real-call trials (0; the demo admits half)."""
+    default_share = BreakerSettings().half_open_call_fraction
+    b = policy.breaker.model_copy(update={"half_open_call_fraction": default_share})
+    h, workers = await make_harness(dev_env.client, policy.model_copy(update={"breaker": b}))
+    async with running(workers):
+        yield h
+
+
 async def test_half_open_primary_takes_no_user_call_by_default(
-    harness: Harness, sim_admin: SimAdmin
+    default_trials: Harness, sim_admin: SimAdmin
 ) -> None:
     """The primary's breaker is past open_until (a half-open trial would be due): with the
     default half_open_call_fraction 0 the user's call goes to a healthy standby and the
     primary is left to the probes (before: the call itself was the trial)."""
+    harness = default_trials
     await _open_in_the_past(harness, PRIMARY)
     out: AgentOutput = await (await _start(harness)).result()
     assert out.route != PRIMARY and out.tier == 1
     [skip] = [a for a in out.attempts if a.route == PRIMARY]
     assert skip.outcome == "skipped" and "half-open" in skip.note
     assert (await _per_route(sim_admin))[PRIMARY] == 0
+
+
+async def test_demo_policy_sends_half_of_the_calls_as_trials_and_closes_on_them(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """The demo policy admits half of the calls to a half-open route as real trials (the
+    drill's return to the primary: 4.6 s on probes alone, ~0.4-1.3 s with trials). Each
+    call draws its ticket from the workflow's seeded random, so over 20 calls the primary
+    answers some (all but certain: 1 - 2^-20) and its breaker closes after three good ones."""
+    assert harness.policy.breaker_for(PRIMARY).half_open_call_fraction == 0.5
+    await _open_in_the_past(harness, PRIMARY)
+    closed_at = None
+    routes = []
+    for i in range(20):
+        out: AgentOutput = await (await _start(harness)).result()
+        routes.append(out.route)
+        assert out.tier == (0 if out.route == PRIMARY else 1), out  # a trial, or a standby
+        if closed_at is None and (await harness.health.breaker(PRIMARY)).state is (
+            BreakerState.CLOSED
+        ):
+            closed_at = i
+    on_primary = [i for i, r in enumerate(routes) if r == PRIMARY]
+    assert on_primary, routes
+    if len(on_primary) >= 3:  # three good trials in a row close it (nothing failed here)
+        assert closed_at == on_primary[2], (closed_at, on_primary)
+        assert set(routes[closed_at:]) == {PRIMARY}, routes  # closed: every call again
+    assert (await _per_route(sim_admin))[PRIMARY] == len(on_primary)
 
 
 @pytest_asyncio.fixture

@@ -1,0 +1,254 @@
+"""Benchmark: where a call's CPU goes, per arm, from py-spy samples of the GIL holder.
+
+Each arm runs in a child process (the same setup as ``bench/overhead.py``: dev server,
+the simulator's primary in its own process with +50 ms to first token, in-memory stores)
+that keeps 16 calls in flight. The parent records the child with ``py-spy record --gil``
+(only the thread holding the GIL is sampled, so samples are Python CPU) for
+``--seconds``, counts the calls finished meanwhile, and sorts every sample into one
+category by the frames on its stack. Prints JSON (ms per call per category, per arm, and
+the difference to ``bare``); ``--png`` draws stacked bars. Needs ``py-spy`` (the
+``bench`` extra) and permission to attach to a child process (root, or
+``kernel.yama.ptrace_scope=0``). Usage::
+
+    .venv/bin/python bench/cpu_breakdown.py --out bench/out/cpu_breakdown.json \\
+        --png bench/out/cpu_breakdown.png
+
+Sampling slows the child (figures are ~1.3x the unsampled CPU per call); compare arms
+within one run, not with ``bench/overhead.py``'s absolute figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+#: (category, substrings of a frame's function name); a sample goes to the first category
+#: any of its frames matches, so the order runs from the specific to the general.
+CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("provider call (activity body)", ("LLMActivities.call_model", "BareActivities.call")),
+    ("role_context local activity", ("LLMActivities.role_context", "role_context")),
+    ("sandbox: per-run module imports", ("Importer._import",)),
+    ("workflow code", ("InSandbox.activate",)),
+    (
+        "payload conversion and visiting",
+        (
+            "PayloadVisitor",
+            "encode_completion",
+            "decode_activation",
+            "get_serialization_context",
+            "PayloadConverter",
+        ),
+    ),
+    ("Temporal workflow worker", ("_WorkflowWorker", "_Instance.")),
+    ("Temporal activity worker", ("_ActivityWorker",)),
+    ("client (start, result)", ("execute_workflow", "WorkflowHandle", "start_workflow")),
+)
+OTHER = "other (event loop, core bridge, GC)"
+_FRAME = re.compile(r"^(?P<fn>.*) \((?P<file>[^()]*?)(?::\d+)?\)$")
+
+
+def categorize(frames: list[str]) -> str:
+    """The category of one sample, from its frames (root first, as py-spy writes them)."""
+    names = [m.group("fn") if (m := _FRAME.match(f)) else f for f in frames]
+    for category, needles in CATEGORIES:
+        if any(n in name for name in names for n in needles):
+            return category
+    return OTHER
+
+
+def breakdown(raw: str, calls: int, rate_hz: float) -> dict[str, float]:
+    """ms of sampled CPU per call by category, from py-spy's ``--format raw`` output."""
+    if calls <= 0:
+        raise ValueError("no call finished while sampling: raise --seconds")
+    per_sample_ms = 1000.0 / rate_hz
+    out: collections.Counter[str] = collections.Counter()
+    for line in raw.splitlines():
+        stack, _, count = line.rstrip().rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = stack.split(";")[1:]  # the first entry names the thread
+        out[categorize(frames)] += int(count) * per_sample_ms / calls
+    return {k: round(v, 2) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
+
+
+# --- the child: one arm, 16 in flight, counting calls between GO and end of stdin -------
+
+
+async def _child(arm: str) -> dict[str, Any]:
+    sys.path.insert(0, str(Path(__file__).parent))
+    import overhead as oh  # the same setup as the overhead benchmark
+
+    from agent_failover.config import DEFAULT_POLICY_PATH
+    from agent_failover.config.loader import load_policy
+
+    sim = await oh.SimProcess().ready()
+    os.environ["SIM_URL"] = sim.url
+    admin = oh.SimAdmin(sim.url)
+    await admin.set_faults(oh.PRIMARY, [{"kind": "slow_first_token", "seconds": 0.05}])
+    env = await oh.start_dev_server(ui=False)
+    policy = oh.with_test_roles(load_policy(DEFAULT_POLICY_PATH))
+    h, workers = await oh.make_harness(env.client, policy)
+    bare_tq = f"bare-{uuid.uuid4().hex[:8]}"
+    http = oh.httpx.AsyncClient(limits=oh.httpx.Limits(max_connections=64))
+    bare = oh.Worker(
+        env.client,
+        task_queue=bare_tq,
+        workflows=[oh.BareCallWorkflow],
+        activities=[oh.BareActivities(http).call],
+        max_concurrent_activities=64,
+    )
+    arms = oh._Arms(env.client, h, bare_tq, sim.base_url(oh.PRIMARY))
+    try:
+        async with oh.running([*workers, bare]):
+            return await _drive(getattr(arms, arm))
+    finally:
+        await arms.http.aclose()
+        await http.aclose()
+        await env.shutdown()
+        await admin.aclose()
+        await sim.stop()
+
+
+async def _drive(op: Any) -> dict[str, Any]:
+    for _ in range(5):  # warm-up: connections, first workflow tasks
+        await op()
+    loop = asyncio.get_running_loop()
+    print("READY", os.getpid(), flush=True)
+    await loop.run_in_executor(None, sys.stdin.readline)  # GO
+    state = {"counting": True, "calls": 0}
+    t0, cpu0 = time.perf_counter(), time.process_time()
+
+    async def worker() -> None:
+        while state["counting"]:
+            await op()
+            if state["counting"]:
+                state["calls"] += 1
+
+    tasks = [asyncio.create_task(worker()) for _ in range(16)]
+    await loop.run_in_executor(None, sys.stdin.read)  # the parent closed stdin: stop
+    state["counting"] = False
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    await asyncio.gather(*tasks)
+    n = state["calls"]
+    return {
+        "calls": n,
+        "calls_per_s": round(n / wall, 1),
+        "cpu_ms_per_call": round(cpu / n * 1000, 2),
+    }
+
+
+# --- the parent -------------------------------------------------------------------------
+
+
+def _py_spy() -> str:
+    exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(exe).exists():
+        raise SystemExit("py-spy not found: pip install -e '.[dev,bench]' installs it")
+    return exe
+
+
+def _run_arm(arm: str, seconds: float, rate: int, keep: str | None) -> dict[str, Any]:
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--child", arm],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        line = child.stdout.readline()
+        if not line.startswith("READY"):
+            raise SystemExit(f"{arm}: the child did not start ({line!r})")
+        with tempfile.NamedTemporaryFile(suffix=".txt") as raw:
+            child.stdin.write("GO\n")
+            child.stdin.flush()
+            spy = [_py_spy(), "record", "--gil", "--threads", "--nonblocking", "-r", str(rate)]
+            spy += ["-f", "raw", "-d", str(int(seconds)), "-p", str(child.pid), "-o", raw.name]
+            subprocess.run(spy, check=True, capture_output=True)
+            child.stdin.close()
+            result = json.loads(child.stdout.read().strip().splitlines()[-1])
+            text = Path(raw.name).read_text()
+            if keep:  # py-spy's raw stacks, for a closer look (e.g. with flamegraph.pl)
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                (Path(keep) / f"{arm}.txt").write_text(text)
+    finally:
+        if child.poll() is None:
+            child.wait(timeout=120)
+    result["ms_per_call"] = breakdown(text, result["calls"], rate)
+    result["sampled_ms_per_call"] = round(sum(result["ms_per_call"].values()), 2)
+    return result
+
+
+def draw(doc: dict[str, Any], path: str) -> None:
+    """One stacked bar per arm: sampled CPU ms per call by category."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    arms = list(doc["arms"])
+    cats = [c for c, _ in CATEGORIES] + [OTHER]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    bottom = [0.0] * len(arms)
+    for c in cats:
+        vals = [doc["arms"][a]["ms_per_call"].get(c, 0.0) for a in arms]
+        ax.bar(arms, vals, bottom=bottom, label=c)
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    ax.set_ylabel("sampled CPU ms per call (c16)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle("Where a call's CPU goes (py-spy, GIL holder)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments; as the parent run every arm and print JSON, as a child run one."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--arms", nargs="+", default=["bare", "failover"], choices=["bare", "failover"])
+    ap.add_argument("--seconds", type=float, default=12.0, help="sampling time per arm")
+    ap.add_argument("--rate", type=int, default=250, help="samples per second")
+    ap.add_argument("--keep-raw", default=None, metavar="DIR", help="keep py-spy's stacks here")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--png", default=None)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(asyncio.run(_child(args.child))), flush=True)
+        return 0
+    doc: dict[str, Any] = {"setup": {"seconds": args.seconds, "rate_hz": args.rate}, "arms": {}}
+    for arm in args.arms:
+        doc["arms"][arm] = _run_arm(arm, args.seconds, args.rate, args.keep_raw)
+    if "bare" in doc["arms"]:
+        base = doc["arms"]["bare"]["ms_per_call"]
+        doc["vs_bare_ms"] = {
+            a: {c: round(v - base.get(c, 0.0), 2) for c, v in r["ms_per_call"].items()}
+            for a, r in doc["arms"].items()
+            if a != "bare"
+        }
+    if args.png:
+        Path(args.png).parent.mkdir(parents=True, exist_ok=True)
+        draw(doc, args.png)
+        doc["png"] = args.png
+    text = json.dumps(doc, indent=2)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""``bench/cpu_breakdown.py``'s sorting of py-spy samples (the part that needs no py-spy)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "bench" / "cpu_breakdown.py"
+_spec = importlib.util.spec_from_file_location("cpu_breakdown", _PATH)
+assert _spec is not None and _spec.loader is not None
+cb = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cb)
+
+LOOP = "thread (1): MainThread;run (asyncio/runners.py:190);Handle._run (asyncio/events.py:80)"
+RAW = "\n".join(
+    [
+        f"{LOOP};_ActivityWorker._execute_activity (temporalio/worker/_activity.py:712);"
+        "LLMActivities.call_model (activities/llm.py:290);_pump (providers/base.py:10) 30",
+        f"{LOOP};_ActivityWorker._execute_activity (temporalio/worker/_activity.py:712) 5",
+        "thread (2): temporal_workflow__0;_Instance._run_code (x/_runner.py:1);"
+        "Importer._import (x/_importer.py:3);<module> (testing/workflows.py:1) 10",
+        "thread (2): temporal_workflow__0;_Instance._run_code (x/_runner.py:1);"
+        "InSandbox.activate (x/_in_sandbox.py:5) 4",
+        f"{LOOP};role_context (activities/llm.py:165) 1",
+        f"{LOOP} 10",
+        "garbage line without a count",
+    ]
+)
+
+
+def test_samples_go_to_the_first_matching_category_per_call() -> None:
+    got = cb.breakdown(RAW, calls=2, rate_hz=100.0)  # 10 ms a sample, over 2 calls
+    assert got == {
+        "provider call (activity body)": 150.0,
+        "sandbox: per-run module imports": 50.0,
+        cb.OTHER: 50.0,
+        "Temporal activity worker": 25.0,
+        "workflow code": 20.0,
+        "role_context local activity": 5.0,
+    }
+
+
+def test_no_call_in_the_window_is_an_error_that_says_what_to_do() -> None:
+    with pytest.raises(ValueError, match="--seconds"):
+        cb.breakdown(RAW, calls=0, rate_hz=100.0)
