@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -90,35 +89,8 @@ async def _child(arm: str) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).parent))
     import overhead as oh  # the same setup as the overhead benchmark
 
-    from agent_failover.config import DEFAULT_POLICY_PATH
-    from agent_failover.config.loader import load_policy
-
-    sim = await oh.SimProcess().ready()
-    os.environ["SIM_URL"] = sim.url
-    admin = oh.SimAdmin(sim.url)
-    await admin.set_faults(oh.PRIMARY, [{"kind": "slow_first_token", "seconds": 0.05}])
-    env = await oh.start_dev_server(ui=False)
-    policy = oh.with_test_roles(load_policy(DEFAULT_POLICY_PATH))
-    h, workers = await oh.make_harness(env.client, policy)
-    bare_tq = f"bare-{uuid.uuid4().hex[:8]}"
-    http = oh.httpx.AsyncClient(limits=oh.httpx.Limits(max_connections=64))
-    bare = oh.Worker(
-        env.client,
-        task_queue=bare_tq,
-        workflows=[oh.BareCallWorkflow],
-        activities=[oh.BareActivities(http).call],
-        max_concurrent_activities=64,
-    )
-    arms = oh._Arms(env.client, h, bare_tq, sim.base_url(oh.PRIMARY))
-    try:
-        async with oh.running([*workers, bare]):
-            return await _drive(getattr(arms, arm))
-    finally:
-        await arms.http.aclose()
-        await http.aclose()
-        await env.shutdown()
-        await admin.aclose()
-        await sim.stop()
+    async with oh.bench_stack(50.0, queued=False, with_litellm=False) as (arms, _):
+        return await _drive(getattr(arms, arm))
 
 
 async def _drive(op: Any) -> dict[str, Any]:
@@ -208,10 +180,10 @@ def draw(doc: dict[str, Any], path: str) -> None:
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     ax.set_ylabel("sampled CPU ms per call (c16)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.suptitle("Where a call's CPU goes (py-spy, GIL holder)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    sys.path.insert(0, str(Path(__file__).parent))
+    from overhead import save_figure
+
+    save_figure(fig, "Where a call's CPU goes (py-spy, GIL holder)", path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,15 +210,10 @@ def main(argv: list[str] | None = None) -> int:
             for a, r in doc["arms"].items()
             if a != "bare"
         }
-    if args.png:
-        Path(args.png).parent.mkdir(parents=True, exist_ok=True)
-        draw(doc, args.png)
-        doc["png"] = args.png
-    text = json.dumps(doc, indent=2)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text)
-    print(text)
+    sys.path.insert(0, str(Path(__file__).parent))
+    from overhead import emit
+
+    emit(doc, args.out, args.png, draw)
     return 0
 
 

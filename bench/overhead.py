@@ -43,7 +43,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -295,24 +296,37 @@ class SimProcess:
         stop_process(self.proc)
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Start simulator and dev server, run the arms interleaved, return the document."""
-    sim: Any = await (start_simulator(port=0) if args.sim_in_process else SimProcess().ready())
+@asynccontextmanager
+async def bench_stack(
+    ttft_ms: float,
+    *,
+    sim_in_process: bool = False,
+    redis_url: str | None = None,
+    queued: bool = True,
+    with_litellm: bool = True,
+) -> AsyncIterator[tuple[_Arms, list[str]]]:
+    """Simulator, dev server and the arms' workers, running; yields the arms and their names.
+
+    ``queued``: also the ``failover-queue`` arm's harness; ``with_litellm``: the LiteLLM
+    arm when the ``bench`` extra is installed. Everything is stopped on the way out.
+    """
+    sim: Any = await (start_simulator(port=0) if sim_in_process else SimProcess().ready())
     os.environ["SIM_URL"] = sim.url
     admin = SimAdmin(sim.url)
-    await admin.set_faults(PRIMARY, [{"kind": "slow_first_token", "seconds": args.ttft_ms / 1000}])
+    await admin.set_faults(PRIMARY, [{"kind": "slow_first_token", "seconds": ttft_ms / 1000}])
     env = await start_dev_server(ui=False)
     policy = with_test_roles(load_policy(DEFAULT_POLICY_PATH))
-    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0") if args.redis else None
     h, workers = await make_harness(env.client, policy, redis_url=redis_url)
-    hq, queued_workers = await make_harness(
-        env.client, policy, redis_url=redis_url, dispatch="queue"
-    )
+    hq, queued_workers = (None, [])
+    if queued:
+        hq, queued_workers = await make_harness(
+            env.client, policy, redis_url=redis_url, dispatch="queue"
+        )
     bare_tq = f"bare-{uuid.uuid4().hex[:8]}"
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=64))
     acts: list[Any] = [BareActivities(http).call]
-    names = ["httpx", "bare", "failover", "failover-queue"]
-    if litellm is not None:
+    names = ["httpx", "bare", "failover"] + (["failover-queue"] if queued else [])
+    if with_litellm and litellm is not None:
         acts.append(litellm_call)
         names.append("litellm")
     bare_worker = Worker(
@@ -325,13 +339,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     arms = _Arms(env.client, h, bare_tq, sim.base_url(PRIMARY), queued=hq)
     try:
         async with running([*workers, *queued_workers, bare_worker]):
-            res = await _measure(arms, names, args)
+            yield arms, names
     finally:
         await arms.http.aclose()
         await http.aclose()
         await env.shutdown()
         await admin.aclose()
         await sim.stop()
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Start simulator and dev server, run the arms interleaved, return the document."""
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0") if args.redis else None
+    async with bench_stack(
+        args.ttft_ms, sim_in_process=args.sim_in_process, redis_url=redis_url
+    ) as (arms, names):
+        res = await _measure(arms, names, args)
+        h = arms.h
     return {
         "setup": {
             "simulator_extra_ttft_ms": args.ttft_ms,
@@ -368,7 +392,14 @@ def draw(doc: dict[str, Any], path: str) -> None:
     a2.bar(list(xs), [arms[n]["throughput_per_s_c16"] for n in names], color="tab:green")
     a2.set_xticks(list(xs), names)
     a2.set_ylabel("calls/s at concurrency 16")
-    fig.suptitle("Healthy-path overhead (arms interleaved, one run)")
+    save_figure(fig, "Healthy-path overhead (arms interleaved, one run)", path)
+
+
+def save_figure(fig: Any, title: str, path: str) -> None:
+    """Title, lay out, write at 120 dpi and close a matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -391,17 +422,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--png", default=None)
     args = ap.parse_args(argv)
-    doc = asyncio.run(run(args))
-    if args.png:
-        Path(args.png).parent.mkdir(parents=True, exist_ok=True)
-        draw(doc, args.png)
-        doc["png"] = args.png
-    text = json.dumps(doc, indent=2)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n")
-    print(text)
+    emit(asyncio.run(run(args)), args.out, args.png, draw)
     return 0
+
+
+def emit(
+    doc: dict[str, Any],
+    out: str | None,
+    png: str | None,
+    drawer: Callable[[dict[str, Any], str], None],
+) -> None:
+    """Draw the PNG (its path recorded in the document), write the JSON, print it."""
+    if png:
+        Path(png).parent.mkdir(parents=True, exist_ok=True)
+        drawer(doc, png)
+        doc["png"] = png
+    text = json.dumps(doc, indent=2)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text + "\n")
+    print(text)
 
 
 if __name__ == "__main__":
