@@ -82,13 +82,21 @@ def breakdown(raw: str, calls: int, rate_hz: float) -> dict[str, float]:
     return {k: round(v, 2) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
 
+def _overhead() -> Any:
+    """``bench/overhead.py``, whose setup, output and figure helpers this benchmark shares."""
+    here = str(Path(__file__).parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import overhead
+
+    return overhead
+
+
 # --- the child: one arm, 16 in flight, counting calls between GO and end of stdin -------
 
 
 async def _child(arm: str) -> dict[str, Any]:
-    sys.path.insert(0, str(Path(__file__).parent))
-    import overhead as oh  # the same setup as the overhead benchmark
-
+    oh = _overhead()
     async with oh.bench_stack(50.0, queued=False, with_litellm=False) as (arms, _):
         return await _drive(getattr(arms, arm))
 
@@ -180,10 +188,7 @@ def draw(doc: dict[str, Any], path: str) -> None:
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     ax.set_ylabel("sampled CPU ms per call (c16)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    sys.path.insert(0, str(Path(__file__).parent))
-    from overhead import save_figure
-
-    save_figure(fig, "Where a call's CPU goes (py-spy, GIL holder)", path)
+    _overhead().save_figure(fig, "Where a call's CPU goes (py-spy, GIL holder)", path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,10 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             for a, r in doc["arms"].items()
             if a != "bare"
         }
-    sys.path.insert(0, str(Path(__file__).parent))
-    from overhead import emit
-
-    emit(doc, args.out, args.png, draw)
+    _overhead().emit(doc, args.out, args.png, draw)
     return 0
 
 

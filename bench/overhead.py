@@ -355,7 +355,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         args.ttft_ms, sim_in_process=args.sim_in_process, redis_url=redis_url
     ) as (arms, names):
         res = await _measure(arms, names, args)
-        h = arms.h
     return {
         "setup": {
             "simulator_extra_ttft_ms": args.ttft_ms,
@@ -365,7 +364,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "concurrency": CONCURRENCY,
             "health_store": "redis" if args.redis else "memory",
             "simulator": "in this process" if args.sim_in_process else "child process",
-            "failover_dispatch": h.activities and "eager (default); failover-queue: queue",
+            "failover_dispatch": arms.h.activities and "eager (default); failover-queue: queue",
             "litellm": "installed" if litellm is not None else None,
         },
         "arms": res,

@@ -137,7 +137,7 @@ async def _classic_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
     runs.append(("pipeline_failover", wid))
     await admin.reset()
     await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.5}])
-    wid = await _hedged_call(h, "hedged")
+    wid = await _call(h, "hedged", "hedge me", "hedged")
     runs.append(("call_hedged", wid))
     return runs
 
@@ -335,11 +335,11 @@ async def _issue_10_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
             if _has_ref_only(await he.client.get_workflow_handle(wid).fetch_history()):
                 break
         runs = [("pipeline_policy_refs_issue10", wid)]
-        runs.append(("call_eager_issue10", await _plain_call(he, "eager")))
+        runs.append(("call_eager_issue10", await _call(he, "plain", "eager")))
         await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.0}])
-        first = asyncio.create_task(_plain_call(he, "hold"))
+        first = asyncio.create_task(_call(he, "plain", "hold"))
         await asyncio.sleep(0.5)  # the only specialists slot is taken: the next overflows
-        runs.append(("call_overflow_issue10", await _plain_call(he, "overflow")))
+        runs.append(("call_overflow_issue10", await _call(he, "plain", "overflow")))
         await first
         await admin.reset()
     return runs
@@ -393,25 +393,14 @@ async def _pipeline(h: Harness, prefix: str, inp: PipelineInput | None = None) -
     return wid
 
 
-async def _hedged_call(h: Harness, prefix: str) -> str:
-    """One call of the ``hedged`` role to its end; its workflow id."""
-    wid = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    request = ChatRequest(messages=[Message(role="user", content="hedge me")])
+async def _call(h: Harness, role: str, text: str, prefix: str | None = None) -> str:
+    """One call of ``role`` with ``text`` as the user message, to its end; its workflow id
+    (``prefix``, by default the text, and a random suffix)."""
+    wid = f"{prefix or text}-{uuid.uuid4().hex[:6]}"
+    request = ChatRequest(messages=[Message(role="user", content=text)])
     await h.client.execute_workflow(
         ResilientCallWorkflow.run,
-        CallInput(role="hedged", request=request),
-        id=wid,
-        task_queue=h.task_queue,
-        result_type=AgentOutput,
-    )
-    return wid
-
-
-async def _plain_call(h: Harness, text: str) -> str:
-    wid = f"{text}-{uuid.uuid4().hex[:6]}"
-    await h.client.execute_workflow(
-        ResilientCallWorkflow.run,
-        CallInput(role="plain", request=ChatRequest(messages=[Message(role="user", content=text)])),
+        CallInput(role=role, request=request),
         id=wid,
         task_queue=h.task_queue,
         result_type=AgentOutput,
@@ -423,7 +412,7 @@ async def _policy_by_ref_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, st
     """A call and a pipeline whose every role context names its policy by ref only (the
     version comes from the policy store; ``tests/histories/policies/`` holds it)."""
     await admin.reset()
-    call = await _plain_call(h, "by ref")
+    call = await _call(h, "plain", "by ref")
     pipeline = await _pipeline(h, "byref")
     return [("call_policy_store_issue10", call), ("pipeline_policy_store_issue10", pipeline)]
 
@@ -443,7 +432,7 @@ async def _own_queue_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
     """A call and a pipeline whose role contexts leave out the workflow's own queue, the
     role's SLA window and an all-idle snapshot (the workflow restores them)."""
     await admin.reset()
-    call = await _plain_call(h, "own queue")
+    call = await _call(h, "plain", "own queue")
     pipeline = await _pipeline(h, "own-queue")
     return [("call_own_queue", call), ("pipeline_own_queue", pipeline)]
 
@@ -455,7 +444,7 @@ async def _hedge_timer_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]
     wid = await _pipeline(h, "hedge-step-pipe")
     runs = [("pipeline_hedge_timer_in_step", wid)]
     await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.5}])
-    wid = await _hedged_call(h, "hedge-step-call")
+    wid = await _call(h, "hedged", "hedge me", "hedge-step-call")
     runs.append(("call_hedge_timer_in_step", wid))
     await admin.reset()
     return runs
