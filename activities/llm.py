@@ -44,15 +44,7 @@ from agent_failover.activities.models import (
 from agent_failover.activities.policy_versions import PolicyPublisher
 from agent_failover.activities.shadow import quality_rows
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.errors import (
-    ContextLengthError,
-    Decision,
-    ErrorClass,
-    ProviderError,
-)
-from agent_failover.providers.models import ChatReply, ChatRequest, Message
 from agent_failover.providers.registry import complete
-from agent_failover.providers.tokens import estimate_request_tokens
 from agent_failover.providers.validate import validate_reply
 from agent_failover.resilience.breaker import Admission, Transition
 from agent_failover.resilience.budget import all_scopes, scopes_for
@@ -65,7 +57,15 @@ from agent_failover.resilience.config import (
     RateLimitSettings,
 )
 from agent_failover.resilience.contracts import CallOutcome, HealthSnapshot
+from agent_failover.resilience.errors import (
+    ContextLengthError,
+    Decision,
+    ErrorClass,
+    ProviderError,
+)
+from agent_failover.resilience.estimate import estimate_request_tokens
 from agent_failover.resilience.limits import clip, tail
+from agent_failover.resilience.models import ChatReply, ChatRequest, Message
 from agent_failover.resilience.outcomes import BREAKER_REJECTED, RATE_BUDGET
 from agent_failover.resilience.probing import (
     ProbeDecision,

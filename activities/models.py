@@ -19,7 +19,6 @@ from pydantic import (
     model_validator,
 )
 
-from agent_failover.providers.models import ChatReply, ChatRequest
 from agent_failover.resilience.breaker import Breaker, Transition
 from agent_failover.resilience.budget import BucketLevel
 from agent_failover.resilience.cachekey import cache_key
@@ -30,6 +29,7 @@ from agent_failover.resilience.config import (
     RolePolicy,
 )
 from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
+from agent_failover.resilience.models import ChatReply, ChatRequest
 
 
 class RoleContextInput(BaseModel):

@@ -29,13 +29,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.endpoint import EndpointConfig
-from agent_failover.providers.errors import ProviderError, SemanticError
-from agent_failover.providers.models import ChatReply, ChatRequest, Message
 from agent_failover.providers.registry import complete
 from agent_failover.providers.validate import validate_reply
 from agent_failover.resilience.config import PolicyConfig, PolicyError, RolePolicy
+from agent_failover.resilience.endpoint import EndpointConfig
+from agent_failover.resilience.errors import ProviderError, SemanticError
 from agent_failover.resilience.limits import clip
+from agent_failover.resilience.models import ChatReply, ChatRequest, Message
 from agent_failover.resilience.prompts import apply_prompt, choose_prompt, structured_path
 from agent_failover.resilience.qualification import (
     ANSWER_EXCERPT_CHARS,

@@ -24,8 +24,6 @@ from temporalio import activity
 
 from agent_failover.activities.models import QualityRow
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.errors import ProviderError
-from agent_failover.providers.models import ChatRequest
 from agent_failover.providers.registry import complete
 from agent_failover.providers.validate import validate_reply
 from agent_failover.resilience.config import (
@@ -35,7 +33,9 @@ from agent_failover.resilience.config import (
     role_scorer,
 )
 from agent_failover.resilience.contracts import BreakerState
+from agent_failover.resilience.errors import ProviderError
 from agent_failover.resilience.limits import clip
+from agent_failover.resilience.models import ChatRequest
 from agent_failover.resilience.quality import (
     ScoreResult,
     ScorerSpec,

@@ -45,18 +45,18 @@ _EXPORTS: dict[str, str] = {
     "ToolCallInput": "agent_failover.activities.models",
     "ToolCallResult": "agent_failover.activities.models",
     # request types
-    "ChatRequest": "agent_failover.providers.models",
-    "Message": "agent_failover.providers.models",
-    "ToolSpec": "agent_failover.providers.models",
-    "ToolCall": "agent_failover.providers.models",
-    "Priority": "agent_failover.providers.models",
+    "ChatRequest": "agent_failover.resilience.models",
+    "Message": "agent_failover.resilience.models",
+    "ToolSpec": "agent_failover.resilience.models",
+    "ToolCall": "agent_failover.resilience.models",
+    "Priority": "agent_failover.resilience.models",
     # result types
     "AgentOutput": "agent_failover.resilience.contracts",
     "AttemptRecord": "agent_failover.resilience.contracts",
     "Capability": "agent_failover.resilience.contracts",
     "ReasonCode": "agent_failover.resilience.contracts",
-    "FinishReason": "agent_failover.providers.models",
-    "Usage": "agent_failover.providers.models",
+    "FinishReason": "agent_failover.resilience.models",
+    "Usage": "agent_failover.resilience.models",
     # search attributes
     "upsert_failover_search_attributes": "agent_failover.workflows.search_attributes",
     "register_search_attributes": "agent_failover.workflows.search_attributes",
@@ -128,7 +128,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from agent_failover.config.loader import load_policy
     from agent_failover.connect import connect_client, run_and_exit
     from agent_failover.plugin import FailoverPlugin
-    from agent_failover.providers.models import (
+    from agent_failover.resilience.config import ContentFilterMode, PolicyConfig, PolicyError
+    from agent_failover.resilience.contracts import (
+        AgentOutput,
+        AttemptRecord,
+        Capability,
+        ReasonCode,
+    )
+    from agent_failover.resilience.models import (
         ChatRequest,
         FinishReason,
         Message,
@@ -136,13 +143,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ToolCall,
         ToolSpec,
         Usage,
-    )
-    from agent_failover.resilience.config import ContentFilterMode, PolicyConfig, PolicyError
-    from agent_failover.resilience.contracts import (
-        AgentOutput,
-        AttemptRecord,
-        Capability,
-        ReasonCode,
     )
     from agent_failover.resilience.notify import verify_webhook_signature
     from agent_failover.resilience.options import CallOptions, OnExhausted, RosterOverride

@@ -56,8 +56,8 @@ from agent_failover.cli.drill import (
     write_json,
 )
 from agent_failover.config import DEFAULT_POLICY_PATH
-from agent_failover.providers.models import ChatRequest
 from agent_failover.resilience.config import PolicyConfig
+from agent_failover.resilience.models import ChatRequest
 from agent_failover.testing.drill import load_drill
 from agent_failover.testing.drill_run import ArmResult
 from agent_failover.testing.servers import start_dev_server

@@ -43,10 +43,10 @@ from typing import Any
 import agent_failover
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
-from agent_failover.providers.endpoint import EndpointConfig
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput, CallOutcome
+from agent_failover.resilience.endpoint import EndpointConfig
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.stores.health import MemoryHealthStore
 from agent_failover.testing.harness import make_harness, running
 from agent_failover.testing.roles import with_test_roles

@@ -26,8 +26,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_failover.providers.client import Budgets, build_http_client
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.providers.registry import complete
+from agent_failover.resilience.models import ChatRequest, Message
 from bench.overhead import PRIMARY, SimProcess
 
 BUDGETS = Budgets(connect_s=5.0, ttft_s=10.0, idle_s=10.0, total_s=30.0)

@@ -29,8 +29,8 @@ from agent_failover.providers.anthropic import AnthropicStream
 from agent_failover.providers.base import Call, StreamState
 from agent_failover.providers.bedrock import BedrockStream
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.endpoint import EndpointConfig
-from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.resilience.endpoint import EndpointConfig
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.testing.sim.wire import eventstream as es
 from agent_failover.testing.sim.wire.base import sse
 

@@ -19,8 +19,8 @@ from typing import Any
 from rich.table import Table
 
 from agent_failover.codec import ENV_KEYS
-from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.contracts import AgentOutput, Capability
+from agent_failover.resilience.errors import ErrorClass
 from agent_failover.resilience.windows import percentile
 
 #: Error classes that are semantic validation failures (the pass rate's "fail").

@@ -38,9 +38,9 @@ from agent_failover.providers.base import (
 )
 from agent_failover.providers.classify import stream_error_event
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.endpoint import EndpointConfig
-from agent_failover.providers.errors import ContentFilterError
-from agent_failover.providers.models import (
+from agent_failover.resilience.endpoint import EndpointConfig
+from agent_failover.resilience.errors import ContentFilterError
+from agent_failover.resilience.models import (
     ChatReply,
     ChatRequest,
     FinishReason,

@@ -1,7 +1,7 @@
 """Cloud credentials at call time: Entra ID and Google OAuth bearer tokens, AWS SigV4.
 
 Nothing here is configuration: a policy only says *which* method a route uses
-(:class:`~providers.endpoint.AuthMethod`); the secret material comes from the
+(:class:`~resilience.endpoint.AuthMethod`); the secret material comes from the
 platform's own credential chain when a call is made — ``azure-identity``'s
 ``DefaultAzureCredential``, ``google-auth``'s application default credentials (service
 account file, workload identity, metadata server), botocore's chain (env, profile, SSO,
@@ -13,8 +13,8 @@ route and call. :class:`TokenCache` refreshes a bearer token *before* it expires
 margin ahead of ``expires_at``, measured with the call's injected clock), with one
 refresh in flight at a time; the blocking library calls run in a thread. Every failure
 becomes one typed error: no credentials, a rejected refresh or a missing extra is an
-:class:`~providers.errors.AuthError` for the route; an unreachable token endpoint is a
-:class:`~providers.errors.ConnectError`. Tokens and session tokens are returned as
+:class:`~resilience.errors.AuthError` for the route; an unreachable token endpoint is a
+:class:`~resilience.errors.ConnectError`. Tokens and session tokens are returned as
 secrets so the adapter masks them in any error text.
 """
 
@@ -29,8 +29,6 @@ from typing import Any, Protocol
 import httpx
 
 from agent_failover.providers.classify import MAX_MESSAGE_CHARS, scrub
-from agent_failover.providers.endpoint import AuthMethod, EndpointConfig
-from agent_failover.providers.errors import AuthError, ConnectError, ProviderError
 from agent_failover.providers.extras import (
     AZURE_IDENTITY,
     BOTOCORE,
@@ -39,6 +37,8 @@ from agent_failover.providers.extras import (
     MissingExtraError,
     require,
 )
+from agent_failover.resilience.endpoint import AuthMethod, EndpointConfig
+from agent_failover.resilience.errors import AuthError, ConnectError, ProviderError
 
 #: Refresh a bearer token when it has less than this left (google-auth's own is 3m45s).
 DEFAULT_REFRESH_MARGIN_S = 300.0

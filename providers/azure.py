@@ -24,8 +24,8 @@ import httpx
 from agent_failover.providers import openai
 from agent_failover.providers.base import Call, ProgressCallback, ReplyParts, run_json, run_stream
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.endpoint import DEFAULT_AZURE_API_VERSION, EndpointConfig
-from agent_failover.providers.models import ChatReply, ChatRequest
+from agent_failover.resilience.endpoint import DEFAULT_AZURE_API_VERSION, EndpointConfig
+from agent_failover.resilience.models import ChatReply, ChatRequest
 
 
 def url(endpoint: EndpointConfig) -> str:

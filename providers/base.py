@@ -9,7 +9,7 @@ request when the route authenticates through a cloud credential chain
 (:mod:`providers.auth`), hold an endpoint connection slot, send once, enforce the
 :class:`Budgets` around every chunk (headers, first token, idle gap, total, trailer
 grace), skip and count malformed events, report progress, and turn every failure into
-exactly one :class:`~providers.errors.ProviderError` with the partial text and without
+exactly one :class:`~resilience.errors.ProviderError` with the partial text and without
 any key, token or secret header value.
 """
 
@@ -37,8 +37,9 @@ from agent_failover.providers.classify import (
     classify_stream_end,
 )
 from agent_failover.providers.client import Budgets, FailoverHTTPClient
-from agent_failover.providers.endpoint import AuthMethod, EndpointConfig
-from agent_failover.providers.errors import (
+from agent_failover.providers.sse import SSEDecoder, SSEEvent
+from agent_failover.resilience.endpoint import AuthMethod, EndpointConfig
+from agent_failover.resilience.errors import (
     AuthError,
     ConnectError,
     MalformedStreamError,
@@ -46,9 +47,8 @@ from agent_failover.providers.errors import (
     OversizedOutputError,
     ProviderError,
 )
-from agent_failover.providers.models import ChatReply, ChatRequest, FinishReason, ToolCall, Usage
-from agent_failover.providers.sse import SSEDecoder, SSEEvent
-from agent_failover.providers.tokens import estimate_request_tokens, estimate_tokens
+from agent_failover.resilience.estimate import estimate_request_tokens, estimate_tokens
+from agent_failover.resilience.models import ChatReply, ChatRequest, FinishReason, ToolCall, Usage
 
 #: ``on_progress(text_so_far, tokens)``; may be sync or async (e.g. an activity heartbeat).
 ProgressCallback = Callable[[str, int], Awaitable[None] | None]

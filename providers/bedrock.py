@@ -56,11 +56,11 @@ from agent_failover.providers.base import (
 )
 from agent_failover.providers.classify import stream_error_event
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.endpoint import EndpointConfig
-from agent_failover.providers.errors import AuthError, ContentFilterError
 from agent_failover.providers.eventstream import EventStreamDecoder, Frame
 from agent_failover.providers.extras import BOTOCORE, MissingExtraError, require
-from agent_failover.providers.models import ChatReply, ChatRequest, FinishReason, Message, ToolCall
+from agent_failover.resilience.endpoint import EndpointConfig
+from agent_failover.resilience.errors import AuthError, ContentFilterError
+from agent_failover.resilience.models import ChatReply, ChatRequest, FinishReason, Message, ToolCall
 
 _FINISH = {
     "end_turn": FinishReason.STOP,

@@ -1,7 +1,7 @@
 """Classification at the provider boundary: status, body, headers, exceptions → one typed error.
 
 Every function here is pure and total. :func:`classify_status` maps every status code
-100-599 with any body and any headers to exactly one :class:`~providers.errors.ProviderError`;
+100-599 with any body and any headers to exactly one :class:`~resilience.errors.ProviderError`;
 :func:`classify_exception` does the same for every exception an HTTP call can raise, by
 the phase the call was in; :func:`classify_stream_end` for every way a stream can end.
 None of them raises. Cool-down hints are read from ``retry-after-ms``, ``retry-after``
@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from agent_failover.providers.errors import (
+from agent_failover.resilience.errors import (
     AuthError,
     ConnectError,
     ContentFilterError,

@@ -29,8 +29,8 @@ from contextlib import asynccontextmanager
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_failover.providers.endpoint import EndpointConfig
-from agent_failover.providers.errors import NoResponseError
+from agent_failover.resilience.endpoint import EndpointConfig
+from agent_failover.resilience.errors import NoResponseError
 
 DEFAULT_CONNECT_S = 5.0
 DEFAULT_TTFT_S = 20.0

@@ -14,7 +14,7 @@ import importlib
 import importlib.util
 from types import ModuleType
 
-from agent_failover.providers.endpoint import AuthMethod, EndpointConfig, ProviderKind
+from agent_failover.resilience.endpoint import AuthMethod, EndpointConfig, ProviderKind
 
 #: module → (extra, what needs it)
 BOTOCORE = ("botocore", "bedrock")

@@ -36,13 +36,13 @@ from agent_failover.providers.base import (
 )
 from agent_failover.providers.classify import stream_error_event
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.endpoint import EndpointConfig
-from agent_failover.providers.errors import (
+from agent_failover.resilience.endpoint import EndpointConfig
+from agent_failover.resilience.errors import (
     ContentFilterError,
     MalformedStreamError,
     MalformedToolCallError,
 )
-from agent_failover.providers.models import (
+from agent_failover.resilience.models import (
     TOOL_CHOICE_MODES,
     ChatReply,
     ChatRequest,

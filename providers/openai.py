@@ -38,9 +38,10 @@ from agent_failover.providers.base import (
 )
 from agent_failover.providers.classify import stream_error_event
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.endpoint import Cloud, EndpointConfig
-from agent_failover.providers.errors import ContentFilterError, Decision, InvalidRequestError
-from agent_failover.providers.models import (
+from agent_failover.providers.sse import SSEEvent
+from agent_failover.resilience.endpoint import Cloud, EndpointConfig
+from agent_failover.resilience.errors import ContentFilterError, Decision, InvalidRequestError
+from agent_failover.resilience.models import (
     TOOL_CHOICE_MODES,
     ChatReply,
     ChatRequest,
@@ -48,7 +49,6 @@ from agent_failover.providers.models import (
     Message,
     ToolCall,
 )
-from agent_failover.providers.sse import SSEEvent
 
 #: ``response_format.json_schema.name`` of structured output.
 SCHEMA_NAME = "output"

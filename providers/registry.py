@@ -2,7 +2,7 @@
 
 ``complete`` makes exactly one attempt, always: there is no loop here or below it.
 Whether to try again, on this route or another, is decided by the caller from the
-typed error's :class:`~providers.errors.Decision`.
+typed error's :class:`~resilience.errors.Decision`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import httpx
 from agent_failover.providers import anthropic, azure, bedrock, gemini, openai, vertex
 from agent_failover.providers.base import ProgressCallback
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.endpoint import Cloud, EndpointConfig, ProviderKind
-from agent_failover.providers.models import ChatReply, ChatRequest
+from agent_failover.resilience.endpoint import Cloud, EndpointConfig, ProviderKind
+from agent_failover.resilience.models import ChatReply, ChatRequest
 
 Adapter = Callable[..., Awaitable[ChatReply]]
 
@@ -57,7 +57,7 @@ async def complete(
     (sync or async) receives ``(text_so_far, estimated_tokens)`` as tokens arrive, for
     heartbeats. ``now`` (epoch seconds) interprets date-valued Retry-After headers and
     decides when a cached cloud token is due for refresh. Raises only
-    :class:`~providers.errors.ProviderError` subclasses (and cancellation).
+    :class:`~resilience.errors.ProviderError` subclasses (and cancellation).
     """
     adapter = adapter_for(endpoint)
     return await adapter(client, endpoint, request, budgets, on_progress=on_progress, now=now)

@@ -4,7 +4,7 @@ Runs after every successful call. A reply can be a perfectly valid HTTP exchange
 still be useless: empty, cut at ``max_tokens`` where complete JSON was required, not
 JSON, not matching the schema, carrying a tool call whose arguments do not parse, or too
 big to enter workflow history (``max_reply_bytes``).
-Each of those raises its :class:`~providers.errors.SemanticError` so the route's
+Each of those raises its :class:`~resilience.errors.SemanticError` so the route's
 semantic-failure rate sees it and the caller fails over. No IO, no clock.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import SchemaError
 
-from agent_failover.providers.errors import (
+from agent_failover.resilience.errors import (
     EmptyOutputError,
     InvalidOutputError,
     InvalidRequestError,
@@ -26,7 +26,7 @@ from agent_failover.providers.errors import (
     OversizedOutputError,
     TruncatedOutputError,
 )
-from agent_failover.providers.models import ChatReply, FinishReason
+from agent_failover.resilience.models import ChatReply, FinishReason
 
 #: How much of the offending output an error quotes in its message.
 MAX_QUOTE_CHARS = 120

@@ -32,8 +32,8 @@ import httpx
 from agent_failover.providers import anthropic, gemini
 from agent_failover.providers.base import Call, ProgressCallback, ReplyParts, run_json, run_stream
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.endpoint import EndpointConfig, ProviderKind
-from agent_failover.providers.models import ChatReply, ChatRequest
+from agent_failover.resilience.endpoint import EndpointConfig, ProviderKind
+from agent_failover.resilience.models import ChatReply, ChatRequest
 
 #: ``anthropic_version`` Vertex expects in the body of a Claude request.
 VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"

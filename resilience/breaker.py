@@ -49,9 +49,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome, WindowStats
+from agent_failover.resilience.errors import ErrorClass
 
 
 class BreakerReason(StrEnum):

@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any
 
-from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.resilience.models import ChatRequest, Message
 
 CACHE_KEY_VERSION = 1
 _WS = re.compile(r"\s+")

@@ -25,7 +25,7 @@ from typing import Any
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from agent_failover.providers.endpoint import EndpointConfig
+from agent_failover.resilience.endpoint import EndpointConfig
 from agent_failover.resilience.limits import MAX_REPLY_BYTES_LIMIT
 from agent_failover.resilience.qualification import (
     QualificationLock,

@@ -10,9 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agent_failover.providers.errors import ErrorClass
-from agent_failover.providers.models import FinishReason, ToolCall, Usage
 from agent_failover.resilience.budget import BucketLevel
+from agent_failover.resilience.errors import ErrorClass
+from agent_failover.resilience.models import FinishReason, ToolCall, Usage
 
 
 class BreakerState(StrEnum):

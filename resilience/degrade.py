@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from agent_failover.providers.errors import CLASSIFICATION, ErrorClass
 from agent_failover.resilience.config import DEFAULT_CACHE_MAX_STALENESS_S, RolePolicy
 from agent_failover.resilience.contracts import (
     NON_FAILURE_OUTCOMES,
@@ -35,6 +34,7 @@ from agent_failover.resilience.contracts import (
     Capability,
     ReasonCode,
 )
+from agent_failover.resilience.errors import CLASSIFICATION, ErrorClass
 
 TIER_CONFIDENCE = {0: 1.0, 1: 0.95, 2: 0.8}
 CACHE_CONFIDENCE = 0.6

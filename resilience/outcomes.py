@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from agent_failover.providers.errors import CLASSIFICATION, Decision, ErrorClass
 from agent_failover.resilience.contracts import ReasonCode
 from agent_failover.resilience.degrade import reason_codes_for
+from agent_failover.resilience.errors import CLASSIFICATION, Decision, ErrorClass
 
 #: Cool-down when a COOLDOWN-class error carried no Retry-After.
 DEFAULT_COOLDOWN_S = 30.0

@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agent_failover.providers.models import ChatRequest, Message, Priority
 from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
+from agent_failover.resilience.models import ChatRequest, Message, Priority
 
 #: Confidence cap applied to the final answer per degraded section (uncertainty widens).
 DEGRADED_SECTION_PENALTY = 0.15

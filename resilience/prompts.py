@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent_failover.providers.endpoint import EndpointConfig
-from agent_failover.providers.models import ChatRequest
 from agent_failover.resilience.config import FewShotExample, PromptVariant, RolePolicy
+from agent_failover.resilience.endpoint import EndpointConfig
+from agent_failover.resilience.models import ChatRequest
 
 DEFAULT_VARIANT = "default"
 #: The variant id of a call whose caller set ``request.system`` itself (never replaced).

@@ -31,7 +31,7 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agent_failover.providers.models import ChatRequest, Message
+from agent_failover.resilience.models import ChatRequest, Message
 
 #: An item passes when its score is at least this (exact/normalized score 0 or 1).
 DEFAULT_PASS_THRESHOLD = 0.5

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from agent_failover.providers.endpoint import EndpointConfig
 from agent_failover.resilience.config import LatencySLA, ScoringWeights
 from agent_failover.resilience.contracts import WindowStats
+from agent_failover.resilience.endpoint import EndpointConfig
 from agent_failover.resilience.quality import ScoreResult as ScoreResult
 from agent_failover.resilience.quality import ScorerSpec as ScorerSpec
 from agent_failover.resilience.quality import judge_request as judge_request

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from agent_failover.providers.models import ChatRequest, Message, Priority
 from agent_failover.resilience.config import PolicyConfig, RolePolicy
 from agent_failover.resilience.contracts import BreakerState, HealthSnapshot
+from agent_failover.resilience.models import ChatRequest, Message, Priority
 from agent_failover.resilience.tokens import estimate_tokens
 from agent_failover.resilience.triage import triage
 

@@ -9,7 +9,7 @@ tokenizer per vendor would be IO-heavy and model-specific. The default heuristic
   ``REQUEST_OVERHEAD_TOKENS``; tool calls count their name and JSON arguments as text;
   the system prompt, JSON schema and prefill count as text too.
 
-:func:`estimate_tokens` is ``providers.tokens.estimate_request_tokens`` (part of the
+:func:`estimate_tokens` is ``resilience.estimate.estimate_request_tokens`` (part of the
 pure provider vocabulary the core may import), so the size the workflow puts in the
 planner's facts and the size triage cuts to agree. :func:`heuristic_tokens` is the
 simpler per-message estimate triage uses to rank messages.
@@ -21,8 +21,8 @@ import json
 import math
 from collections.abc import Callable
 
-from agent_failover.providers.models import ChatRequest, Message
-from agent_failover.providers.tokens import estimate_request_tokens
+from agent_failover.resilience.estimate import estimate_request_tokens
+from agent_failover.resilience.models import ChatRequest, Message
 
 MESSAGE_OVERHEAD_TOKENS = 4
 REQUEST_OVERHEAD_TOKENS = 3

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from agent_failover.providers.models import ChatRequest, Message, Priority
 from agent_failover.resilience.contracts import ReasonCode
+from agent_failover.resilience.models import ChatRequest, Message, Priority
 from agent_failover.resilience.tokens import Estimator, estimate_tokens
 
 _RANK = {Priority.BACKGROUND: 0, Priority.SUPPORTING: 1, Priority.CRITICAL: 2}

@@ -21,9 +21,9 @@ from typing import Any, Protocol
 from temporalio.client import Client, WorkflowFailureError
 
 from agent_failover.activities.llm import BULKHEAD_FULL
-from agent_failover.providers.endpoint import Prices
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.endpoint import Prices
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.outcomes import BREAKER_REJECTED, RATE_BUDGET
 from agent_failover.testing.drill import DrillFile, Outcome, Sample
 from agent_failover.testing.sim.admin import SimAdmin

@@ -15,8 +15,8 @@ from pydantic import BaseModel, model_serializer
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from agent_failover.providers.models import ChatRequest
     from agent_failover.resilience.contracts import AgentOutput
+    from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.options import CallOptions
     from agent_failover.workflows.inputs import workflow_input
     from agent_failover.workflows.resilient import resilient_complete

@@ -35,8 +35,8 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.models import ToolCallInput, ToolCallResult
-    from agent_failover.providers.models import ChatRequest, Message, ToolCall, ToolSpec
     from agent_failover.resilience.contracts import AgentOutput, ReasonCode
+    from agent_failover.resilience.models import ChatRequest, Message, ToolCall, ToolSpec
     from agent_failover.resilience.options import CallOptions
     from agent_failover.resilience.saga import (
         EFFECT_ID_FIELD,

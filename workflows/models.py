@@ -9,9 +9,9 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from agent_failover.activities.models import HealthTable, ProbeResult
-from agent_failover.providers.models import Priority
 from agent_failover.resilience.contracts import AgentOutput, AttemptRecord, BreakerState
 from agent_failover.resilience.limits import MAX_RESULT_BYTES, clip
+from agent_failover.resilience.models import Priority
 from agent_failover.resilience.notify import NotifyResult
 from agent_failover.resilience.pipeline import FailoverSummary
 from agent_failover.resilience.saga import CompensationEntry, CompensationLog

@@ -52,7 +52,6 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
     )
     from agent_failover.activities.tools import NON_RETRYABLE_TOOL_ERRORS
-    from agent_failover.providers.models import ToolSpec
     from agent_failover.providers.validate import parse_json_output
     from agent_failover.resilience.contracts import (
         AgentOutput,
@@ -60,6 +59,7 @@ with workflow.unsafe.imports_passed_through():
         Capability,
         ReasonCode,
     )
+    from agent_failover.resilience.models import ToolSpec
     from agent_failover.resilience.notify import NotifyResult
     from agent_failover.resilience.pipeline import (
         REVISE,

@@ -23,9 +23,9 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.llm import LLMActivities
     from agent_failover.activities.models import RoleContext, RoleContextInput
-    from agent_failover.providers.models import ChatRequest
     from agent_failover.resilience.config import RerunSettings, RolePolicy, role_scorer
     from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
+    from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.options import CallOptions, OnExhausted, RosterOverride
     from agent_failover.resilience.quality import score_local
     from agent_failover.resilience.shadow import (

@@ -36,8 +36,6 @@ with workflow.unsafe.imports_passed_through():
         RoleContext,
         RoleContextInput,
     )
-    from agent_failover.providers.models import ChatRequest, FinishReason
-    from agent_failover.providers.tokens import estimate_request_tokens
     from agent_failover.resilience.cachekey import cache_key
     from agent_failover.resilience.config import (
         ContentFilterMode,
@@ -52,7 +50,9 @@ with workflow.unsafe.imports_passed_through():
         ReasonCode,
     )
     from agent_failover.resilience.degrade import cached_output, confidence_for, static_output
+    from agent_failover.resilience.estimate import estimate_request_tokens
     from agent_failover.resilience.limits import MAX_REQUEST_BYTES
+    from agent_failover.resilience.models import ChatRequest, FinishReason
     from agent_failover.resilience.options import (
         CallOptions,
         OnExhausted,

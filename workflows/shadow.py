@@ -28,10 +28,10 @@ with workflow.unsafe.imports_passed_through():
         ShadowInput,
         ShadowResult,
     )
-    from agent_failover.providers.models import ChatRequest
     from agent_failover.resilience.config import RolePolicy
     from agent_failover.resilience.contracts import HealthSnapshot
     from agent_failover.resilience.limits import clip
+    from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.shadow import is_sampled, shadow_targets
 
 #: workflow.patched id of shadow evaluation (a sampled call starts a child workflow).

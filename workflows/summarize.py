@@ -17,9 +17,9 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.llm import LLMActivities
     from agent_failover.activities.models import CallModelInput, CallModelResult
-    from agent_failover.providers.models import ChatRequest
     from agent_failover.resilience.config import PolicyConfig, RolePolicy
     from agent_failover.resilience.contracts import HealthSnapshot
+    from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.summarize import plan_summary, summary_route, with_summary
 
 #: workflow.patched id of summarization before truncation (a new activity before the

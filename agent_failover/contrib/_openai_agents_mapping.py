@@ -41,8 +41,8 @@ from openai.types.responses import (
 )
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from agent_failover.providers.models import ChatRequest, Message, ToolCall, ToolSpec
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.models import ChatRequest, Message, ToolCall, ToolSpec
 
 
 class UnsupportedInputItem(UserError):

@@ -51,8 +51,8 @@ from pydantic_ai.models._tool_choice import resolve_tool_choice
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
-from agent_failover.providers.models import ChatRequest, FinishReason, Message, ToolCall, ToolSpec
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.models import ChatRequest, FinishReason, Message, ToolCall, ToolSpec
 
 #: Key of the degradation contract in ``ModelResponse.provider_details``.
 CONTRACT_KEY = "agent_failover"

@@ -49,8 +49,8 @@ from agent_failover.contrib._openai_agents_mapping import (
     to_chat_request,
     to_model_response,
 )
-from agent_failover.providers.models import ChatRequest
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.models import ChatRequest
 from agent_failover.resilience.options import CallOptions
 
 __all__ = [

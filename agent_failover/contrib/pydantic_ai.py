@@ -57,8 +57,8 @@ from agent_failover.contrib._pydantic_ai_mapping import (
     to_chat_request,
     to_model_response,
 )
-from agent_failover.providers.models import ChatRequest
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.models import ChatRequest
 from agent_failover.resilience.options import CallOptions
 
 __all__ = [

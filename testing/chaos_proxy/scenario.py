@@ -31,7 +31,6 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from agent_failover.providers.endpoint import Cloud, ProviderKind
 from agent_failover.providers.redact import (  # noqa: F401  (re-exported: what may be printed)
     REDACTED,
     SECRET_NAMES,
@@ -39,6 +38,7 @@ from agent_failover.providers.redact import (  # noqa: F401  (re-exported: what 
     redact_headers,
     redact_target,
 )
+from agent_failover.resilience.endpoint import Cloud, ProviderKind
 from agent_failover.testing.sim.faults import OUTPUT_KINDS, Fault, FaultKind
 from agent_failover.testing.sim.scenario import Scenario, ScenarioEvent
 from agent_failover.testing.sim.wire import CLOUD_WIRES, WIRES, Operation, WireFormat

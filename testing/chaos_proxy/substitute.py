@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from agent_failover.providers.endpoint import Cloud, ProviderKind
+from agent_failover.resilience.endpoint import Cloud, ProviderKind
 from agent_failover.testing.sim.clock import Clock
 from agent_failover.testing.sim.config import LatencyModel, SimConfig, SimEndpoint
 from agent_failover.testing.sim.content import ParsedRequest, build_reply

@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_failover.config import DEFAULT_SIM_CONFIG_PATH
-from agent_failover.providers.endpoint import (
+from agent_failover.resilience.endpoint import (
     CLOUD_PROVIDERS,
     AuthMethod,
     Cloud,

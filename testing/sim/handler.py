@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from agent_failover.providers.endpoint import ProviderKind
+from agent_failover.resilience.endpoint import ProviderKind
 from agent_failover.testing.sim.clock import Clock
 from agent_failover.testing.sim.config import SimEndpoint
 from agent_failover.testing.sim.content import (

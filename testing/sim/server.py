@@ -20,7 +20,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from agent_failover.providers.endpoint import EndpointConfig
+from agent_failover.resilience.endpoint import EndpointConfig
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.admin_api import STATE_KEY, add_admin_routes
 from agent_failover.testing.sim.clock import Clock

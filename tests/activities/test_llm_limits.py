@@ -17,9 +17,9 @@ from agent_failover.activities.llm import HEARTBEAT_TAIL_CHARS, LLMActivities
 from agent_failover.activities.models import CallModelInput, RoleContextInput
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.limits import MAX_FAILURE_MESSAGE_CHARS, PARTIAL_TEXT_TAIL_CHARS
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.health import MemoryHealthStore
 from tests.providers.wire import OPENAI

@@ -22,7 +22,6 @@ from agent_failover.activities.models import (
     policy_ref,
     register_policy_store,
 )
-from agent_failover.providers.models import ChatReply, ChatRequest, Message
 from agent_failover.resilience.cachekey import cache_key
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import (
@@ -32,6 +31,7 @@ from agent_failover.resilience.contracts import (
     RouteHealth,
     WindowStats,
 )
+from agent_failover.resilience.models import ChatReply, ChatRequest, Message
 from agent_failover.resilience.planner import RequestFacts, plan
 from agent_failover.resilience.shadow import primary_restored
 

@@ -16,9 +16,9 @@ from agent_failover.activities.llm import LLMActivities
 from agent_failover.activities.models import CallModelInput, HealthTableInput, RoleContextInput
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import parse_policy
-from agent_failover.providers.models import ChatRequest, Message
-from agent_failover.providers.tokens import estimate_request_tokens
 from agent_failover.resilience.config import PolicyConfig
+from agent_failover.resilience.estimate import estimate_request_tokens
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.outcomes import RATE_BUDGET
 from agent_failover.resilience.planner import RequestFacts, SkipReason, plan
 from agent_failover.stores.cache import MemoryResponseCache

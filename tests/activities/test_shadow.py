@@ -8,9 +8,9 @@ import time
 
 from agent_failover.activities.shadow import ShadowActivities, ShadowInput
 from agent_failover.providers.client import build_http_client
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig, ShadowSettings
 from agent_failover.resilience.contracts import BreakerState
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.quality import ScorerSpec
 from agent_failover.stores.health import MemoryHealthStore
 from agent_failover.testing.sim.admin import SimAdmin

@@ -9,9 +9,9 @@ import uuid
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.testing.chaos_proxy import ProxyIdentity, ProxyScenario, start_chaos_proxy
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.clock import FakeClock

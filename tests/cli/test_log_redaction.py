@@ -13,8 +13,8 @@ import pytest
 from agent_failover import logs
 from agent_failover.logs import RedactSecrets, configure_logging, redact_policy_secrets
 from agent_failover.providers.client import Budgets, build_http_client
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.providers.registry import complete
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.testing.sim.server import start_simulator
 
 KEY = "SENTINEL-gemini-7f3a9c1e"  # not key-shaped: masked by name and by env value

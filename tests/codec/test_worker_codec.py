@@ -16,8 +16,8 @@ from temporalio.worker import Worker
 from agent_failover.codec import META_KEY_ID, generate_key, is_encrypted
 from agent_failover.connect import connect_client
 from agent_failover.plugin import FailoverPlugin
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.testing.harness import build_harness, running
 from agent_failover.testing.sim.admin import SimAdmin
 from tests.codec.conftest import codec_with, encrypting_client

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from agent_failover.cli.drill import draw_timelines, report_table
 from agent_failover.cli.main import app
-from agent_failover.providers.endpoint import Prices
-from agent_failover.providers.models import ChatRequest
+from agent_failover.resilience.endpoint import Prices
+from agent_failover.resilience.models import ChatRequest
 from agent_failover.testing.drill import DrillFile, Sample, summarise
 from agent_failover.testing.drill_run import ArmResult, run_drill
 from agent_failover.testing.fault_transport import FaultTransport

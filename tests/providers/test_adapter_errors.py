@@ -11,10 +11,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from agent_failover.providers import errors as E
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.providers.registry import complete
+from agent_failover.resilience import errors as E
+from agent_failover.resilience.models import ChatRequest, Message
 from tests.providers.wire import (
     OVERLOAD_KIND,
     SENTINEL_KEY,

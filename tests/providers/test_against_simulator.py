@@ -20,14 +20,14 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_failover.providers import errors as E
 from agent_failover.providers.classify import DEFAULT_QUOTA_COOLDOWN_S
 from agent_failover.providers.client import Budgets, build_http_client
-from agent_failover.providers.endpoint import EndpointConfig
-from agent_failover.providers.errors import Decision
-from agent_failover.providers.models import ChatReply, ChatRequest, Message
 from agent_failover.providers.registry import complete
 from agent_failover.providers.validate import validate_reply
+from agent_failover.resilience import errors as E
+from agent_failover.resilience.endpoint import EndpointConfig
+from agent_failover.resilience.errors import Decision
+from agent_failover.resilience.models import ChatReply, ChatRequest, Message
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.faults import Fault, FaultKind
 from agent_failover.testing.sim.server import RunningSimulator, start_simulator

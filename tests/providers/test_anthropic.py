@@ -8,8 +8,8 @@ import httpx
 
 from agent_failover.providers import anthropic
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.models import ChatRequest, FinishReason, Message, ToolCall, ToolSpec
 from agent_failover.providers.registry import complete
+from agent_failover.resilience.models import ChatRequest, FinishReason, Message, ToolCall, ToolSpec
 from tests.providers.wire import SENTINEL_KEY, anthropic_json, endpoint, sse, stream_response
 
 EP = endpoint("anthropic-us-east", max_output_tokens=1000)

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from agent_failover.providers import errors as E
 from agent_failover.providers.auth import (
     AccessToken,
     CredentialStore,
@@ -22,10 +21,11 @@ from agent_failover.providers.auth import (
     credential_error,
 )
 from agent_failover.providers.client import Budgets, build_http_client
-from agent_failover.providers.endpoint import EndpointConfig
 from agent_failover.providers.extras import missing_extras
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.providers.registry import complete
+from agent_failover.resilience import errors as E
+from agent_failover.resilience.endpoint import EndpointConfig
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.testing.sim.config import load_sim_config
 from agent_failover.testing.sim.server import RunningSimulator, start_simulator
 

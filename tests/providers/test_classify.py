@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_failover.providers import errors as E
 from agent_failover.providers.classify import (
     DEFAULT_QUOTA_COOLDOWN_S,
     MAX_RETRY_AFTER_S,
@@ -24,6 +23,7 @@ from agent_failover.providers.classify import (
     parse_go_duration,
     parse_retry_after,
 )
+from agent_failover.resilience import errors as E
 
 NOW = 1_750_000_000.0
 
@@ -347,7 +347,7 @@ def test_error_event_decisions(error, decision):
 def test_anthropic_output_filter_400_is_content_filter() -> None:
     """Anthropic's 400 "Output blocked by content filtering policy" is a content filter."""
     from agent_failover.providers.classify import classify_status
-    from agent_failover.providers.errors import ContentFilterError
+    from agent_failover.resilience.errors import ContentFilterError
 
     body = (
         b'{"type":"error","error":{"type":"invalid_request_error",'

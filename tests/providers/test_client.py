@@ -8,10 +8,10 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from agent_failover.providers import errors as E
 from agent_failover.providers.client import Budgets, FailoverHTTPClient, build_http_client
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.providers.registry import complete
+from agent_failover.resilience import errors as E
+from agent_failover.resilience.models import ChatRequest, Message
 from tests.providers.wire import (
     SENTINEL_KEY,
     anthropic_stream,

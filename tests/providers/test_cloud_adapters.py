@@ -17,12 +17,12 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_failover.providers import errors as E
 from agent_failover.providers.auth import AzureTokenSource, CredentialStore
 from agent_failover.providers.auth import attach_credentials as attach
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.models import ChatRequest, Message, ToolSpec
 from agent_failover.providers.registry import complete
+from agent_failover.resilience import errors as E
+from agent_failover.resilience.models import ChatRequest, Message, ToolSpec
 from agent_failover.testing.sim.wire import eventstream as es
 from agent_failover.testing.sim.wire.bedrock import sigv4_problem
 from tests.providers.wire import (

@@ -15,10 +15,10 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from agent_failover.providers import errors as E
 from agent_failover.providers.client import Budgets, build_http_client
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.providers.registry import complete
+from agent_failover.resilience import errors as E
+from agent_failover.resilience.models import ChatRequest, Message
 from tests.providers.wire import SENTINEL_KEY, endpoint, openai_stream
 
 Q = ChatRequest(messages=[Message(role="user", content="q")])

@@ -7,10 +7,10 @@ import json
 import httpx
 import pytest
 
-from agent_failover.providers import errors as E
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.models import ChatRequest, FinishReason, Message, ToolCall, ToolSpec
 from agent_failover.providers.registry import complete
+from agent_failover.resilience import errors as E
+from agent_failover.resilience.models import ChatRequest, FinishReason, Message, ToolCall, ToolSpec
 from tests.providers.wire import (
     SENTINEL_KEY,
     _chunk,

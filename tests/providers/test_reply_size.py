@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from agent_failover.providers import errors as E
 from agent_failover.providers.client import Budgets
-from agent_failover.providers.models import ChatReply, FinishReason, ToolCall
 from agent_failover.providers.registry import complete
 from agent_failover.providers.validate import reply_bytes, validate_reply
+from agent_failover.resilience import errors as E
+from agent_failover.resilience.models import ChatReply, FinishReason, ToolCall
 from tests.providers.test_adapter_errors import WIRE_IDS, assert_no_key, request
 from tests.providers.wire import WIRES, Wire, endpoint, stream_response
 

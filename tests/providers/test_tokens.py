@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_failover.providers.models import ChatRequest, Message, ToolCall
-from agent_failover.providers.tokens import estimate_request_tokens, estimate_tokens
+from agent_failover.resilience.estimate import estimate_request_tokens, estimate_tokens
+from agent_failover.resilience.models import ChatRequest, Message, ToolCall
 
 
 def test_empty_and_tiny():

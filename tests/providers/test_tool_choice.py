@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from agent_failover.providers import anthropic, gemini, openai
-from agent_failover.providers.models import ChatRequest, Message, ToolSpec
+from agent_failover.resilience.models import ChatRequest, Message, ToolSpec
 from tests.providers.wire import endpoint
 
 TOOLS = [ToolSpec(name="lookup", description="find a record"), ToolSpec(name="refund")]

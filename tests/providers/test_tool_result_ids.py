@@ -7,7 +7,7 @@ assistant's ``tool_calls``; each adapter must carry that link in its own wire fo
 from __future__ import annotations
 
 from agent_failover.providers import anthropic, bedrock, gemini, openai
-from agent_failover.providers.models import ChatRequest, Message, ToolCall, ToolSpec
+from agent_failover.resilience.models import ChatRequest, Message, ToolCall, ToolSpec
 from tests.providers.wire import endpoint
 
 CALLS = [

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent_failover.providers import errors as E
-from agent_failover.providers.models import ChatReply, FinishReason, ToolCall
 from agent_failover.providers.validate import validate_reply
+from agent_failover.resilience import errors as E
+from agent_failover.resilience.models import ChatReply, FinishReason, ToolCall
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from agent_failover.providers.endpoint import EndpointConfig, Prices
+from agent_failover.resilience.endpoint import EndpointConfig, Prices
 from agent_failover.testing.sim.wire import eventstream as es
 
 SENTINEL_KEY = "sk-SENTINEL-do-not-leak-0123456789abcdef"

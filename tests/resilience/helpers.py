@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.contracts import CallOutcome, WindowStats
+from agent_failover.resilience.errors import ErrorClass
 
 # Property tests must stay fast on a 2-core CI box and never flake on timing; applied
 # per test (not as a global profile) so other suites keep their own settings.

@@ -7,7 +7,6 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.aggregates import (
     bin_upper,
     bucket_fields,
@@ -21,6 +20,7 @@ from agent_failover.resilience.aggregates import (
     window_seconds,
 )
 from agent_failover.resilience.contracts import CallOutcome
+from agent_failover.resilience.errors import ErrorClass
 
 
 def test_bucket_fields_of_each_kind() -> None:

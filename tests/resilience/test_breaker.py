@@ -6,7 +6,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.breaker import (
     TRANSITIONS,
     Breaker,
@@ -21,6 +20,7 @@ from agent_failover.resilience.breaker import (
 )
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome
+from agent_failover.resilience.errors import ErrorClass
 from agent_failover.resilience.windows import RollingWindow, breaker_stats
 from tests.resilience.conftest import FakeClock
 from tests.resilience.helpers import fail, ok, rate_limited, stats

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_failover.providers.models import ChatRequest, Message, Priority
 from agent_failover.resilience.cachekey import cache_key
+from agent_failover.resilience.models import ChatRequest, Message, Priority
 from tests.resilience.helpers import PROPERTY
 
 

@@ -10,13 +10,6 @@ import pytest
 import yaml
 
 from agent_failover.config.loader import check_policy_file, load_policy
-from agent_failover.providers.endpoint import (
-    AuthMethod,
-    Capabilities,
-    Cloud,
-    EndpointConfig,
-    Prices,
-)
 from agent_failover.resilience.config import (
     DEFAULT_ERROR_RATE_THRESHOLD,
     DEFAULT_HYSTERESIS_MARGIN,
@@ -38,6 +31,13 @@ from agent_failover.resilience.config import (
     ShadowSettings,
     StaticFallback,
     parse_policy,
+)
+from agent_failover.resilience.endpoint import (
+    AuthMethod,
+    Capabilities,
+    Cloud,
+    EndpointConfig,
+    Prices,
 )
 from tests.resilience.conftest import DEMO_POLICY, EXAMPLE_POLICY
 

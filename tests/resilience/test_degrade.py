@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AttemptRecord, Capability, ReasonCode
 from agent_failover.resilience.degrade import confidence_for, reason_codes_for, static_output
+from agent_failover.resilience.errors import ErrorClass
 
 
 @pytest.mark.parametrize("error_class", list(ErrorClass))

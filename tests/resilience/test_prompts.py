@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig, PolicyError
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.prompts import (
     DEFAULT_VARIANT,
     SCHEMA_INSTRUCTION,

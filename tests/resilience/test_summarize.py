@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agent_failover.providers.models import ChatRequest, Message, Priority
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
+from agent_failover.resilience.models import ChatRequest, Message, Priority
 from agent_failover.resilience.summarize import (
     SUMMARY_HEADER,
     plan_summary,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_failover.providers.models import ChatRequest, Message, Priority, ToolCall
 from agent_failover.resilience.contracts import ReasonCode
+from agent_failover.resilience.models import ChatRequest, Message, Priority, ToolCall
 from agent_failover.resilience.tokens import heuristic_tokens, text_tokens
 from agent_failover.resilience.triage import minimal_input_tokens, triage
 from tests.resilience.helpers import PROPERTY

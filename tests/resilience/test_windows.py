@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.errors import ErrorClass
 from agent_failover.resilience.windows import (
     RollingWindow,
     breaker_stats,

@@ -15,12 +15,12 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from agent_failover.providers import errors as E
 from agent_failover.providers.client import build_http_client
-from agent_failover.providers.endpoint import EndpointConfig
-from agent_failover.providers.models import ChatReply
 from agent_failover.providers.registry import complete
 from agent_failover.providers.validate import validate_reply
+from agent_failover.resilience import errors as E
+from agent_failover.resilience.endpoint import EndpointConfig
+from agent_failover.resilience.models import ChatReply
 from agent_failover.testing.chaos_proxy import (
     ProxyIdentity,
     ProxyScenario,

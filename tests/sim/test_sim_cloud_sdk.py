@@ -26,8 +26,8 @@ from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 from google.oauth2.credentials import Credentials
 
-from agent_failover.providers import errors as E
 from agent_failover.providers.classify import classify_status
+from agent_failover.resilience import errors as E
 from agent_failover.testing.sim.content import END_MARKER
 
 BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"

@@ -12,10 +12,10 @@ import math
 
 import pytest
 
-from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.breaker import BreakerReason, IllegalTransition
 from agent_failover.resilience.config import MAX_QUALITY_SAMPLES, MAX_SLA_STREAK, BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome
+from agent_failover.resilience.errors import ErrorClass
 from agent_failover.resilience.shadow import QualitySample
 from agent_failover.stores.health import HealthStore
 

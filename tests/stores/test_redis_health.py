@@ -11,10 +11,10 @@ import logging
 
 import pytest
 
-from agent_failover.providers.errors import ErrorClass
 from agent_failover.resilience.breaker import BreakerReason
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome
+from agent_failover.resilience.errors import ErrorClass
 from agent_failover.resilience.shadow import QualitySample
 from agent_failover.stores.embedded_redis import EmbeddedRedis
 from agent_failover.stores.health import RedisHealthStore

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from agent_failover.cli.report_fetch import fetch_breakers
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.telemetry import names
 from agent_failover.testing.harness import Harness
 from agent_failover.testing.sim.admin import SimAdmin

@@ -9,9 +9,9 @@ import httpx
 import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
 
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.outcomes import RATE_BUDGET
 from agent_failover.stores.health import MemoryHealthStore
 from agent_failover.telemetry import names

@@ -12,9 +12,9 @@ from temporalio.runtime import Runtime
 from temporalio.runtime import TelemetryConfig as RuntimeTelemetry
 from temporalio.testing import WorkflowEnvironment
 
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.telemetry.sdk import export_sdk_metrics, sdk_metrics_buffer
 from agent_failover.telemetry.setup import setup_telemetry
 from agent_failover.testing.harness import build_harness, running

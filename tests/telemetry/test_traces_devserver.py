@@ -7,8 +7,8 @@ import uuid
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.telemetry import names
 from agent_failover.testing.harness import Harness
 from agent_failover.testing.sim.admin import SimAdmin

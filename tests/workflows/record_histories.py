@@ -28,8 +28,8 @@ from agent_failover.activities.models import _POLICIES_BY_REF, policy_body
 from agent_failover.activities.notify import WEBHOOK_SECRET_ENV, WEBHOOK_URL_ENV
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.stores.policies import check_version
 from agent_failover.testing.roles import with_quality_roles
 from agent_failover.testing.servers import start_dev_server

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from agent_failover.providers.models import ToolCall
 from agent_failover.resilience.contracts import AgentOutput, Capability
+from agent_failover.resilience.models import ToolCall
 from agent_failover.workflows.agent_loop import (
     MAX_TOOL_RESULT_BYTES,
     StopReason,

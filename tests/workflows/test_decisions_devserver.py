@@ -18,8 +18,6 @@ import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from agent_failover.providers.errors import ErrorClass
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import BreakerSettings, PolicyConfig
 from agent_failover.resilience.contracts import (
     AgentOutput,
@@ -27,6 +25,8 @@ from agent_failover.resilience.contracts import (
     CallOutcome,
     ReasonCode,
 )
+from agent_failover.resilience.errors import ErrorClass
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import MonitorInput
 from agent_failover.workflows.monitor import HealthMonitorWorkflow

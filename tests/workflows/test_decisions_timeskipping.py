@@ -16,7 +16,6 @@ import pytest_asyncio
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import DEFAULT_PROBE_INTERVAL_S, PolicyConfig
 from agent_failover.resilience.contracts import (
     AgentOutput,
@@ -24,6 +23,7 @@ from agent_failover.resilience.contracts import (
     CallOutcome,
     ReasonCode,
 )
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import MonitorInput
 from agent_failover.workflows.monitor import HealthMonitorWorkflow

@@ -17,9 +17,9 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.plugin import FailoverPlugin, llm_task_queue
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.options import CallOptions, RosterOverride
 from agent_failover.testing.sim.admin import SimAdmin
 from tests.workflows.conftest import Harness, make_harness, running

@@ -15,9 +15,9 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from agent_failover.providers.models import ChatRequest, FinishReason, Message, ToolSpec
 from agent_failover.resilience.cachekey import cache_key
 from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
+from agent_failover.resilience.models import ChatRequest, FinishReason, Message, ToolSpec
 from agent_failover.resilience.options import CallOptions, RosterOverride
 from agent_failover.testing.sim.admin import SimAdmin
 from tests.workflows.conftest import Harness

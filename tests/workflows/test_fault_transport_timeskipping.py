@@ -17,7 +17,6 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.providers.client import build_http_client
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import (
     DEFAULT_MAX_OPEN_DURATION_S,
     DEFAULT_OPEN_DURATION_S,
@@ -25,6 +24,7 @@ from agent_failover.resilience.config import (
     PolicyConfig,
 )
 from agent_failover.resilience.contracts import AgentOutput, ReasonCode
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.testing.drill import load_drill
 from agent_failover.testing.fault_transport import FaultTransport
 from agent_failover.testing.harness import Harness, build_harness, running

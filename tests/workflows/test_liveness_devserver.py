@@ -21,10 +21,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from agent_failover.plugin import FailoverPlugin
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput, ReasonCode
 from agent_failover.resilience.limits import PARTIAL_TEXT_TAIL_CHARS
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.factory import Stores
 from agent_failover.stores.health import MemoryHealthStore

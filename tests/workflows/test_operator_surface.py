@@ -19,8 +19,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.contracts import AgentOutput, BreakerState
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.service import keep_monitor_running
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import (

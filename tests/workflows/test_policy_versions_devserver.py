@@ -24,8 +24,8 @@ from temporalio.worker import Worker
 
 from agent_failover.activities.models import _POLICIES_BY_REF, policy_body
 from agent_failover.plugin import FailoverPlugin
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.factory import Stores
 from agent_failover.stores.health import MemoryHealthStore

@@ -17,9 +17,9 @@ import pytest_asyncio
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.prompts import SCHEMA_INSTRUCTION
 from agent_failover.resilience.summarize import SUMMARY_HEADER, SUMMARY_SYSTEM
 from agent_failover.testing.roles import GPT_VARIANT_PROMPT, QUALITY_SCHEMA, with_quality_roles

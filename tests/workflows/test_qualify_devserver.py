@@ -15,9 +15,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.cli.qualify import QualifyArgs, build_input
 from agent_failover.datasets import DATASETS_DIR
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.qualification import (
     QualificationLock,
     RoleQualification,

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig, RateBudget, RateBudgets
 from agent_failover.resilience.contracts import AgentOutput, ReasonCode
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.health import RedisHealthStore
 from agent_failover.stores.redis_link import fail_fast_client

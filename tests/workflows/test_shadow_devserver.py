@@ -18,9 +18,9 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
-from agent_failover.providers.models import ChatRequest, Message
 from agent_failover.resilience.config import PolicyConfig, ShadowSettings
 from agent_failover.resilience.contracts import AgentOutput, ReasonCode
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.planner import RequestFacts, SkipReason, plan
 from agent_failover.testing.harness import Harness, build_harness, running
 from agent_failover.testing.sim.admin import SimAdmin

@@ -224,8 +224,8 @@ async def test_hedge_timer_starts_the_standby_while_the_primary_hangs(
     ts_env: WorkflowEnvironment, ts_harness: Harness, sim_admin: SimAdmin
 ) -> None:
     """The hedge delay is a workflow timer: the standby starts while the primary still hangs."""
-    from agent_failover.providers.models import ChatRequest, Message
     from agent_failover.resilience.contracts import AgentOutput, ReasonCode
+    from agent_failover.resilience.models import ChatRequest, Message
     from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
     await sim_admin.set_faults(PRIMARY, [{"kind": "hang"}])

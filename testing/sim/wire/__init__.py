@@ -10,7 +10,7 @@ Claude publishers); :func:`wire_for` picks the wire for an endpoint.
 
 from __future__ import annotations
 
-from agent_failover.providers.endpoint import Cloud, ProviderKind
+from agent_failover.resilience.endpoint import Cloud, ProviderKind
 from agent_failover.testing.sim.config import SimEndpoint
 from agent_failover.testing.sim.wire.anthropic import AnthropicWire
 from agent_failover.testing.sim.wire.azure import AzureOpenAIWire

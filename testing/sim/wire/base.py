@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from agent_failover.providers.endpoint import ProviderKind
+from agent_failover.resilience.endpoint import ProviderKind
 from agent_failover.testing.sim.config import SimEndpoint
 from agent_failover.testing.sim.content import ParsedRequest, Reply
 from agent_failover.testing.sim.faults import Fault, FaultKind

@@ -26,7 +26,7 @@ import json
 import re
 from typing import Any
 
-from agent_failover.providers.endpoint import ProviderKind
+from agent_failover.resilience.endpoint import ProviderKind
 from agent_failover.testing.sim.config import SimEndpoint
 from agent_failover.testing.sim.content import Finish, ForcedTool, ParsedRequest, Reply
 from agent_failover.testing.sim.wire import eventstream as es

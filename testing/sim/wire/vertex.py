@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agent_failover.providers.endpoint import ProviderKind
+from agent_failover.resilience.endpoint import ProviderKind
 from agent_failover.testing.sim.config import SimEndpoint
 from agent_failover.testing.sim.content import ParsedRequest
 from agent_failover.testing.sim.wire.anthropic import AnthropicWire

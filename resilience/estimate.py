@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 
-from agent_failover.providers.models import ChatRequest
+from agent_failover.resilience.models import ChatRequest
 
 #: English averages about four characters per token in every vendor's tokenizer.
 ASCII_CHARS_PER_TOKEN = 4.0
