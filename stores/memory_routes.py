@@ -200,6 +200,10 @@ class RouteTable:
             r.last_call_at = facts.last_call_at or r.last_call_at
             r.context_window = facts.context_window or r.context_window
 
+    def clear(self) -> None:
+        """Forget every route."""
+        self.routes.clear()
+
     def context_windows(self) -> dict[str, int]:
         """Every learned context window held, by route."""
         return {n: r.context_window for n, r in self.routes.items() if r.context_window}

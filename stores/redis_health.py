@@ -182,10 +182,13 @@ class RedisHealthStore:
         role: str | None = None,
     ) -> HealthSnapshot:
         """Read all ``routes`` in one round trip; marks the snapshot if served locally."""
-        kw = {"now": now, "window_s": window_s, "min_calls": min_calls, "role": role}
         return await self._fallback.run(
-            lambda: self._reads.snapshot(routes, **kw),
-            lambda local: _degraded(local.snapshot(routes, **kw)),
+            lambda: self._reads.snapshot(
+                routes, now=now, window_s=window_s, min_calls=min_calls, role=role
+            ),
+            lambda local: _degraded(
+                local.snapshot(routes, now=now, window_s=window_s, min_calls=min_calls, role=role)
+            ),
         )
 
     async def set_sla_demoted(
