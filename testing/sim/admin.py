@@ -14,7 +14,7 @@ in the response body.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 from pydantic import BaseModel
@@ -63,15 +63,16 @@ class EffectInfo(BaseModel):
     requests: int = 1
 
 
-class SimAdmin:
-    """Admin client bound to one simulator URL (``http://127.0.0.1:PORT``)."""
+class AdminTransport:
+    """The HTTP side of the admin client: one ``httpx`` client, ``/_admin/`` paths, and
+    errors that keep the server's explanation."""
 
     def __init__(self, url: str, *, timeout: float = 10.0, client: httpx.AsyncClient | None = None):
         self.url = url.rstrip("/")
         self._own_client = client is None
         self._client = client or httpx.AsyncClient(timeout=timeout)
 
-    async def __aenter__(self) -> SimAdmin:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -92,6 +93,10 @@ class SimAdmin:
                 response=resp,
             )
         return resp.json()
+
+
+class SimAdmin(AdminTransport):
+    """Admin client bound to one simulator URL (``http://127.0.0.1:PORT``)."""
 
     async def health(self) -> dict[str, Any]:
         """Liveness, in-flight attempts, TCP_NODELAY of the admin connection."""

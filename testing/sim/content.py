@@ -234,6 +234,10 @@ def default_json(request: ParsedRequest, rng: random.Random) -> dict[str, Any]:
     }
 
 
+#: A reply being built: its text, the tool it calls (if any) and why it finishes.
+_Draft = tuple[str, ForcedTool | None, Finish]
+
+
 def build_reply(
     request: ParsedRequest,
     *,
@@ -255,6 +259,28 @@ def build_reply(
     if prefill:
         request = dataclasses.replace(request, messages=request.messages[:-1])
     rng = random.Random(request.seed())
+    text, tool, finish = _answer(request, rng, correct)
+    if prefill and tool is None and text.startswith(prefill):
+        text = text[len(prefill) :]
+    draft = _output_faults(plan, request, rng, (text, tool, finish))
+    (text, tool, finish), piece_chars = _fit(
+        plan, draft, min(request.max_tokens, max_output_tokens)
+    )
+    return Reply(
+        id=reply_id,
+        model=request.model,
+        created=created,
+        text=text,
+        finish=finish,
+        input_tokens=request.prompt_tokens,
+        tool=tool,
+        tool_call_id=f"toolu_{reply_id[-12:]}" if tool is not None else "",
+        piece_chars=piece_chars,
+    )
+
+
+def _answer(request: ParsedRequest, rng: random.Random, correct: bool) -> _Draft:
+    """The fault-free answer: a tool call, a JSON object or prose."""
     tool = request.tool or first_uncalled(request.offered_tools, request.called_tools)
     if tool is not None:
         value = generate_instance(tool.schema, rng)
@@ -262,19 +288,27 @@ def build_reply(
         if request.tool is not None:
             # A forced tool is how some wires ask for structured output.
             text = _golden(request, rng, correct, value, schema=tool.schema) or text
-        finish = Finish.TOOL
-    elif request.json_mode:
+        return text, tool, Finish.TOOL
+    if request.json_mode:
         value = generate_instance(request.schema, rng) if request.schema else None
         text = json.dumps(value if value is not None else default_json(request, rng))
-        finish = Finish.STOP
-        text = _golden(request, rng, correct, value, schema=request.schema) or text
-    else:
-        text = _golden(request, rng, correct, None, schema=None) or prose(request, rng)
-        finish = Finish.STOP
+        return (
+            _golden(request, rng, correct, value, schema=request.schema) or text,
+            None,
+            Finish.STOP,
+        )
+    return (
+        _golden(request, rng, correct, None, schema=None) or prose(request, rng),
+        None,
+        Finish.STOP,
+    )
 
-    if prefill and tool is None and text.startswith(prefill):
-        text = text[len(prefill) :]
 
+def _output_faults(
+    plan: AttemptPlan, request: ParsedRequest, rng: random.Random, draft: _Draft
+) -> _Draft:
+    """The plan's output fault and refusal applied to the answer."""
+    text, tool, finish = draft
     out = plan.output
     if out is not None and out.kind is FaultKind.EMPTY_OUTPUT:
         text, tool, finish = "", None, Finish.STOP
@@ -291,28 +325,21 @@ def build_reply(
     if plan.refusal is not None:
         text = text[: len(text) // 3]
         tool, finish = None, Finish.REFUSAL
+    return text, tool, finish
 
-    piece_chars = CHARS_PER_TOKEN
-    limit = min(request.max_tokens, max_output_tokens)
+
+def _fit(plan: AttemptPlan, draft: _Draft, limit: int) -> tuple[_Draft, int]:
+    """The reply cut to ``limit`` tokens (or blown up by an oversized-output fault), and
+    how many characters each streamed piece carries."""
+    text = draft[0]
+    out = plan.output
     if out is not None and out.kind is FaultKind.OVERSIZED_OUTPUT:
         # A runaway generation ignores max_tokens: that is the fault.
-        text, tool, finish = oversized_text(text, out.size_bytes or 0), None, Finish.STOP
-        piece_chars = OVERSIZED_PIECE_CHARS
-    elif estimate_tokens(text) > limit:
-        text = text[: limit * CHARS_PER_TOKEN]
+        return (oversized_text(text, out.size_bytes or 0), None, Finish.STOP), OVERSIZED_PIECE_CHARS
+    if estimate_tokens(text) > limit:
         # A cut-off tool call cannot be an object; real APIs then return plain text.
-        tool, finish = None, Finish.LENGTH
-    return Reply(
-        id=reply_id,
-        model=request.model,
-        created=created,
-        text=text,
-        finish=finish,
-        input_tokens=request.prompt_tokens,
-        tool=tool,
-        tool_call_id=f"toolu_{reply_id[-12:]}" if tool is not None else "",
-        piece_chars=piece_chars,
-    )
+        return (text[: limit * CHARS_PER_TOKEN], None, Finish.LENGTH), CHARS_PER_TOKEN
+    return draft, CHARS_PER_TOKEN
 
 
 def _golden(

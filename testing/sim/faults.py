@@ -204,45 +204,57 @@ def plan_attempt(
     """Fold the faults that fire for this request into one :class:`AttemptPlan`."""
     plan = AttemptPlan()
     for fault in faults:
-        k = fault.kind
-        if not fault.applies_to(model):
+        if not _eligible(fault, plan, model=model, stream=stream, json_mode=json_mode):
             continue
-        if k in STREAM_ONLY_KINDS and not stream:
-            continue
-        if k in JSON_ONLY_KINDS and not json_mode:
-            continue
-        if k in TERMINAL_KINDS and plan.terminal is not None:
-            continue
-        if k in OUTPUT_KINDS and plan.output is not None:
-            continue
-        if not _fires(fault, rng):
-            continue
-        if k is FaultKind.LATENCY:
-            plan.latency_s += fault.seconds or 0.0
-        elif k is FaultKind.LOGNORMAL_LATENCY:
-            median = fault.median_s or 0.0
-            plan.latency_s += rng.lognormvariate(math.log(median), fault.sigma)
-        elif k is FaultKind.SLOW_FIRST_TOKEN:
-            plan.first_byte_delay_s += fault.seconds or 0.0
-        elif k is FaultKind.TOKENS_PER_SEC:
-            plan.tokens_per_sec = fault.rate
-        elif k is FaultKind.CONTENT_FILTER:
-            if fault.mode == "error":
-                if plan.terminal is not None:
-                    continue
-                plan.terminal = fault
-            elif plan.refusal is None:
-                plan.refusal = fault
-            else:
-                continue
-        elif k in TERMINAL_KINDS:
-            plan.terminal = fault
-        elif k in OUTPUT_KINDS:
-            plan.output = fault
-        else:
-            slot = k.value
-            if getattr(plan, slot) is not None:
-                continue
-            setattr(plan, slot, fault)
-        plan.applied.append(fault)
+        if _fires(fault, rng) and _apply(plan, fault, rng):
+            plan.applied.append(fault)
     return plan
+
+
+def _eligible(
+    fault: Fault, plan: AttemptPlan, *, model: str, stream: bool, json_mode: bool
+) -> bool:
+    """Whether ``fault`` may fire for this request, given what the plan already holds."""
+    k = fault.kind
+    if not fault.applies_to(model):
+        return False
+    if k in STREAM_ONLY_KINDS and not stream:
+        return False
+    if k in JSON_ONLY_KINDS and not json_mode:
+        return False
+    if k in TERMINAL_KINDS and plan.terminal is not None:
+        return False
+    return not (k in OUTPUT_KINDS and plan.output is not None)
+
+
+def _apply(plan: AttemptPlan, fault: Fault, rng: random.Random) -> bool:
+    """Fold a fault that fired into ``plan``; False if its slot was already taken."""
+    k = fault.kind
+    if k is FaultKind.LATENCY:
+        plan.latency_s += fault.seconds or 0.0
+    elif k is FaultKind.LOGNORMAL_LATENCY:
+        median = fault.median_s or 0.0
+        plan.latency_s += rng.lognormvariate(math.log(median), fault.sigma)
+    elif k is FaultKind.SLOW_FIRST_TOKEN:
+        plan.first_byte_delay_s += fault.seconds or 0.0
+    elif k is FaultKind.TOKENS_PER_SEC:
+        plan.tokens_per_sec = fault.rate
+    elif k is FaultKind.CONTENT_FILTER:
+        if fault.mode == "error":
+            if plan.terminal is not None:
+                return False
+            plan.terminal = fault
+        elif plan.refusal is None:
+            plan.refusal = fault
+        else:
+            return False
+    elif k in TERMINAL_KINDS:
+        plan.terminal = fault
+    elif k in OUTPUT_KINDS:
+        plan.output = fault
+    else:
+        slot = k.value
+        if getattr(plan, slot) is not None:
+            return False
+        setattr(plan, slot, fault)
+    return True

@@ -236,18 +236,7 @@ class CompletionHandler:
     ) -> web.StreamResponse:
         state = self.state
         arrival_load = state.inflight_on(endpoint.name)
-        parsed = await self._parse(request, endpoint, wire, op)
-        entry.model, entry.stream = parsed.model, parsed.stream
-        entry.input_tokens = parsed.prompt_tokens
-        entry.system = parsed.system[:SYSTEM_LOG_CHARS]
-        entry.native_schema = parsed.schema is not None or parsed.tool is not None
-        parsed = follow_prompted_schema(parsed)
-        if parsed.model not in endpoint.models:
-            raise SimError(ErrorCategory.NOT_FOUND, f"model: {parsed.model}")
-        if parsed.prompt_tokens > endpoint.context_window:
-            entry.faults = ["context_length_auto"]
-            raise context_error(parsed.prompt_tokens, endpoint.context_window)
-
+        parsed = await self._admit(request, endpoint, wire, op, entry)
         plan = plan_attempt(
             [*state.active_faults(endpoint.name), *header_faults(request.headers)],
             model=parsed.model,
@@ -257,26 +246,8 @@ class CompletionHandler:
         )
         entry.faults = plan.labels
         await state.clock.sleep(endpoint.latency.sample_s(state.rng) + plan.latency_s)
-
-        terminal = plan.terminal
-        if terminal is not None:
-            if terminal.kind is FaultKind.CONNECTION_RESET:
-                entry.outcome = AttemptOutcome.RESET
-                reset_connection(request.transport)
-                return web.Response()
-            if terminal.kind is FaultKind.HANG:
-                released_by_shutdown = await self._hold(terminal.seconds)
-                entry.outcome = (
-                    AttemptOutcome.SERVER_SHUTDOWN if released_by_shutdown else AttemptOutcome.RESET
-                )
-                reset_connection(request.transport)
-                return web.Response()
-            if terminal.kind is FaultKind.CONTEXT_LENGTH:
-                raise context_error(
-                    max(parsed.prompt_tokens, endpoint.context_window + 1), endpoint.context_window
-                )
-            raise error_from_fault(terminal)
-
+        if plan.terminal is not None:
+            return await self._terminate(request, endpoint, parsed, plan.terminal, entry)
         reply = build_reply(
             parsed,
             plan=plan,
@@ -289,6 +260,55 @@ class CompletionHandler:
         if parsed.stream:
             return await self._stream(request, wire, reply, parsed, plan, entry, tps)
         return await self._respond(request, wire, op, reply, plan, entry, tps)
+
+    async def _admit(
+        self,
+        request: web.Request,
+        endpoint: SimEndpoint,
+        wire: WireFormat,
+        op: Operation,
+        entry: AttemptLogEntry,
+    ) -> ParsedRequest:
+        """Parse and log the request; an unknown model or a prompt over the context window
+        is refused at once, before any fault or latency."""
+        parsed = await self._parse(request, endpoint, wire, op)
+        entry.model, entry.stream = parsed.model, parsed.stream
+        entry.input_tokens = parsed.prompt_tokens
+        entry.system = parsed.system[:SYSTEM_LOG_CHARS]
+        entry.native_schema = parsed.schema is not None or parsed.tool is not None
+        parsed = follow_prompted_schema(parsed)
+        if parsed.model not in endpoint.models:
+            raise SimError(ErrorCategory.NOT_FOUND, f"model: {parsed.model}")
+        if parsed.prompt_tokens > endpoint.context_window:
+            entry.faults = ["context_length_auto"]
+            raise context_error(parsed.prompt_tokens, endpoint.context_window)
+        return parsed
+
+    async def _terminate(
+        self,
+        request: web.Request,
+        endpoint: SimEndpoint,
+        parsed: ParsedRequest,
+        terminal: Fault,
+        entry: AttemptLogEntry,
+    ) -> web.Response:
+        """End the attempt with its terminal fault: a reset, a hang, or an error reply."""
+        if terminal.kind is FaultKind.CONNECTION_RESET:
+            entry.outcome = AttemptOutcome.RESET
+            reset_connection(request.transport)
+            return web.Response()
+        if terminal.kind is FaultKind.HANG:
+            released_by_shutdown = await self._hold(terminal.seconds)
+            entry.outcome = (
+                AttemptOutcome.SERVER_SHUTDOWN if released_by_shutdown else AttemptOutcome.RESET
+            )
+            reset_connection(request.transport)
+            return web.Response()
+        if terminal.kind is FaultKind.CONTEXT_LENGTH:
+            raise context_error(
+                max(parsed.prompt_tokens, endpoint.context_window + 1), endpoint.context_window
+            )
+        raise error_from_fault(terminal)
 
     def _correct(self, endpoint: str, parsed: ParsedRequest, arrival_load: int) -> bool:
         """Whether this endpoint gets a golden task right (busiest load seen counts)."""
@@ -349,17 +369,43 @@ class CompletionHandler:
         entry: AttemptLogEntry,
         tps: float,
     ) -> web.StreamResponse:
-        clock = self.state.clock
         headers = self._headers(wire, entry, wire.stream_content_type)
         headers["cache-control"] = "no-cache"
         resp = web.StreamResponse(status=200, headers=headers)
         await resp.prepare(request)
         entry.status = 200
         if plan.first_byte_delay_s:
-            await clock.sleep(plan.first_byte_delay_s)
+            await self.state.clock.sleep(plan.first_byte_delay_s)
         for event in wire.stream_prelude(reply):
             await resp.write(event)
+        if await self._stream_pieces(request, resp, wire, reply, plan, entry, tps):
+            return resp
+        for event in wire.stream_finale(reply, parsed.include_usage):
+            await resp.write(event)
+        if plan.no_done is not None:
+            entry.outcome = AttemptOutcome.NO_DONE
+            if await self._hold(plan.no_done.seconds):
+                entry.outcome = AttemptOutcome.SERVER_SHUTDOWN
+            await resp.write_eof()
+            return resp
+        for event in wire.stream_trailer(reply):
+            await resp.write(event)
+        await resp.write_eof()
+        entry.outcome = AttemptOutcome.OK
+        return resp
 
+    async def _stream_pieces(
+        self,
+        request: web.Request,
+        resp: web.StreamResponse,
+        wire: WireFormat,
+        reply: Reply,
+        plan: AttemptPlan,
+        entry: AttemptLogEntry,
+        tps: float,
+    ) -> bool:
+        """Send the reply's pieces, paced, with the plan's stream faults at their token
+        offsets; True if a fault ended the attempt (a cut or an error event)."""
         n = len(reply.pieces)
 
         def at(fault: Any) -> int | None:
@@ -375,9 +421,9 @@ class CompletionHandler:
                 # an incomplete body, like a proxy dropping an upstream connection.
                 if request.transport is not None:
                     request.transport.abort()
-                return resp
+                return True
             if i == stall_at and plan.stream_stall is not None:
-                await clock.sleep(plan.stream_stall.seconds or 0.0)
+                await self.state.clock.sleep(plan.stream_stall.seconds or 0.0)
                 pacer.restart(i)
             if i == bad_at:
                 await resp.write(wire.malformed_event(reply))
@@ -387,23 +433,10 @@ class CompletionHandler:
                 )
                 await resp.write_eof()
                 entry.outcome = AttemptOutcome.STREAM_ERROR_EVENT
-                return resp
+                return True
             if i == n:
                 break
             await pacer.before(i)
             await resp.write(wire.stream_piece(reply, i, i + 1))
             entry.tokens_sent = min((i + 1) * reply.tokens_per_piece, reply.output_tokens)
-
-        for event in wire.stream_finale(reply, parsed.include_usage):
-            await resp.write(event)
-        if plan.no_done is not None:
-            entry.outcome = AttemptOutcome.NO_DONE
-            if await self._hold(plan.no_done.seconds):
-                entry.outcome = AttemptOutcome.SERVER_SHUTDOWN
-            await resp.write_eof()
-            return resp
-        for event in wire.stream_trailer(reply):
-            await resp.write(event)
-        await resp.write_eof()
-        entry.outcome = AttemptOutcome.OK
-        return resp
+        return False

@@ -132,9 +132,9 @@ async def test_memory_is_bounded(redis_client, namespace: str) -> None:
 async def test_replayed_outcome_counts_once(redis_client, namespace: str) -> None:
     """The same record replayed with its nonce (its first write landed) is counted once."""
     store = RedisHealthStore(redis_client, namespace=namespace)
-    await store._record_redis(ok(T0), SETTINGS, "feedfacecafebeef")
-    await store._record_redis(ok(T0), SETTINGS, "feedfacecafebeef")
-    await store._record_redis(ok(T0), SETTINGS, "0123456789abcdef")
+    await store._outcomes.record(ok(T0), SETTINGS, "feedfacecafebeef")
+    await store._outcomes.record(ok(T0), SETTINGS, "feedfacecafebeef")
+    await store._outcomes.record(ok(T0), SETTINGS, "0123456789abcdef")
     snap = await store.snapshot([ROUTE], now=T0 + 1, window_s=30, min_calls=1)
     assert snap.get(ROUTE).stats.calls == 2 and len(snap.get(ROUTE).recent) == 2
 

@@ -17,8 +17,8 @@ from agent_failover.resilience.contracts import CallOutcome
 from agent_failover.stores.factory import connect_stores
 from agent_failover.stores.health import RedisHealthStore
 from agent_failover.stores.redis_budgets import RedisBudgets
-from agent_failover.stores.redis_health import _RECORD_LUA
 from agent_failover.stores.redis_link import describe, fail_fast_client
+from agent_failover.stores.redis_scripts import RECORD_LUA
 from tests.stores.conftest import _delete_namespace
 
 T0 = 1_700_000_000.0
@@ -34,13 +34,13 @@ def test_every_key_of_a_route_shares_its_breaker_slot() -> None:
     store = RedisHealthStore(fail_fast_client("redis://127.0.0.1:1/0"), namespace="ns")
     for route in ROUTES:
         declared = _slot(store.breaker_key(route))
-        prefix = store._k(route, "")
-        # Every part the Lua scripts append to the prefix (see the redis_health layout).
+        prefix = store.keys.prefix(route)
+        # Every part the Lua scripts append to the prefix (see the redis_keys layout).
         parts = ["s:1", "h:1", "m:1", "n:1", "r", "p", "base", "lh:1", "cw"]
         assert {_slot(prefix + p) for p in parts} == {declared}
-        assert _slot(store._hour_key(route, 5)) == declared
+        assert _slot(store.keys.hour(route, 5)) == declared
         # The record script never names a key outside the prefix it is given.
-        assert "KEYS[2]" not in _RECORD_LUA
+        assert "KEYS[2]" not in RECORD_LUA
     budgets = RedisBudgets(fail_fast_client("redis://127.0.0.1:1/0"), namespace="ns")
     assert budgets.key("endpoint:a").endswith("{endpoint:a}")
 

@@ -26,10 +26,10 @@ import json
 import re
 from typing import Any
 
+import agent_failover.testing.sim.wire.eventstream as es
 from agent_failover.resilience.endpoint import ProviderKind
 from agent_failover.testing.sim.config import SimEndpoint
 from agent_failover.testing.sim.content import Finish, ForcedTool, ParsedRequest, Reply
-from agent_failover.testing.sim.wire import eventstream as es
 from agent_failover.testing.sim.wire.anthropic import AnthropicWire
 from agent_failover.testing.sim.wire.base import (
     ErrorCategory,

@@ -1,0 +1,102 @@
+"""Breakers in Redis: one hash per route, changed only by compare-and-set on its version.
+
+``admit``/``release_trial``/``force`` read the breaker, let :mod:`resilience.breaker`
+decide, and write the result with ``CAS_LUA``; a lost race re-reads and re-decides. That
+makes half-open trial slots atomic across workers, and a transition happen once (the
+second writer sees the new state and has nothing to do). The breaker key has no TTL: an
+open or forced breaker must not silently close because its key expired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agent_failover.resilience.breaker import (
+    Admission,
+    Breaker,
+    Transition,
+    admit,
+    force,
+    release_trial,
+)
+from agent_failover.resilience.config import BreakerSettings
+from agent_failover.resilience.contracts import BreakerState
+from agent_failover.stores.redis_context import RedisContext
+
+#: Compare-and-set attempts before giving up; each failure means another worker changed
+#: the breaker in between, so this only runs out under pathological contention.
+MAX_CAS_ATTEMPTS = 64
+
+
+class StoreContentionError(RuntimeError):
+    """A breaker compare-and-set kept losing races; the breaker was left unchanged."""
+
+
+def parse_breaker(route: str, raw: bytes | None) -> Breaker:
+    """The breaker JSON stored for ``route``, or a fresh CLOSED breaker if none."""
+    return Breaker.model_validate_json(raw) if raw else Breaker(route=route)
+
+
+def contention(route: str) -> StoreContentionError:
+    """The error for a breaker whose every compare-and-set lost."""
+    return StoreContentionError(f"breaker {route!r}: {MAX_CAS_ATTEMPTS} lost compare-and-sets")
+
+
+class RedisBreakers:
+    """Read and change route breakers in Redis, atomically across workers."""
+
+    def __init__(self, ctx: RedisContext) -> None:
+        """Work through ``ctx``'s client; every breaker read or written is remembered."""
+        self._ctx = ctx
+
+    async def read(self, route: str) -> Breaker:
+        """The route's breaker (CLOSED if never seen)."""
+        b = parse_breaker(route, await self._ctx.client.hget(self._ctx.keys.breaker(route), "b"))
+        self._ctx.seen.breakers[route] = b
+        return b
+
+    async def cas_write(self, bkey: str, current: Breaker, new: Breaker) -> bool:
+        """Write ``new`` if the stored breaker is still ``current``'s version."""
+        args = [current.version, new.version, new.model_dump_json()]
+        return bool(await self._ctx.scripts.cas(keys=[bkey], args=args))
+
+    async def update(self, route: str, step: Callable[[Breaker], tuple[Breaker, object]]) -> object:
+        """Read the breaker, apply ``step``, compare-and-set; retry on a lost race."""
+        bkey = self._ctx.keys.breaker(route)
+        for _ in range(MAX_CAS_ATTEMPTS):
+            current = parse_breaker(route, await self._ctx.client.hget(bkey, "b"))
+            new, result = step(current)
+            if new == current or await self.cas_write(bkey, current, new):
+                self._ctx.seen.breakers[route] = new
+                return result
+        raise contention(route)
+
+    async def admit(self, route: str, settings: BreakerSettings, now: float) -> Admission:
+        """Ask the breaker; a half-open trial slot is taken by compare-and-set."""
+
+        def step(b: Breaker) -> tuple[Breaker, Admission]:
+            new, admission, _ = admit(b, settings, now)
+            return new, admission
+
+        result = await self.update(route, step)
+        assert isinstance(result, Admission)
+        return result
+
+    async def release_trial(self, route: str, now: float) -> None:
+        """Give back a trial slot."""
+        await self.update(route, lambda b: (release_trial(b, now), None))
+
+    async def force(self, route: str, target: BreakerState | None, now: float) -> Transition:
+        """Force or release the breaker; raises ``IllegalTransition`` for rejected moves."""
+        result = await self.update(route, lambda b: force(b, target, now))
+        assert isinstance(result, Transition)
+        return result
+
+    async def restore(self, breakers: dict[str, Breaker]) -> None:
+        """Write back the breakers a local view changed, where Redis has none at all."""
+        for route, b in breakers.items():
+            if b.version > 0:
+                # Only where Redis has no breaker at all (a restarted, empty server):
+                # otherwise other workers kept Redis current and it wins.
+                args = [0, b.version, b.model_dump_json()]
+                await self._ctx.scripts.cas(keys=[self._ctx.keys.breaker(route)], args=args)
