@@ -1,13 +1,13 @@
-"""Inputs and outputs of every activity: pydantic models, no IO imports.
+"""Inputs and outputs of a resilient call's activities (role context, model attempt,
+cache), the pipeline's roles and its tools: pydantic models, no IO imports.
 
 Workflows import this module directly (it is deterministic), so the shapes that go into
-history are defined once. No model here ever holds a secret: routes are named, keys are
-resolved inside the worker.
+history are defined once (the health activities' are in :mod:`activities.health_models`).
+No model here ever holds a secret: routes are named, keys are resolved inside the worker.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from pydantic import (
@@ -19,8 +19,12 @@ from pydantic import (
     model_validator,
 )
 
-from agent_failover.resilience.breaker import Breaker, Transition
-from agent_failover.resilience.budget import BucketLevel
+from agent_failover.activities.policy_registry import POLICY_REGISTRY
+from agent_failover.activities.snapshot_history import (
+    SNAPSHOT_DECIMALS,
+    compact_snapshot,
+    expand_snapshot,
+)
 from agent_failover.resilience.cachekey import cache_key
 from agent_failover.resilience.config import (
     DEFAULT_MAX_REPLY_BYTES,
@@ -28,7 +32,7 @@ from agent_failover.resilience.config import (
     RerunSettings,
     RolePolicy,
 )
-from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
+from agent_failover.resilience.contracts import HealthSnapshot
 from agent_failover.resilience.models import ChatReply, ChatRequest
 
 
@@ -47,74 +51,16 @@ class RoleContextInput(BaseModel):
     workflow_queue: str | None = None
 
 
-#: Policies by ``policy_ref`` in this process: the subsets this worker built, those loaded
-#: from the policy store (:mod:`stores.policies`) at start, and those decoded inline from
-#: older histories. Content addressed (a ref names one subset), so sharing it across runs
-#: and workers is safe.
-_POLICIES_BY_REF: dict[str, PolicyConfig] = {}
-#: Refs a decode looked for and did not find (fetched from the store in the background).
-_MISSING_REFS: set[str] = set()
-#: Where this process's policy versions come from (for the missing-version error).
-_POLICY_STORES: list[str] = []
-#: ``taken_at`` of a snapshot whose history left it out (the workflow sets its own ``now``).
-UNSTATED_TIME = 0.0
 #: ``task_queue`` / ``overflow_queue`` of a context whose history left out the workflow's
 #: own queue: :meth:`RoleContext.on_queue` fills them in.
 OWN_QUEUE = ""
 #: The workflow rules role contexts written by this code ask for (see ``RoleContext.rules``).
 CURRENT_RULES = 2
-#: Decimals kept of the snapshot's floats in history (timestamps in s, latencies in ms).
-SNAPSHOT_DECIMALS = 3
 
 
 def llm_task_queue(base: str, bulkhead: str) -> str:
     """The task queue of one bulkhead's model calls."""
     return f"{base}-llm-{bulkhead}"
-
-
-class PolicyVersionMissing(LookupError):
-    """A history names a policy version this worker does not have.
-
-    Not a ``ValueError`` on purpose: pydantic passes it through unwrapped, and Temporal turns
-    it into a workflow-task failure (the task is retried, the run is kept) on a worker with
-    the default ``workflow_failure_exception_types``.
-    """
-
-
-def policy_body(policy: PolicyConfig) -> str:
-    """A policy subset as it is stored and hashed (defaults left out)."""
-    return policy.model_dump_json(exclude_defaults=True)
-
-
-def policy_ref(policy: PolicyConfig) -> str:
-    """Content hash of a policy subset as it travels (defaults left out)."""
-    return hashlib.sha256(policy_body(policy).encode()).hexdigest()[:16]
-
-
-def register_policy(ref: str, policy: PolicyConfig) -> None:
-    """Make ``policy`` (whose ref is ``ref``) decodable in this process."""
-    _POLICIES_BY_REF.setdefault(ref, policy)
-    _MISSING_REFS.discard(ref)
-
-
-def register_policy_store(where: str) -> None:
-    """Note a policy store this process loads versions from (named in decode errors)."""
-    if where not in _POLICY_STORES:
-        _POLICY_STORES.append(where)
-
-
-def _missing_version(ref: str, role: Any) -> PolicyVersionMissing:
-    _MISSING_REFS.add(ref)
-    where = "; ".join(_POLICY_STORES) or "none configured in this process"
-    return PolicyVersionMissing(
-        f"policy version {ref} (role {role!r}) named by this run's history is not known to "
-        f"this worker: not in its policy store ({where}) nor built from its current policy. "
-        "The workflow task is retried and the run resumes once the version is found: restore "
-        f"it (the file {ref}.json in FAILOVER_POLICY_DIR, or the Redis key "
-        f"<namespace>:policy:{ref}), or point this worker at the policy store the worker that "
-        "started the run used (the same REDIS_URL and FAILOVER_REDIS_NAMESPACE, or "
-        "FAILOVER_POLICY_DIR)."
-    )
 
 
 class RoleContext(BaseModel):
@@ -126,8 +72,8 @@ class RoleContext(BaseModel):
     policy store (:mod:`stores.policies`) and loads from there at start, so replay on a
     worker with another policy finds the version its history names. ``role`` travels as its
     name only (it is ``policy.roles[name]``, re-expanded on decode); the snapshot drops its
-    defaults, the routes' repeated names, the fields planning does not read
-    (:data:`UNPLANNED_FIELDS`) and float digits beyond :data:`SNAPSHOT_DECIMALS`. Decoding
+    defaults, the routes' repeated names, the fields planning does not read and float
+    digits beyond :data:`SNAPSHOT_DECIMALS` (:mod:`activities.snapshot_history`). Decoding
     restores the values planning reads.
 
     Older shapes decode too: the full policy inline (before issue 10), and the issue-10
@@ -175,9 +121,7 @@ class RoleContext(BaseModel):
         if not isinstance(data, dict):
             return data
         if "policy" not in data and data.get("policy_ref"):
-            known = _POLICIES_BY_REF.get(data["policy_ref"])
-            if known is None:
-                raise _missing_version(data["policy_ref"], data.get("role"))
+            known = POLICY_REGISTRY.lookup(data["policy_ref"], data.get("role"))
             data = {**data, "policy": known}
         if data.get("policy_ref"):
             data = _implied_by_ref(data)
@@ -193,13 +137,13 @@ class RoleContext(BaseModel):
             policy = data["policy"]
             eps = policy.get("endpoints", {}) if isinstance(policy, dict) else policy.endpoints
             window = RolePolicy.model_validate(data["role"]).sla.window_s
-            data = {**data, "snapshot": _expand_snapshot({"window_s": window, **snap}, list(eps))}
+            data = {**data, "snapshot": expand_snapshot({"window_s": window, **snap}, list(eps))}
         return data
 
     @model_validator(mode="after")
     def _remember_policy(self) -> RoleContext:
         if self.policy_ref is not None:
-            register_policy(self.policy_ref, self.policy)
+            POLICY_REGISTRY.register(self.policy_ref, self.policy)
         return self
 
     @field_serializer("role", when_used="json")
@@ -216,7 +160,7 @@ class RoleContext(BaseModel):
     def _compact_snapshot(self, snap: HealthSnapshot) -> Any:
         if self.policy_ref is None:  # the pre-issue-10 shape
             return snap.model_dump(mode="json", exclude_defaults=True)
-        return _compact_snapshot(snap, self._newest_observation)
+        return compact_snapshot(snap, self._newest_observation)
 
     @model_serializer(mode="wrap", when_used="json")
     def _by_ref(self, handler: Any) -> Any:
@@ -266,94 +210,6 @@ def _implied_by_ref(data: dict[str, Any]) -> dict[str, Any]:
         overflow = out.get("overflow_queue", True)
         out["overflow_queue"] = OWN_QUEUE if overflow is True else None
     return out
-
-
-def _rounded(value: Any) -> Any:
-    if isinstance(value, float):
-        return round(value, SNAPSHOT_DECIMALS)
-    if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_rounded(v) for v in value]
-    return value
-
-
-#: What planning in the workflow never reads of a route's health (the activity reads them
-#: from the store; ``status`` and ``health`` show them): left out of history. Planning
-#: reads the breaker, cool-down, budgets, learned context window, SLA and quality verdicts,
-#: the recent streak, and the window's error/semantic rates, p95/p99, TTFT p95 and sample
-#: counts (``resilience.planner``, ``.sla``, ``.scoring``, ``.shadow``, ``.summarize``).
-UNPLANNED_FIELDS = frozenset({"last_probe_at", "last_probe_ok", "last_call_at"})
-UNPLANNED_STATS = frozenset(
-    {
-        "errors",
-        "semantic_failures",
-        "slow_calls",
-        "slow_call_rate",
-        "p50_ms",
-        "ttft_p50_ms",
-        "ttft_p99_ms",
-        "enough_samples",
-        "probes",
-    }
-)
-
-_UNPLANNED: dict[str, Any] = {
-    "route": True,
-    **dict.fromkeys(UNPLANNED_FIELDS, True),
-    "stats": dict.fromkeys(UNPLANNED_STATS, True),
-}
-
-
-def _planned_route(rh: Any, newest_observation: bool) -> dict[str, Any]:
-    """One route's health as planning reads it (see :data:`UNPLANNED_FIELDS`)."""
-    d = rh.model_dump(
-        mode="json",
-        exclude_defaults=True,
-        exclude=_UNPLANNED,
-    )
-    stats = d.get("stats", {})
-    if stats.get("latency_samples"):
-        stats.pop("calls", None)  # sla reads ``latency_samples or calls``
-    if not rh.sla_demoted and rh.sla_since is None and rh.recent:
-        # The streaks only count while demoted or after a change; a restored primary
-        # (resilience.shadow.primary_restored, re-runs only) reads the newest observation.
-        d["recent"] = d["recent"][-1:] if newest_observation else []
-        if not d["recent"]:
-            del d["recent"]
-    return d
-
-
-def _compact_snapshot(snap: HealthSnapshot, newest_observation: bool = True) -> dict[str, Any]:
-    """The snapshot as planning reads it, without defaults, route names, one window
-    repeated per route, or the routes with nothing to say (restored from the policy)."""
-    windows = [rh.stats.window_s for rh in snap.routes.values()]
-    window = max(set(windows), key=windows.count) if windows else 0.0
-    routes: dict[str, Any] = {}
-    for name, rh in snap.routes.items():
-        d = _planned_route(rh, newest_observation)
-        stats = d.get("stats", {})
-        if stats.get("window_s") == window:
-            stats.pop("window_s")
-        if not stats:
-            d.pop("stats", None)
-        if d:
-            routes[name] = _rounded(d)
-    # ``taken_at`` is the role context's ``now``, the workflow's own clock: it restores it.
-    out = snap.model_dump(mode="json", exclude_defaults=True, exclude={"routes", "taken_at"})
-    return {**_rounded(out), "window_s": window, "routes": routes}
-
-
-def _expand_snapshot(data: dict[str, Any], endpoints: list[str]) -> dict[str, Any]:
-    window = data["window_s"]
-    routes = {}
-    given = data.get("routes") or {}
-    # A route left out had nothing but defaults (and the shared window) to say.
-    for name, d in {**given, **{n: {} for n in endpoints if n not in given}}.items():
-        stats = {"window_s": window, **d.get("stats", {})}
-        routes[name] = {**d, "route": name, "stats": stats}
-    out = {k: v for k, v in data.items() if k != "window_s"} | {"routes": routes}
-    return {"taken_at": UNSTATED_TIME, **out}
 
 
 class CacheWrite(BaseModel):
@@ -492,30 +348,6 @@ class AttemptFailure(BaseModel):
     rate_limit_wait: str | None = None
 
 
-class ProbeInput(BaseModel):
-    route: str
-    now: float
-    #: The monitor's probe interval: a closed route with real traffic more recent than
-    #: this is not probed (resilience.probing). None: the policy's probes.interval_s.
-    interval_s: float | None = None
-    #: The faster cadence of half-open routes. None: the policy's (at most interval_s).
-    half_open_interval_s: float | None = None
-
-
-class ProbeResult(BaseModel):
-    route: str
-    ok: bool
-    skipped: bool = False
-    error_class: str | None = None
-    latency_ms: float = 0.0
-    ttft_ms: float | None = None
-    trial: bool = False
-    breaker: BreakerState
-    transition: Transition | None = None
-    #: Why the route was (or was not) probed (resilience.probing.ProbeReason).
-    reason: str | None = None
-
-
 class CacheLookupInput(BaseModel):
     key: str
     now: float
@@ -559,81 +391,6 @@ class CacheStoreInput(BaseModel):
     route: str | None = None
     now: float
     ttl_s: float
-
-
-class ForceRouteInput(BaseModel):
-    route: str
-    state: BreakerState | None = Field(
-        default=None, description="forced_open, forced_closed, or null to release"
-    )
-    now: float
-
-
-class HealthTableInput(BaseModel):
-    routes: list[str]
-    now: float
-    window_s: float = 60.0
-
-
-class ContextWindow(BaseModel):
-    """A route's context window: as configured (None: not configured, so not assumed),
-    and as learned from a provider's own "maximum context length is N tokens" (None until
-    one was seen)."""
-
-    configured: int | None = None
-    learned: int | None = None
-
-    @property
-    def effective(self) -> int | None:
-        """What the planner goes by: the learned window, else the configured one."""
-        return self.learned if self.learned is not None else self.configured
-
-
-class QualityRow(BaseModel):
-    """One route's shadow-evaluation verdict for one role (roles with ``shadow`` only)."""
-
-    role: str
-    route: str
-    #: Marked ``QUALITY_REGRESSION`` for the role (what the planner goes by).
-    regressed: bool = False
-    #: When the verdict last changed (None: never).
-    since: float | None = None
-    #: ``1 - mean agreement`` over the role's shadow window now (None: under min_samples).
-    delta: float | None = None
-    #: The delta recorded when the verdict last changed.
-    verdict_delta: float | None = None
-    #: Shadow samples the verdict counts (in the window, since the last change).
-    samples: int = 0
-    min_samples: int = 1
-    tolerance: float = 0.0
-
-
-class HealthTable(BaseModel):
-    taken_at: float
-    rows: list[RouteHealth]
-    breakers: list[Breaker]
-    store: str
-    store_degraded: bool = False
-    #: Why the shared store is degraded and since when (Redis lost: a local view is served).
-    store_error: str | None = None
-    store_degraded_since: float | None = None
-    context_windows: dict[str, ContextWindow] = Field(default_factory=dict)
-    #: Every rate-budget bucket of the policy (endpoints, then bulkheads), as all workers
-    #: share them.
-    budgets: list[BucketLevel] = Field(default_factory=list)
-    #: Shadow-evaluation verdicts per role and route (roles with ``shadow`` settings).
-    quality: list[QualityRow] = Field(default_factory=list)
-
-
-def context_windows(policy: PolicyConfig, snapshot: HealthSnapshot) -> dict[str, ContextWindow]:
-    """Per route: the configured window and, when the health store learned one, that."""
-    return {
-        route: ContextWindow(
-            configured=ep.context_window,
-            learned=snapshot.get(route).context_window,
-        )
-        for route, ep in policy.endpoints.items()
-    }
 
 
 class PipelineRolesInput(BaseModel):

@@ -1,7 +1,7 @@
 """Publishing and loading policy versions (the IO side of ``RoleContext.policy_ref``).
 
 A role context names its policy subset by ref only (:class:`activities.models.RoleContext`);
-the workflow decodes it from this process's registry (``_POLICIES_BY_REF``). This module
+the workflow decodes it from this process's registry (:data:`POLICY_REGISTRY`). This module
 fills that registry from a :class:`~stores.policies.PolicyVersionStore` and writes the
 subsets a worker builds to it:
 
@@ -20,12 +20,7 @@ import asyncio
 import json
 import logging
 
-from agent_failover.activities.models import (
-    _MISSING_REFS,
-    policy_body,
-    register_policy,
-    register_policy_store,
-)
+from agent_failover.activities.policy_registry import POLICY_REGISTRY, policy_body
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.stores.policies import PolicyVersionStore, check_version
 from agent_failover.stores.redis_link import REDIS_DOWN
@@ -51,7 +46,7 @@ async def load_versions(store: PolicyVersionStore) -> int:
     A version whose body does not match its ref, or no longer validates, is skipped with
     a warning (a run naming it then fails its workflow task with the missing-version error).
     """
-    register_policy_store(store.where)
+    POLICY_REGISTRY.add_store(store.where)
     try:
         versions = await store.all()
     except STORE_DOWN as exc:
@@ -59,7 +54,7 @@ async def load_versions(store: PolicyVersionStore) -> int:
         return 0
     for ref, body in versions.items():
         try:
-            register_policy(ref, _decode(ref, body))
+            POLICY_REGISTRY.register(ref, _decode(ref, body))
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             log.warning("policy version %s in %s skipped: %s", ref, store.where, exc)
     return len(versions)
@@ -68,7 +63,7 @@ async def load_versions(store: PolicyVersionStore) -> int:
 async def fetch_missing(store: PolicyVersionStore) -> list[str]:
     """Register the versions a decode missed that ``store`` now holds; their refs."""
     found = []
-    for ref in sorted(_MISSING_REFS):
+    for ref in sorted(POLICY_REGISTRY.missing):
         try:
             body = await store.get(ref)
         except STORE_DOWN:
@@ -76,7 +71,7 @@ async def fetch_missing(store: PolicyVersionStore) -> list[str]:
         if body is None:
             continue
         try:
-            register_policy(ref, _decode(ref, body))
+            POLICY_REGISTRY.register(ref, _decode(ref, body))
         except ValueError as exc:
             log.warning("policy version %s in %s skipped: %s", ref, store.where, exc)
             continue
@@ -88,7 +83,7 @@ async def fetch_missing(store: PolicyVersionStore) -> list[str]:
 async def keep_fetching_missing(store: PolicyVersionStore, stop: asyncio.Event) -> None:
     """:func:`fetch_missing` every :data:`MISSING_POLL_S` until ``stop`` is set."""
     while not stop.is_set():
-        if _MISSING_REFS:
+        if POLICY_REGISTRY.missing:
             await fetch_missing(store)
         try:
             await asyncio.wait_for(stop.wait(), MISSING_POLL_S)
@@ -111,7 +106,7 @@ class PolicyPublisher:
 
     async def publish(self, ref: str, policy: PolicyConfig) -> None:
         """Write ``policy`` under ``ref`` unless done already; a store outage is logged."""
-        register_policy(ref, policy)
+        POLICY_REGISTRY.register(ref, policy)
         if self.store is None or ref in self._published:
             return
         try:

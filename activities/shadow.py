@@ -22,7 +22,7 @@ import httpx
 from pydantic import BaseModel, Field
 from temporalio import activity
 
-from agent_failover.activities.models import QualityRow
+from agent_failover.activities.health_models import QualityRow
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.registry import complete
 from agent_failover.providers.validate import validate_reply

@@ -55,7 +55,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from agent_failover.activities.llm import LLMActivities
+from agent_failover.activities.llm import LLMActivitySet
 from agent_failover.activities.models import llm_task_queue
 from agent_failover.activities.notify import EscalationNotifier, build_webhook_client
 from agent_failover.activities.policy_versions import keep_fetching_missing, load_versions
@@ -196,7 +196,7 @@ class FailoverPlugin(SimplePlugin):
         # The webhook's own client honours the proxy env vars; built on first use.
         self._own_notify_http = notify_http is None
         self._notify_http = notify_http
-        self._acts: dict[str, LLMActivities] = {}
+        self._acts: dict[str, LLMActivitySet] = {}
         self._internal_queues: set[str] = set()
         self._standalone: dict[str, str] = {}  # bulkhead queue -> its deployment's queue
         self._shadow_queues: set[str] = set()  # standalone shadow queues
@@ -308,7 +308,7 @@ class FailoverPlugin(SimplePlugin):
             return []
         return [self.tracing]
 
-    def activities_for(self, task_queue: str) -> LLMActivities:
+    def activities_for(self, task_queue: str) -> LLMActivitySet:
         """The activities object serving workers on ``task_queue`` (one per queue)."""
         if task_queue not in self._acts:
             policy = self.policy
@@ -325,7 +325,7 @@ class FailoverPlugin(SimplePlugin):
             def overflow_for(role: str) -> str | None:
                 return bulkhead_queue(role) if policy.role(role).bulkhead in local else None
 
-            self._acts[task_queue] = LLMActivities(
+            self._acts[task_queue] = LLMActivitySet(
                 policy,
                 self.http,
                 None,
@@ -398,7 +398,7 @@ class FailoverPlugin(SimplePlugin):
             if self._running == 0:
                 await self._close_stores()
 
-    async def _policy_versions(self, acts: LLMActivities, stores: Stores) -> PolicyVersionStore:
+    async def _policy_versions(self, acts: LLMActivitySet, stores: Stores) -> PolicyVersionStore:
         """Write the policy subsets this worker serves to the policy store and load every
         stored version (see :mod:`stores.policies`): the stores' own (Redis), else the
         directory ``FAILOVER_POLICY_DIR``. Returns the store."""
@@ -413,7 +413,7 @@ class FailoverPlugin(SimplePlugin):
         self,
         client: Client,
         task_queue: str,
-        acts: LLMActivities,
+        acts: LLMActivitySet,
         grace: timedelta | None = None,
     ) -> list[Worker]:
         workers = []
@@ -507,9 +507,9 @@ class FailoverPlugin(SimplePlugin):
         return self._notify_http
 
 
-def _bulkhead_acts(acts: LLMActivities) -> list[Callable[..., Any]]:
+def _bulkhead_acts(acts: LLMActivitySet) -> list[Callable[..., Any]]:
     """What a bulkhead queue serves: the model calls and the cache around them."""
-    return [acts.call_model, acts.cache_lookup, acts.cache_store]
+    return acts.bulkhead()
 
 
 def _client_traces(client: Client) -> bool:

@@ -36,8 +36,8 @@ from typing import Any
 #: (category, substrings of a frame's function name); a sample goes to the first category
 #: any of its frames matches, so the order runs from the specific to the general.
 CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("provider call (activity body)", ("LLMActivities.call_model", "BareActivities.call")),
-    ("role_context local activity", ("LLMActivities.role_context", "role_context")),
+    ("provider call (activity body)", ("ModelCallActivities.call_model", "BareActivities.call")),
+    ("role_context local activity", ("RoleContextActivities.role_context", "role_context")),
     ("sandbox: per-run module imports", ("Importer._import",)),
     ("workflow code", ("InSandbox.activate",)),
     (

@@ -101,7 +101,7 @@ async def main(calls: int, png: str | None) -> dict[str, Any]:
                     await admin.set_faults(PRIMARY, [fault])
                 out, waited = await _call(h, "plain", 0)
                 seen = Counter(a["endpoint"] for a in await admin.attempts())
-            await h.activities._http.aclose()
+            await h.activities.deps.http.aclose()
             report["faults"].append(
                 {
                     "fault": name,
@@ -128,7 +128,7 @@ async def main(calls: int, png: str | None) -> dict[str, Any]:
                     _, w = await _call(h, role, i)
                     waits.append(w * 1000)
                 seen = Counter(a["endpoint"] for a in await admin.attempts())
-            await h.activities._http.aclose()
+            await h.activities.deps.http.aclose()
             report["hedging"][role] = {
                 "calls": calls,
                 "p50_ms": round(percentile(waits, 50) or 0, 1),

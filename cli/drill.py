@@ -150,7 +150,7 @@ async def agent_failover_arm(client: Client, policy: PolicyConfig, role: str) ->
             yield AgentFailoverArm(client, h.task_queue, role)
         finally:
             await monitor.terminate("drill over")
-    await h.activities._http.aclose()
+    await h.activities.deps.http.aclose()
 
 
 async def drill_arm(

@@ -38,7 +38,7 @@ async def table_from_store(
     redis_url: str | None, namespace: str | None, policy: Path | None, window_s: float
 ):
     """The health table read straight from the shared store (needs Redis access)."""
-    from agent_failover.activities.models import HealthTable, context_windows
+    from agent_failover.activities.health_models import HealthTable, context_windows
     from agent_failover.activities.shadow import quality_rows
     from agent_failover.cli.devstack import load_policy_for_cli, read_stack_file
     from agent_failover.config import DEFAULT_POLICY_PATH

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from agent_failover.activities.models import HealthTable, QualityRow
+from agent_failover.activities.health_models import HealthTable, QualityRow
 from agent_failover.resilience.budget import BucketLevel, BucketState, refill
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.workflows.models import MonitorTable, PipelineResult

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from temporalio.client import Client, WorkflowFailureError
 
-from agent_failover.activities.llm import BULKHEAD_FULL
+from agent_failover.activities.failures import BULKHEAD_FULL
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.resilience.endpoint import Prices
 from agent_failover.resilience.models import ChatRequest, Message

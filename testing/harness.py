@@ -20,7 +20,7 @@ from temporalio.client import Client
 from temporalio.converter import PayloadCodec
 from temporalio.worker import Worker
 
-from agent_failover.activities.llm import LLMActivities
+from agent_failover.activities.llm import LLMActivitySet
 from agent_failover.plugin import FailoverPlugin
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache
@@ -35,7 +35,7 @@ from agent_failover.testing.workflows import ResilientCallWorkflow, ResilientTex
 class Harness:
     client: Client
     task_queue: str
-    activities: LLMActivities
+    activities: LLMActivitySet
     health: MemoryHealthStore | RedisHealthStore
     cache: MemoryResponseCache | RedisResponseCache
     policy: PolicyConfig

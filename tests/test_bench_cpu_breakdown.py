@@ -17,13 +17,14 @@ LOOP = "thread (1): MainThread;run (asyncio/runners.py:190);Handle._run (asyncio
 RAW = "\n".join(
     [
         f"{LOOP};_ActivityWorker._execute_activity (temporalio/worker/_activity.py:712);"
-        "LLMActivities.call_model (activities/llm.py:290);_pump (providers/base.py:10) 30",
+        "ModelCallActivities.call_model (activities/model_call.py:62);"
+        "_pump (providers/base.py:10) 30",
         f"{LOOP};_ActivityWorker._execute_activity (temporalio/worker/_activity.py:712) 5",
         "thread (2): temporal_workflow__0;_Instance._run_code (x/_runner.py:1);"
         "Importer._import (x/_importer.py:3);<module> (testing/workflows.py:1) 10",
         "thread (2): temporal_workflow__0;_Instance._run_code (x/_runner.py:1);"
         "InSandbox.activate (x/_in_sandbox.py:5) 4",
-        f"{LOOP};role_context (activities/llm.py:165) 1",
+        f"{LOOP};role_context (activities/role_context.py:41) 1",
         f"{LOOP} 10",
         "garbage line without a count",
     ]

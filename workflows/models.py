@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from agent_failover.activities.models import HealthTable, ProbeResult
+from agent_failover.activities.health_models import HealthTable, ProbeResult
 from agent_failover.resilience.contracts import AgentOutput, AttemptRecord, BreakerState
 from agent_failover.resilience.limits import MAX_RESULT_BYTES, clip
 from agent_failover.resilience.models import Priority

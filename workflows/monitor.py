@@ -30,7 +30,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from agent_failover.activities.models import (
+    from agent_failover.activities.health_models import (
         ForceRouteInput,
         HealthTable,
         HealthTableInput,

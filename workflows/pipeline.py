@@ -44,13 +44,13 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
 with workflow.unsafe.imports_passed_through():
-    from agent_failover.activities.llm import LLMActivities
     from agent_failover.activities.models import (
         PipelineRoles,
         PipelineRolesInput,
         ToolCallInput,
         ToolCallResult,
     )
+    from agent_failover.activities.role_context import RoleContextActivities
     from agent_failover.activities.tools import NON_RETRYABLE_TOOL_ERRORS
     from agent_failover.providers.validate import parse_json_output
     from agent_failover.resilience.contracts import (
@@ -323,7 +323,7 @@ class AgentPipelineWorkflow:
 
     async def _load_roles(self) -> PipelineRoles:
         return await workflow.execute_local_activity_method(
-            LLMActivities.pipeline_roles,
+            RoleContextActivities.pipeline_roles,
             PipelineRolesInput(),
             start_to_close_timeout=timedelta(seconds=10),
             # Bounded like role_context: a recurring error ends the run with its reason.

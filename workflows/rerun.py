@@ -21,8 +21,8 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from agent_failover.activities.llm import LLMActivities
     from agent_failover.activities.models import RoleContext, RoleContextInput
+    from agent_failover.activities.role_context import RoleContextActivities
     from agent_failover.resilience.config import RerunSettings, RolePolicy, role_scorer
     from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
     from agent_failover.resilience.models import ChatRequest
@@ -142,7 +142,7 @@ class DegradedReruns:
         while True:
             now = workflow.now().timestamp()
             ctx: RoleContext = await workflow.execute_local_activity_method(
-                LLMActivities.role_context,
+                RoleContextActivities.role_context,
                 RoleContextInput(role=n.role, now=now, newest_observation=True),
                 start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
                 retry_policy=LOCAL_ACTIVITY_RETRY,

@@ -24,9 +24,10 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from agent_failover.activities.llm import BULKHEAD_FULL, POLICY_ERROR, LLMActivities
+    from agent_failover.activities.cache import CacheActivities
+    from agent_failover.activities.failures import BULKHEAD_FULL, POLICY_ERROR
+    from agent_failover.activities.model_call import ModelCallActivities
     from agent_failover.activities.models import (
-        UNSTATED_TIME,
         CacheLookupInput,
         CacheLookupResult,
         CacheStoreInput,
@@ -36,6 +37,8 @@ with workflow.unsafe.imports_passed_through():
         RoleContext,
         RoleContextInput,
     )
+    from agent_failover.activities.role_context import RoleContextActivities
+    from agent_failover.activities.snapshot_history import UNSTATED_TIME
     from agent_failover.resilience.cachekey import cache_key
     from agent_failover.resilience.config import (
         ContentFilterMode,
@@ -227,7 +230,7 @@ class _ResilientCall:
         """The role's policy and route health (one local activity), with the call's options
         applied; True when it is the issue-10 format (a policy ref)."""
         ctx: RoleContext = await workflow.execute_local_activity_method(
-            LLMActivities.role_context,
+            RoleContextActivities.role_context,
             RoleContextInput(
                 role=self.role_name,
                 now=started.timestamp(),
@@ -424,7 +427,7 @@ class _ResilientCall:
 
         def schedule(queue: str, summary: str = "") -> asyncio.Task[Any]:
             return workflow.start_activity_method(
-                LLMActivities.call_model,
+                ModelCallActivities.call_model,
                 inp,
                 task_queue=queue,
                 start_to_close_timeout=timeout + ACTIVITY_GRACE,
@@ -698,7 +701,7 @@ class _ResilientCall:
         )
         if capability is Capability.FULL and role.roster.cache.enabled and not self.cache_in_call:
             await workflow.execute_activity_method(
-                LLMActivities.cache_store,
+                CacheActivities.cache_store,
                 CacheStoreInput(
                     key=key,
                     role=self.role_name,
@@ -758,7 +761,7 @@ class _ResilientCall:
         now = workflow.now().timestamp()
         if p.cache is not None and p.cache.enabled:
             lookup: CacheLookupResult | None = await workflow.execute_activity_method(
-                LLMActivities.cache_lookup,
+                CacheActivities.cache_lookup,
                 CacheLookupInput(key=key, now=now, max_staleness_s=p.cache.max_staleness_s),
                 task_queue=self.ctx.task_queue,
                 start_to_close_timeout=timedelta(seconds=10),

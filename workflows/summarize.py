@@ -15,7 +15,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from agent_failover.activities.llm import LLMActivities
+    from agent_failover.activities.model_call import ModelCallActivities
     from agent_failover.activities.models import CallModelInput, CallModelResult
     from agent_failover.resilience.config import PolicyConfig, RolePolicy
     from agent_failover.resilience.contracts import HealthSnapshot
@@ -65,7 +65,7 @@ async def summarize_context(
     budget = timedelta(milliseconds=budget_ms)
     try:
         result: CallModelResult = await workflow.execute_activity_method(
-            LLMActivities.call_model,
+            ModelCallActivities.call_model,
             CallModelInput(
                 role=role.name,
                 route=route,

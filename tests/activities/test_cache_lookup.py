@@ -6,7 +6,8 @@ from __future__ import annotations
 import httpx
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from agent_failover.activities.llm import LLMActivities
+from agent_failover.activities.cache import CacheActivities
+from agent_failover.activities.llm import LLMActivitySet
 from agent_failover.activities.models import CachedAnswer, CacheLookupInput, CacheLookupResult
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
@@ -16,15 +17,15 @@ from agent_failover.stores.health import MemoryHealthStore
 T0 = 1_000_000.0
 
 
-def _acts(cache: MemoryResponseCache) -> LLMActivities:
+def _acts(cache: MemoryResponseCache) -> CacheActivities:
     policy = load_policy(DEFAULT_POLICY_PATH, env={"SIM_URL": "http://sim.test"})
-    return LLMActivities(
+    return LLMActivitySet(
         policy,
         httpx.AsyncClient(),
         MemoryHealthStore(),
         cache,
         task_queue_for=lambda role: "q",
-    )
+    ).cache
 
 
 async def test_no_entry_is_an_explicit_miss() -> None:

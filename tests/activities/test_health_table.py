@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import httpx
 
-from agent_failover.activities.llm import LLMActivities
-from agent_failover.activities.models import HealthTableInput
+from agent_failover.activities.health import HealthActivities
+from agent_failover.activities.health_models import HealthTableInput
+from agent_failover.activities.llm import LLMActivitySet
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.config import PolicyConfig
@@ -18,11 +19,11 @@ from agent_failover.testing.servers import free_port
 ROUTES = ["anthropic-us-east", "cheap-mini"]
 
 
-def _acts(health, policy: PolicyConfig | None = None) -> LLMActivities:
+def _acts(health, policy: PolicyConfig | None = None) -> HealthActivities:
     policy = policy or load_policy(DEFAULT_POLICY_PATH, env={"SIM_URL": "http://sim.test"})
-    return LLMActivities(
+    return LLMActivitySet(
         policy, httpx.AsyncClient(), health, MemoryResponseCache(), task_queue_for=lambda r: "q"
-    )
+    ).health
 
 
 async def test_lost_redis_is_reported_with_its_error() -> None:

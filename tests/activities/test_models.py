@@ -9,19 +9,19 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from agent_failover.activities.models import (
-    _POLICIES_BY_REF,
-    _POLICY_STORES,
     CURRENT_RULES,
-    UNSTATED_TIME,
     CacheWrite,
     CallModelInput,
     CallModelResult,
-    PolicyVersionMissing,
     RoleContext,
     llm_task_queue,
-    policy_ref,
-    register_policy_store,
 )
+from agent_failover.activities.policy_registry import (
+    POLICY_REGISTRY,
+    PolicyVersionMissing,
+    policy_ref,
+)
+from agent_failover.activities.snapshot_history import UNSTATED_TIME
 from agent_failover.resilience.cachekey import cache_key
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import (
@@ -173,7 +173,7 @@ def test_the_issue10_shape_with_the_policy_inline_still_decodes(policy: PolicyCo
     """Issue-10 histories carry the policy on a run's first call, by ref after: both decode."""
     ctx = _current(policy)
     data = json.loads(ctx.model_dump_json())
-    _POLICIES_BY_REF.clear()  # a fresh worker with no store: the history alone has it
+    POLICY_REGISTRY.reset()  # a fresh worker with no store: the history alone has it
     first = {**data, "policy": ctx.policy.model_dump(mode="json", exclude_defaults=True)}
     assert RoleContext.model_validate(first) == _decoded(ctx)
     assert RoleContext.model_validate(data) == _decoded(ctx)
@@ -184,14 +184,13 @@ def test_an_unknown_policy_ref_fails_with_what_to_do(policy: PolicyConfig) -> No
     not a ValueError, so Temporal fails the workflow task (retried), not the run."""
     data = json.loads(_current(policy).model_dump_json())
     data["policy_ref"] = "0" * 16
-    register_policy_store("directory /srv/policies")
+    POLICY_REGISTRY.add_store("directory /srv/policies")
     with pytest.raises(PolicyVersionMissing) as err:
         RoleContext.model_validate(data)
     msg = str(err.value)
     assert "0" * 16 in msg and "'analyst'" in msg and "directory /srv/policies" in msg
     assert "FAILOVER_POLICY_DIR" in msg and "REDIS_URL" in msg and "retried" in msg
     assert not isinstance(err.value, ValueError)
-    _POLICY_STORES.clear()
 
 
 def _busy_route(rng: random.Random, route: str, now: float) -> RouteHealth:

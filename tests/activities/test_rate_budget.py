@@ -12,8 +12,9 @@ import pytest
 import yaml
 from temporalio.exceptions import ApplicationError
 
-from agent_failover.activities.llm import LLMActivities
-from agent_failover.activities.models import CallModelInput, HealthTableInput, RoleContextInput
+from agent_failover.activities.health_models import HealthTableInput
+from agent_failover.activities.llm import LLMActivitySet
+from agent_failover.activities.models import CallModelInput, RoleContextInput
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import parse_policy
 from agent_failover.resilience.config import PolicyConfig
@@ -57,7 +58,7 @@ def _reply(_: httpx.Request) -> httpx.Response:
 @pytest.fixture
 async def workers(
     policy: PolicyConfig, redis_url: str, namespace: str
-) -> AsyncIterator[list[LLMActivities]]:
+) -> AsyncIterator[list[LLMActivitySet]]:
     """Two workers: each its own HTTP client and its own Redis store, one namespace."""
     out, stores = [], []
     for _ in range(2):
@@ -65,7 +66,7 @@ async def workers(
         stores.append(store)
         http = httpx.AsyncClient(transport=httpx.MockTransport(_reply))
         out.append(
-            LLMActivities(policy, http, store, MemoryResponseCache(), task_queue_for=lambda r: "q")
+            LLMActivitySet(policy, http, store, MemoryResponseCache(), task_queue_for=lambda r: "q")
         )
     try:
         yield out
@@ -88,23 +89,23 @@ def _call(now: float) -> CallModelInput:
 
 
 async def test_two_workers_share_one_budget(
-    workers: list[LLMActivities], policy: PolicyConfig
+    workers: list[LLMActivitySet], policy: PolicyConfig
 ) -> None:
     """Three calls per minute across both workers; the fourth is refused, then planned
     around with RATE_BUDGET, and the route is back once the bucket refilled."""
     a, b = workers
     for worker in (a, b, a):
-        result = await worker.call_model(_call(T0))
+        result = await worker.calls.call_model(_call(T0))
         assert result.reply.text == "ok"
     with pytest.raises(ApplicationError) as info:
-        await b.call_model(_call(T0 + 1))
+        await b.calls.call_model(_call(T0 + 1))
     err = info.value
     assert err.type == RATE_BUDGET and err.non_retryable
     assert err.details[0]["scope"] == f"endpoint:{ROUTE}"
     # One request every 20 s; 1 s (plus the call's own few ms) already refilled.
     assert 18.5 < err.details[0]["retry_after_s"] < 19.5
 
-    ctx = await a.role_context(RoleContextInput(role=ROLE, now=T0 + 1))
+    ctx = await a.context.role_context(RoleContextInput(role=ROLE, now=T0 + 1))
     facts = RequestFacts(
         input_tokens=estimate_request_tokens(REQUEST), max_output_tokens=REQUEST.max_tokens
     )
@@ -112,17 +113,17 @@ async def test_two_workers_share_one_budget(
     assert ROUTE not in [x.route for x in p.attempts]
     assert any(s.route == ROUTE and s.code is SkipReason.RATE_BUDGET for s in p.skipped)
 
-    ctx = await b.role_context(RoleContextInput(role=ROLE, now=T0 + 21))
+    ctx = await b.context.role_context(RoleContextInput(role=ROLE, now=T0 + 21))
     p = plan(ctx.role, ctx.policy, ctx.snapshot, facts, T0 + 21)
     assert ROUTE in [x.route for x in p.attempts]
-    assert (await b.call_model(_call(T0 + 21))).reply.text == "ok"
+    assert (await b.calls.call_model(_call(T0 + 21))).reply.text == "ok"
 
 
-async def test_tokens_settle_with_reported_usage(workers: list[LLMActivities]) -> None:
+async def test_tokens_settle_with_reported_usage(workers: list[LLMActivitySet]) -> None:
     """The bulkhead's token bucket ends charged with the usage (120), not the estimate."""
     a, b = workers
-    await a.call_model(_call(T0))
-    table = await b.health_table(HealthTableInput(now=T0, routes=[ROUTE]))
+    await a.calls.call_model(_call(T0))
+    table = await b.health.health_table(HealthTableInput(now=T0, routes=[ROUTE]))
     tokens = next(lv for lv in table.budgets if lv.scope == "bulkhead:specialists")
     # Charged 120, not the estimate (+2000 max_tokens); the call's few ms refilled a little.
     assert 100_000 - 120 <= tokens.level < 100_000 - 60

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from agent_failover.activities.models import ContextWindow, HealthTable
+from agent_failover.activities.health_models import ContextWindow, HealthTable
 from agent_failover.cli.render import age, health_table, monitor_footer
 from agent_failover.resilience.breaker import Breaker
 from agent_failover.resilience.contracts import RouteHealth, WindowStats

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from agent_failover.activities.models import QualityRow
+from agent_failover.activities.health_models import QualityRow
 from agent_failover.cli.render import quality_table
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.resilience.shadow import QualitySample

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_failover.activities.models import _POLICIES_BY_REF, policy_body, policy_ref
+from agent_failover.activities.policy_registry import POLICY_REGISTRY, policy_body, policy_ref
 from agent_failover.activities.policy_versions import PolicyPublisher, load_versions
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.stores.factory import env_seconds, policy_ttl_s
@@ -132,9 +132,9 @@ async def test_published_versions_load_into_a_fresh_process(
     pub.bind(store)
     await pub.publish(ref, sub)
     assert await store.get(ref) == policy_body(sub)
-    _POLICIES_BY_REF.clear()
+    POLICY_REGISTRY.reset()
     assert await load_versions(store) == 1
-    assert _POLICIES_BY_REF[ref] == sub
+    assert POLICY_REGISTRY[ref] == sub
 
 
 def test_the_redis_ttl_comes_from_the_environment() -> None:

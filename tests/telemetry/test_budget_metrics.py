@@ -9,7 +9,8 @@ import yaml
 from opentelemetry import trace
 from temporalio.exceptions import ApplicationError
 
-from agent_failover.activities.llm import LLMActivities
+from agent_failover.activities.llm import LLMActivitySet
+from agent_failover.activities.model_call import ModelCallActivities
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import parse_policy
 from agent_failover.resilience.config import PolicyConfig
@@ -22,23 +23,23 @@ from tests.telemetry.conftest import Captured
 from tests.telemetry.test_setup import _points
 
 
-def budgeted() -> tuple[PolicyConfig, LLMActivities]:
+def budgeted() -> tuple[PolicyConfig, ModelCallActivities]:
     """The demo policy with one request a minute on ``ROUTE``, and a worker's activities
     on a memory store whose provider calls are answered in-process."""
     data = yaml.safe_load(DEFAULT_POLICY_PATH.read_text())
     data["rate_budgets"] = {"endpoints": {ROUTE: {"requests_per_minute": 1}}}
     policy = parse_policy(data, env={})
-    acts = LLMActivities(
+    acts = LLMActivitySet(
         policy,
         httpx.AsyncClient(transport=httpx.MockTransport(_reply)),
         MemoryHealthStore(),
         MemoryResponseCache(),
         task_queue_for=lambda r: "q",
-    )
+    ).calls
     return policy, acts
 
 
-async def refuse_a_call(acts: LLMActivities) -> ApplicationError:
+async def refuse_a_call(acts: ModelCallActivities) -> ApplicationError:
     """One call granted, the next refused by the endpoint's budget; returns the refusal."""
     assert (await acts.call_model(_call(T0))).reply.text == "ok"
     with pytest.raises(ApplicationError) as info:

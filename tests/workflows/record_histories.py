@@ -24,8 +24,8 @@ from typing import Any
 
 from temporalio.client import WorkflowExecutionStatus
 
-from agent_failover.activities.models import _POLICIES_BY_REF, policy_body
 from agent_failover.activities.notify import WEBHOOK_SECRET_ENV, WEBHOOK_URL_ENV
+from agent_failover.activities.policy_registry import POLICY_REGISTRY, policy_body
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.contracts import AgentOutput
@@ -115,7 +115,7 @@ async def _write_policy_version(ref: str) -> None:
     path = POLICIES / f"{ref}.json"
     if path.exists():
         return
-    body = policy_body(_POLICIES_BY_REF[ref])
+    body = policy_body(POLICY_REGISTRY[ref])
     check_version(ref, body)
     POLICIES.mkdir(exist_ok=True)
     path.write_text(body)

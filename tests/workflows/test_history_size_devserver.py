@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from agent_failover.activities.models import UNPLANNED_FIELDS, UNPLANNED_STATS
+from agent_failover.activities.snapshot_history import UNPLANNED_FIELDS, UNPLANNED_STATS
 from agent_failover.workflows.models import PipelineInput, PipelineOptions, PipelineResult
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from tests.workflows.conftest import Harness

@@ -22,7 +22,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from agent_failover.activities.models import _POLICIES_BY_REF, policy_body
+from agent_failover.activities.policy_registry import POLICY_REGISTRY, policy_body
 from agent_failover.plugin import FailoverPlugin
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.models import ChatRequest, Message
@@ -75,7 +75,7 @@ async def _worker(
     client: Client, tq: str, policy: PolicyConfig, store: PolicyVersionStore
 ) -> AsyncIterator[None]:
     """A worker as a fresh process has it: nothing in memory but its policy store."""
-    _POLICIES_BY_REF.clear()
+    POLICY_REGISTRY.reset()
     stores = Stores(MemoryHealthStore(), MemoryResponseCache(), "test", policies=store)
     plugin = FailoverPlugin(policy, stores=stores, start_monitor=False, codec=False)
     # Default failure types: a workflow-task error retries the task (as in production).
@@ -132,7 +132,7 @@ async def test_a_missing_version_fails_the_task_not_the_run_until_restored(
         assert body_a is not None
         await new.put(ref_a, body_a)  # restored: fetched in the background, task retried
         assert len(await asyncio.wait_for(handle.result(), 60)) == 2
-    assert policy_body(_POLICIES_BY_REF[ref_a]) == body_a
+    assert policy_body(POLICY_REGISTRY[ref_a]) == body_a
 
 
 async def _task_failure(handle: WorkflowHandle) -> str:

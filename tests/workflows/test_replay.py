@@ -11,7 +11,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from agent_failover.activities.models import _POLICIES_BY_REF
+from agent_failover.activities.policy_registry import POLICY_REGISTRY
 from agent_failover.activities.policy_versions import load_versions
 from agent_failover.service import workflow_runner
 from agent_failover.stores.policies import DirectoryPolicyStore
@@ -28,7 +28,7 @@ POLICY_VERSIONS = Path(__file__).resolve().parents[1] / "histories" / "policies"
 async def fresh_worker_policies() -> None:
     """The policy registry as in a fresh worker: only what its policy store holds (the
     committed versions); an older history's inline policies come from the history."""
-    _POLICIES_BY_REF.clear()
+    POLICY_REGISTRY.reset()
     await load_versions(DirectoryPolicyStore(POLICY_VERSIONS))
 
 
@@ -108,7 +108,7 @@ async def test_a_history_whose_policy_version_is_missing_fails_its_task_naming_i
     """Without the policy store's versions, a run naming its policy by ref cannot replay:
     the workflow task fails (not the run) with the missing ref and what to do."""
     path = POLICY_VERSIONS.parent / "call_policy_store_issue10.json"
-    _POLICIES_BY_REF.clear()  # a worker whose store never saw this version
+    POLICY_REGISTRY.reset()  # a worker whose store never saw this version
     history = WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))
     replayer = Replayer(
         workflows=REPLAY_WORKFLOWS,
@@ -122,4 +122,4 @@ async def test_a_history_whose_policy_version_is_missing_fails_its_task_naming_i
     (ref,) = {p.stem for p in POLICY_VERSIONS.glob("*.json")} & set(text.split())
     assert "PolicyVersionMissing" in text and "role 'plain'" in text
     await fresh_worker_policies()
-    assert ref in _POLICIES_BY_REF
+    assert ref in POLICY_REGISTRY

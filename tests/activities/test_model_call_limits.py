@@ -12,8 +12,9 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from agent_failover.activities import llm
-from agent_failover.activities.llm import HEARTBEAT_TAIL_CHARS, LLMActivities
+from agent_failover.activities import model_call
+from agent_failover.activities.llm import LLMActivitySet
+from agent_failover.activities.model_call import HEARTBEAT_TAIL_CHARS
 from agent_failover.activities.models import CallModelInput, RoleContextInput
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
@@ -33,9 +34,9 @@ def demo_policy() -> PolicyConfig:
     return load_policy(DEFAULT_POLICY_PATH, env={})
 
 
-def _acts(policy: PolicyConfig, respond) -> LLMActivities:
+def _acts(policy: PolicyConfig, respond) -> LLMActivitySet:
     http = httpx.AsyncClient(transport=httpx.MockTransport(respond))
-    return LLMActivities(
+    return LLMActivitySet(
         policy, http, MemoryHealthStore(), MemoryResponseCache(), task_queue_for=lambda r: "q"
     )
 
@@ -71,7 +72,7 @@ async def test_cut_stream_failure_carries_only_a_tail(demo_policy: PolicyConfig)
     full length counted and the cut flagged; the message stays short."""
     acts = _acts(demo_policy, lambda r: _stream(300, terminal=False))
     with pytest.raises(ApplicationError) as info:
-        await acts.call_model(_input(max_reply_bytes=700_000))
+        await acts.calls.call_model(_input(max_reply_bytes=700_000))
     err = info.value
     details = err.details[0]
     assert err.type == "stream_cut"
@@ -88,10 +89,10 @@ async def test_reply_over_the_role_limit_is_oversized_and_not_retried(
     workflow fails over); the route's semantic-failure rate sees it."""
     acts = _acts(demo_policy, lambda r: _stream(100, terminal=True))
     with pytest.raises(ApplicationError) as info:
-        await acts.call_model(_input(max_reply_bytes=20_000))
+        await acts.calls.call_model(_input(max_reply_bytes=20_000))
     assert info.value.type == "oversized_output" and info.value.non_retryable
     assert len(info.value.details[0]["partial_text"]) <= PARTIAL_TEXT_TAIL_CHARS
-    snap = await acts._health.snapshot(["openai-us"], now=1001.0, window_s=60, min_calls=1)
+    snap = await acts.deps.health.snapshot(["openai-us"], now=1001.0, window_s=60, min_calls=1)
     assert snap.get("openai-us").stats.semantic_failure_rate > 0
 
 
@@ -110,12 +111,12 @@ async def test_heartbeats_carry_a_bounded_tail(
     demo_policy: PolicyConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every heartbeat of a long stream carries at most the last 400 characters."""
-    monkeypatch.setattr(llm, "HEARTBEAT_EVERY_S", 0.01)
+    monkeypatch.setattr(model_call, "HEARTBEAT_EVERY_S", 0.01)
     acts = _acts(demo_policy, lambda r: _slow_stream(40, 0.005))
     env = ActivityEnvironment()
     beats: list[dict] = []
     env.on_heartbeat = lambda *details: beats.append(details[0])
-    result = await env.run(acts.call_model, _input())
+    result = await env.run(acts.calls.call_model, _input())
     assert len(result.reply.text) == 40 * len(CHUNK)
     assert any(b["tokens"] > 0 for b in beats), beats
     assert all(len(b["partial"]) <= HEARTBEAT_TAIL_CHARS for b in beats)
@@ -125,12 +126,12 @@ async def test_a_call_that_answers_within_the_interval_sends_no_heartbeat(
     demo_policy: PolicyConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The healthy path costs no heartbeat: the first one is due one interval in."""
-    monkeypatch.setattr(llm, "HEARTBEAT_EVERY_S", 60.0)  # no slow machine reaches it
+    monkeypatch.setattr(model_call, "HEARTBEAT_EVERY_S", 60.0)  # no slow machine reaches it
     acts = _acts(demo_policy, lambda r: _slow_stream(5, 0.01))
     env = ActivityEnvironment()
     beats: list[dict] = []
     env.on_heartbeat = lambda *details: beats.append(details[0])
-    await env.run(acts.call_model, _input())
+    await env.run(acts.calls.call_model, _input())
     assert beats == []
 
 
@@ -138,7 +139,7 @@ async def test_unknown_route_is_a_non_retryable_policy_error(demo_policy: Policy
     """A worker asked to call a route its policy lacks says so once, naming the known ones."""
     acts = _acts(demo_policy, lambda r: httpx.Response(500))
     with pytest.raises(ApplicationError) as info:
-        await acts.call_model(_input(route="gpt-x"))
+        await acts.calls.call_model(_input(route="gpt-x"))
     assert info.value.type == "policy_error" and info.value.non_retryable
     assert "gpt-x" in str(info.value) and "openai-us" in str(info.value)
 
@@ -161,7 +162,7 @@ async def test_role_context_subset_decodes_like_the_workflow_will(
     )
     policy = demo_policy.model_copy(update={"roles": {**demo_policy.roles, "solo": solo}})
     assert {"cheap-mini", "gemini-flash"} <= set(policy.breaker_overrides)
-    ctx = await _acts(policy, lambda r: httpx.Response(500)).role_context(
+    ctx = await _acts(policy, lambda r: httpx.Response(500)).context.role_context(
         RoleContextInput(role="solo", now=1000.0)
     )
     again = RoleContext.model_validate_json(ctx.model_dump_json())

@@ -1,0 +1,164 @@
+"""What a workflow asks before it plans: the role's policy, its routes' health, the roles.
+
+``role_context`` runs as a local activity before each plan: the role's checked policy
+subset (travelling by ref, published to the policy store first), a fresh health snapshot
+with the SLA verdicts persisted and the rate budgets read, and the task queues its
+attempts go to. ``pipeline_roles`` says which roles of the worker's policy play which
+part of the pipeline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from agent_failover.activities.deps import ActivityDeps
+from agent_failover.activities.failures import POLICY_ERROR
+from agent_failover.activities.models import (
+    CURRENT_RULES,
+    PipelineRoles,
+    PipelineRolesInput,
+    RoleContext,
+    RoleContextInput,
+)
+from agent_failover.resilience.budget import scopes_for
+from agent_failover.resilience.config import PolicyError, RolePolicy
+from agent_failover.resilience.contracts import HealthSnapshot
+from agent_failover.resilience.sla import evaluate_sla
+from agent_failover.telemetry import record
+
+
+class RoleContextActivities:
+    """``role_context`` and ``pipeline_roles`` over one worker's :class:`ActivityDeps`."""
+
+    def __init__(self, deps: ActivityDeps) -> None:
+        self._deps = deps
+
+    @activity.defn(name="role_context")
+    async def role_context(self, inp: RoleContextInput) -> RoleContext:
+        """The role's policy, its routes' endpoints and a fresh health snapshot.
+
+        Runs as a local activity before each plan. SLA demotion is evaluated here with
+        the pure :func:`resilience.sla.evaluate_sla` and persisted, so hysteresis state
+        survives across calls and workers.
+        """
+        role, routes = self._role_and_routes(inp)
+        snap = await self._deps.health.snapshot(
+            routes,
+            now=inp.now,
+            window_s=role.sla.window_s,
+            min_calls=role.sla.min_samples,
+            role=inp.role,
+        )
+        for route in routes:
+            await self._judge_sla(inp, role, route, snap)
+        await self._read_budgets(inp.role, routes, snap, inp.now)
+        return await self._context(inp, role, snap)
+
+    def _role_and_routes(self, inp: RoleContextInput) -> tuple[RolePolicy, list[str]]:
+        policy = self._deps.policy
+        try:
+            role = policy.role(inp.role)
+            routes = inp.routes or policy.routes_for(inp.role)
+            for route in routes:
+                policy.endpoint(route)
+        except PolicyError as exc:
+            # Retrying cannot make a role or route exist: fail the caller with the names.
+            raise ApplicationError(str(exc), type=POLICY_ERROR, non_retryable=True) from exc
+        return role, routes
+
+    async def _judge_sla(
+        self, inp: RoleContextInput, role: RolePolicy, route: str, snap: HealthSnapshot
+    ) -> None:
+        """Evaluate the route's SLA verdict, persist a change, keep what planning reads."""
+        rh = snap.get(route)
+        verdict = evaluate_sla(
+            rh.sla_demoted,
+            rh.stats,
+            role.sla,
+            self._deps.policy.hysteresis_margin,
+            recent=rh.recent,
+            since=rh.sla_since,
+            now=inp.now,
+        )
+        # The planner re-evaluates the verdict from the same inputs; the streaks only
+        # ever read the newest restore_after observations, so only those enter history.
+        update: dict[str, Any] = {"recent": rh.recent[-role.sla.restore_after :]}
+        if verdict.demoted != rh.sla_demoted:
+            record.sla_changed(inp.role, route, verdict.demoted, rh.stats)
+            await self._deps.health.set_sla_demoted(inp.role, route, verdict.demoted, at=inp.now)
+            update |= {"sla_demoted": verdict.demoted, "sla_since": inp.now}
+        snap.routes[route] = rh.model_copy(update=update)
+
+    async def _read_budgets(
+        self, role: str, routes: list[str], snap: HealthSnapshot, now: float
+    ) -> None:
+        """Put each route's rate-budget buckets (endpoint and bulkhead) in the snapshot."""
+        per_route = {r: scopes_for(self._deps.policy, role, r) for r in routes}
+        scopes = list({s.name: s for ss in per_route.values() for s in ss}.values())
+        if not scopes:
+            return
+        levels = await self._deps.health.budget_levels(scopes, now)
+        for route, ss in per_route.items():
+            names = {s.name for s in ss}
+            mine = [lv for lv in levels if lv.scope in names]
+            snap.routes[route] = snap.get(route).model_copy(update={"budgets": mine})
+
+    async def _context(
+        self, inp: RoleContextInput, role: RolePolicy, snap: HealthSnapshot
+    ) -> RoleContext:
+        deps = self._deps
+        try:
+            subset, ref = deps.subset(inp.role, inp.routes)
+            # The history names the subset by ref: the store must hold it first.
+            await deps.policy_versions.publish(ref, subset)
+            overflow = deps.overflow_queue_for(inp.role) if deps.overflow_queue_for else None
+            return RoleContext(
+                role=role,
+                policy=subset,
+                snapshot=snap,
+                task_queue=deps.task_queue_for(inp.role),
+                overflow_queue=overflow,
+                policy_ref=ref,
+                rules=CURRENT_RULES,
+            ).for_history(inp.newest_observation, own_queue=inp.workflow_queue)
+        except (PolicyError, ValidationError) as exc:
+            # A policy this worker cannot express is a configuration error: retrying the
+            # local activity (and the workflow task) forever would hide it.
+            raise ApplicationError(
+                f"policy error building the role context: {exc}",
+                type=POLICY_ERROR,
+                non_retryable=True,
+            ) from exc
+
+    @activity.defn(name="pipeline_roles")
+    async def pipeline_roles(self, inp: PipelineRolesInput) -> PipelineRoles:
+        """Which roles play planner, critic, synthesis and specialists; which are critical."""
+        roles = self._deps.policy.roles
+        stages = {"planner", "critic", "synthesis"}
+        missing = sorted(stages - set(roles))
+        if missing:
+            raise ApplicationError(
+                f"policy has no role(s) {missing}; "
+                "the pipeline needs planner, critic and synthesis",
+                type=POLICY_ERROR,
+                non_retryable=True,
+            )
+        specialists = [r for r in roles if r not in stages]
+        if not specialists:
+            raise ApplicationError(
+                "policy defines no specialist role (any role besides planner/critic/synthesis)",
+                type=POLICY_ERROR,
+                non_retryable=True,
+            )
+        return PipelineRoles(
+            specialists=specialists,
+            critical=[n for n, r in roles.items() if r.critical],
+            min_confidence={
+                n: r.min_confidence for n, r in roles.items() if r.critical and r.min_confidence > 0
+            },
+            rerun={n: r.rerun for n, r in roles.items() if r.rerun and r.rerun.enabled},
+        )

@@ -1,0 +1,110 @@
+"""How a role context's health snapshot is written to history, and read back.
+
+A snapshot enters history on every call (it is a local activity's result), so it is
+written as planning reads it: without defaults, without the fields planning never reads
+(:data:`UNPLANNED_FIELDS`), without the routes' repeated names and shared window, and with
+floats cut to :data:`SNAPSHOT_DECIMALS`. :func:`expand_snapshot` restores the values
+planning reads. Pure functions over plain dicts: no IO.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_failover.resilience.contracts import HealthSnapshot
+
+#: ``taken_at`` of a snapshot whose history left it out (the workflow sets its own ``now``).
+UNSTATED_TIME = 0.0
+#: Decimals kept of the snapshot's floats in history (timestamps in s, latencies in ms).
+SNAPSHOT_DECIMALS = 3
+
+
+def rounded(value: Any) -> Any:
+    """``value`` with every float in it cut to :data:`SNAPSHOT_DECIMALS`."""
+    if isinstance(value, float):
+        return round(value, SNAPSHOT_DECIMALS)
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v) for v in value]
+    return value
+
+
+#: What planning in the workflow never reads of a route's health (the activity reads them
+#: from the store; ``status`` and ``health`` show them): left out of history. Planning
+#: reads the breaker, cool-down, budgets, learned context window, SLA and quality verdicts,
+#: the recent streak, and the window's error/semantic rates, p95/p99, TTFT p95 and sample
+#: counts (``resilience.planner``, ``.sla``, ``.scoring``, ``.shadow``, ``.summarize``).
+UNPLANNED_FIELDS = frozenset({"last_probe_at", "last_probe_ok", "last_call_at"})
+UNPLANNED_STATS = frozenset(
+    {
+        "errors",
+        "semantic_failures",
+        "slow_calls",
+        "slow_call_rate",
+        "p50_ms",
+        "ttft_p50_ms",
+        "ttft_p99_ms",
+        "enough_samples",
+        "probes",
+    }
+)
+
+_UNPLANNED: dict[str, Any] = {
+    "route": True,
+    **dict.fromkeys(UNPLANNED_FIELDS, True),
+    "stats": dict.fromkeys(UNPLANNED_STATS, True),
+}
+
+
+def _planned_route(rh: Any, newest_observation: bool) -> dict[str, Any]:
+    """One route's health as planning reads it (see :data:`UNPLANNED_FIELDS`)."""
+    d = rh.model_dump(
+        mode="json",
+        exclude_defaults=True,
+        exclude=_UNPLANNED,
+    )
+    stats = d.get("stats", {})
+    if stats.get("latency_samples"):
+        stats.pop("calls", None)  # sla reads ``latency_samples or calls``
+    if not rh.sla_demoted and rh.sla_since is None and rh.recent:
+        # The streaks only count while demoted or after a change; a restored primary
+        # (resilience.shadow.primary_restored, re-runs only) reads the newest observation.
+        d["recent"] = d["recent"][-1:] if newest_observation else []
+        if not d["recent"]:
+            del d["recent"]
+    return d
+
+
+def compact_snapshot(snap: HealthSnapshot, newest_observation: bool = True) -> dict[str, Any]:
+    """The snapshot as planning reads it, without defaults, route names, one window
+    repeated per route, or the routes with nothing to say (restored from the policy)."""
+    windows = [rh.stats.window_s for rh in snap.routes.values()]
+    window = max(set(windows), key=windows.count) if windows else 0.0
+    routes: dict[str, Any] = {}
+    for name, rh in snap.routes.items():
+        d = _planned_route(rh, newest_observation)
+        stats = d.get("stats", {})
+        if stats.get("window_s") == window:
+            stats.pop("window_s")
+        if not stats:
+            d.pop("stats", None)
+        if d:
+            routes[name] = rounded(d)
+    # ``taken_at`` is the role context's ``now``, the workflow's own clock: it restores it.
+    out = snap.model_dump(mode="json", exclude_defaults=True, exclude={"routes", "taken_at"})
+    return {**rounded(out), "window_s": window, "routes": routes}
+
+
+def expand_snapshot(data: dict[str, Any], endpoints: list[str]) -> dict[str, Any]:
+    """A snapshot written by :func:`compact_snapshot` with what it left out put back
+    (every endpoint of the policy, the shared window, ``taken_at`` as unstated)."""
+    window = data["window_s"]
+    routes = {}
+    given = data.get("routes") or {}
+    # A route left out had nothing but defaults (and the shared window) to say.
+    for name, d in {**given, **{n: {} for n in endpoints if n not in given}}.items():
+        stats = {"window_s": window, **d.get("stats", {})}
+        routes[name] = {**d, "route": name, "stats": stats}
+    out = {k: v for k, v in data.items() if k != "window_s"} | {"routes": routes}
+    return {"taken_at": UNSTATED_TIME, **out}
