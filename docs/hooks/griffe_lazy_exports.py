@@ -36,8 +36,9 @@ def _exports(node: ast.AST) -> dict[str, str]:
 class LazyExports(griffe.Extension):
     """Adds an alias per entry of a module's ``_EXPORTS`` mapping."""
 
-    def on_module_members(self, *, node: ast.AST | griffe.ObjectNode, mod: griffe.Module,
-                          **kwargs: Any) -> None:
+    def on_module_members(
+        self, *, node: ast.AST | griffe.ObjectNode, mod: griffe.Module, **kwargs: Any
+    ) -> None:
         if not isinstance(node, ast.AST):
             return  # inspected modules already hold the real objects
         for name, module in _exports(node).items():
