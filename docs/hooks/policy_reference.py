@@ -51,26 +51,26 @@ def _nested_models(annotation: Any) -> Iterator[type[BaseModel]]:
         yield from _nested_models(arg)
 
 
-def reachable_models() -> list[tuple[type[BaseModel], str]]:
-    """``PolicyConfig`` and every model reachable from its fields, with the first YAML path
-    that reaches each (``endpoints.<name>``), in breadth-first order."""
+def reachable_models() -> list[tuple[type[BaseModel], list[str]]]:
+    """``PolicyConfig`` and every model reachable from its fields, breadth first, each with
+    the YAML paths that lead to it (``endpoints.<name>``), through each parent's first path."""
     root = _root()
-    found: dict[type[BaseModel], str] = {root: ""}
+    found: dict[type[BaseModel], list[str]] = {root: [""]}
     queue = [root]
     while queue:
         model = queue.pop(0)
         for name, field in model.model_fields.items():
-            container = typing.get_origin(field.annotation)
+            path = f"{found[model][0]}.{name}".lstrip(".")
+            if _is_mapping(field.annotation):
+                path += ".<name>"
+            elif _is_list(field.annotation):
+                path += "[]"
             for sub in _nested_models(field.annotation):
-                if sub in found:
-                    continue
-                path = f"{found[model]}.{name}".lstrip(".")
-                if _is_mapping(field.annotation):
-                    path += ".<name>"
-                elif container is list or _is_list(field.annotation):
-                    path += "[]"
-                found[sub] = path
-                queue.append(sub)
+                if sub not in found:
+                    found[sub] = []
+                    queue.append(sub)
+                if path not in found[sub]:
+                    found[sub].append(path)
     return list(found.items())
 
 
@@ -81,7 +81,9 @@ def _is_mapping(annotation: Any) -> bool:
 
 
 def _is_list(annotation: Any) -> bool:
-    return any(typing.get_origin(a) is list for a in typing.get_args(annotation))
+    return typing.get_origin(annotation) is list or any(
+        typing.get_origin(a) is list for a in typing.get_args(annotation)
+    )
 
 
 def _type_name(annotation: Any, models: set[type[BaseModel]]) -> str:
@@ -153,9 +155,9 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def render_model(model: type[BaseModel], path: str, models: set[type[BaseModel]]) -> str:
+def render_model(model: type[BaseModel], paths: list[str], models: set[type[BaseModel]]) -> str:
     """One model's table: field, type, default (or "required"), constraints, description."""
-    where = f"`{path}`" if path else "the top level of the file"
+    where = ", ".join(f"`{p}`" if p else "the top level of the file" for p in paths)
     lines = [
         f"### {model.__name__} {{#{model.__name__.lower()}}}",
         "",
@@ -176,7 +178,7 @@ def render_policy_reference() -> str:
     """The generated part of the policy reference: a table per reachable model."""
     found = reachable_models()
     models = {model for model, _ in found}
-    return "\n".join(render_model(model, path, models) for model, path in found)
+    return "\n".join(render_model(model, paths, models) for model, paths in found)
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
