@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agent_failover.resilience.percentile import percentile
 from agent_failover.resilience.quality import MAX_DETAIL_CHARS, ScorerSpec
 
 LOCK_VERSION = 1
@@ -130,9 +131,6 @@ def summarize_route(
     results: Iterable[ItemResult], *, model: str, min_quality: float, with_schema: bool
 ) -> RouteQualification:
     """One route's verdict from its item results (an unanswered item scores 0)."""
-    # Imported here: resilience.config imports this module, and windows imports config.
-    from agent_failover.resilience.windows import percentile
-
     rows = list(results)
     n = len(rows)
     answered = [r for r in rows if r.ok]
