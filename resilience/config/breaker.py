@@ -187,7 +187,7 @@ class BreakerSettings(BaseModel):
         le=86_400.0,
         description="Seconds after good trials close a breaker during which one failure "
         "re-opens it (reason `probation_failed`); an operator's release is not on "
-        "probation. Null: `open_duration_s`; 0: off.",
+        "probation. 0 turns probation off. Null: `open_duration_s`.",
     )
 
     @model_validator(mode="after")
@@ -222,8 +222,10 @@ class BreakerSettings(BaseModel):
 
 def _inherited(name: str) -> str:
     """An override field's description: the shared setting's, and what leaving it out does."""
-    shared = BreakerSettings.model_fields[name].description
-    return f"{shared} Null or absent: this route keeps the shared `breaker.{name}`."
+    shared = str(BreakerSettings.model_fields[name].description)
+    # Null means "inherit" here, so the shared field's own meaning of null does not apply.
+    meaning = shared.split(" Null:")[0]
+    return f"{meaning} Null or absent: this route keeps the shared `breaker.{name}`."
 
 
 class BreakerOverride(BaseModel):
