@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_failover.resilience.budget import Bucket, BudgetUnit, Scope
-from agent_failover.resilience.windows import percentile
+from agent_failover.resilience.percentile import percentile
 from agent_failover.stores.embedded_redis import EmbeddedRedis
 from agent_failover.stores.health import RedisHealthStore
 from agent_failover.stores.redis_link import REDIS_DOWN, fail_fast_client

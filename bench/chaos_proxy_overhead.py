@@ -18,7 +18,7 @@ import time
 
 import httpx
 
-from agent_failover.resilience.windows import percentile
+from agent_failover.resilience.percentile import percentile
 from agent_failover.testing.chaos_proxy import ProxyScenario, start_chaos_proxy
 from agent_failover.testing.sim.config import LatencyModel, load_sim_config
 from agent_failover.testing.sim.server import start_simulator

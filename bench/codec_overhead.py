@@ -21,7 +21,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter
 
 from agent_failover.codec import AesGcmCodec, failover_data_converter
-from agent_failover.resilience.windows import percentile
+from agent_failover.resilience.percentile import percentile
 
 SIZES = {"1KiB": 1024, "16KiB": 16 * 1024, "256KiB": 256 * 1024}
 

@@ -59,7 +59,7 @@ from temporalio.worker import Worker
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.models import ChatRequest, Message
-from agent_failover.resilience.windows import percentile
+from agent_failover.resilience.percentile import percentile
 from agent_failover.testing.bare import BareActivities, BareCallInput, BareCallWorkflow
 from agent_failover.testing.harness import make_harness, running
 from agent_failover.testing.procs import spawn_tied, stop_process

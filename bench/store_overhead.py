@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import CallOutcome
 from agent_failover.resilience.errors import ErrorClass
-from agent_failover.resilience.windows import percentile
+from agent_failover.resilience.percentile import percentile
 from agent_failover.stores.embedded_redis import EmbeddedRedis
 from agent_failover.stores.health import HealthStore, MemoryHealthStore, RedisHealthStore
 from agent_failover.stores.redis_link import REDIS_DOWN, fail_fast_client

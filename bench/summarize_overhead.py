@@ -23,7 +23,7 @@ from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.contracts import AgentOutput, ReasonCode
 from agent_failover.resilience.models import ChatRequest, Message
-from agent_failover.resilience.windows import percentile
+from agent_failover.resilience.percentile import percentile
 from agent_failover.testing.harness import make_harness, running
 from agent_failover.testing.roles import with_quality_roles, with_test_roles
 from agent_failover.testing.servers import start_dev_server

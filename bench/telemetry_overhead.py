@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.models import ChatReply, FinishReason, Usage
-from agent_failover.resilience.windows import percentile
+from agent_failover.resilience.percentile import percentile
 from agent_failover.telemetry import names, record
 from agent_failover.telemetry.setup import TelemetryConfig, setup_telemetry
 from agent_failover.telemetry.spans import end_attempt_span, event, start_attempt_span

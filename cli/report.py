@@ -21,7 +21,7 @@ from rich.table import Table
 from agent_failover.codec import ENV_KEYS
 from agent_failover.resilience.contracts import AgentOutput, Capability
 from agent_failover.resilience.errors import ErrorClass
-from agent_failover.resilience.windows import percentile
+from agent_failover.resilience.percentile import percentile
 
 #: Error classes that are semantic validation failures (the pass rate's "fail").
 SEMANTIC = {

@@ -114,19 +114,36 @@ class Prices(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    input_per_mtok: float = Field(default=0.0, ge=0.0)
-    output_per_mtok: float = Field(default=0.0, ge=0.0)
+    input_per_mtok: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="USD per million input tokens, for the cost score and `cost_usd`.",
+    )
+    output_per_mtok: float = Field(
+        default=0.0, ge=0.0, description="USD per million output tokens."
+    )
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
 
 
 class Capabilities(BaseModel):
+    """What the route's wire and model support beyond a plain completion."""
+
     model_config = ConfigDict(frozen=True)
 
-    streaming: bool = True
-    structured_output: bool = True
-    assistant_prefill: bool = False
+    streaming: bool = Field(default=True, description="The route can stream its answer.")
+    structured_output: bool = Field(
+        default=True,
+        description="The route honours a JSON schema natively, so a role's `output_schema` "
+        "goes on the wire (OpenAI `response_format`, Gemini `responseSchema`, a forced tool "
+        "on Anthropic and Bedrock). False: the schema is written into the system prompt and "
+        "the answer validated against it.",
+    )
+    assistant_prefill: bool = Field(
+        default=False,
+        description="The route can continue an assistant turn, which resumes a cut stream.",
+    )
 
 
 def _only_for(value: Any, info: ValidationInfo, cloud: Cloud) -> None:
@@ -142,29 +159,130 @@ class EndpointConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
-    provider: ProviderKind
-    cloud: Cloud | None = Field(default=None, validate_default=True)
-    provider_name: str = Field(default="", description="Organisation, e.g. 'anthropic', 'openai'")
-    region: str = Field(default="global", validate_default=True)
-    base_url: HttpUrl | None = Field(default=None, validate_default=True)
-    model: str = Field(min_length=1)
-    model_family: str | None = None
-    deployment: str | None = Field(default=None, validate_default=True)
-    api_version: str | None = None
-    project: str | None = Field(default=None, validate_default=True)
-    api_key_env: str | None = None
-    auth: AuthMethod | None = Field(default=None, validate_default=True)
-    headers: dict[str, str] = Field(default_factory=dict)
-    headers_from_env: dict[str, str] = Field(default_factory=dict)
-    query: dict[str, str] = Field(default_factory=dict)
-    #: Tokens of input + output; None = not configured (the route is tried, and learns its
-    #: real window from the provider's first context-length rejection).
-    context_window: int | None = Field(default=None, ge=256)
-    max_output_tokens: int = Field(default=8192, ge=1)
-    prices: Prices = Field(default_factory=Prices)
-    capabilities: Capabilities = Field(default_factory=Capabilities)
-    max_connections: int = Field(default=20, ge=1, le=1000)
+    name: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9._-]*$",
+        description="The route's name, filled in from its key in `endpoints` by the loader; "
+        "if written, it must equal the key.",
+    )
+    provider: ProviderKind = Field(
+        description="Wire format: `anthropic`, `openai` (also OpenAI-compatible servers such "
+        "as Mistral, DeepSeek, vLLM, Ollama, OpenRouter), `gemini`, or `bedrock` (the "
+        "Bedrock Converse API, which implies `cloud: aws`)."
+    )
+    cloud: Cloud | None = Field(
+        default=None,
+        validate_default=True,
+        description="Who hosts the model, which decides the URL layout and the auth methods: "
+        "`aws` (with `bedrock`), `gcp` (with `anthropic` or `gemini`), `azure` (with "
+        "`openai`). Null: the vendor's own API.",
+    )
+    provider_name: str = Field(
+        default="",
+        description="Organisation operating the endpoint, e.g. `anthropic` or `mistral`, used "
+        "for the standby diversity warning. Empty: the cloud's operator (`aws`, `google`, "
+        "`microsoft`), else `provider`.",
+    )
+    region: str = Field(
+        default="global",
+        validate_default=True,
+        description="Where the endpoint runs, part of the diversity warning. On `aws` it is "
+        "the SigV4 signing region (e.g. `us-west-2`), on `gcp` the Vertex location in the "
+        "URL (e.g. `europe-west1`, or `global`).",
+    )
+    base_url: HttpUrl | None = Field(
+        default=None,
+        validate_default=True,
+        description="The endpoint's URL: for Anthropic and Gemini the host root, for "
+        "OpenAI-style servers including `/v1`, on Azure the resource "
+        "(`https://NAME.openai.azure.com`). Required except on `aws` and `gcp`, where it is "
+        "derived from the region when omitted.",
+    )
+    model: str = Field(
+        min_length=1,
+        description="Model id sent on the wire: on Bedrock a model id, inference profile or "
+        "ARN, on Vertex e.g. `claude-sonnet-4-5@20250929`, on Azure the model behind the "
+        "deployment (informational).",
+    )
+    model_family: str | None = Field(
+        default=None,
+        description="The vendor's name for the model when a cloud's id differs (e.g. "
+        "`claude-sonnet-4-5`): routes of one family refuse the same content, so a "
+        "content-filter failure skips all of them. Null: `model`.",
+    )
+    deployment: str | None = Field(
+        default=None,
+        validate_default=True,
+        description="The Azure OpenAI deployment name: required with `cloud: azure`, not "
+        "allowed otherwise.",
+    )
+    api_version: str | None = Field(
+        default=None,
+        description="The Azure OpenAI `api-version` query parameter, only with `cloud: "
+        "azure`. Null: `2024-10-21`.",
+    )
+    project: str | None = Field(
+        default=None,
+        validate_default=True,
+        description="The Google Cloud project id: required with `cloud: gcp`, not allowed "
+        "otherwise (`${GOOGLE_CLOUD_PROJECT}` works).",
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        description="Name of the environment variable holding the API key; the key itself "
+        "never appears in the file or in workflow history. Null: the simulator, or a cloud "
+        "credential chain.",
+    )
+    auth: AuthMethod | None = Field(
+        default=None,
+        validate_default=True,
+        description="How requests authenticate: `none`, `api_key`, `aws_sigv4` (aws), "
+        "`google_oauth` (gcp) or `entra_id` (azure); credential chains are read from the "
+        "platform at call time. Null: `api_key` when `api_key_env` is set, else `none`, "
+        "`aws_sigv4`, `google_oauth` or `entra_id` by cloud.",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra request headers (header to value), e.g. OpenRouter's "
+        "`HTTP-Referer`; never a credential header and none the client sets itself.",
+    )
+    headers_from_env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Secret headers (header to environment variable name), read at call "
+        "time; an unset variable is an `auth` failure naming it.",
+    )
+    query: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra query parameters merged into the adapter's own; not "
+        "`api-version` on azure.",
+    )
+    context_window: int | None = Field(
+        default=None,
+        ge=256,
+        description="Tokens of input plus output the model accepts; the planner skips or "
+        "triages requests that do not fit. Null: unknown, and the route is tried as-is. "
+        "Either way a window the provider states in a context-length rejection is learned "
+        "and wins over this value.",
+    )
+    max_output_tokens: int = Field(
+        default=8192,
+        ge=1,
+        description="Largest completion the model produces; the planner reserves the smaller "
+        "of this and the request's `max_tokens` of the window for output.",
+    )
+    prices: Prices = Field(
+        default_factory=Prices, description="What the route charges per million tokens."
+    )
+    capabilities: Capabilities = Field(
+        default_factory=Capabilities,
+        description="What the route supports: streaming, native structured output, "
+        "assistant prefill.",
+    )
+    max_connections: int = Field(
+        default=20,
+        ge=1,
+        le=1000,
+        description="Size of this endpoint's connection pool (a bulkhead per provider).",
+    )
 
     @field_validator("cloud")
     @classmethod

@@ -67,37 +67,69 @@ def apply_failure(
         s.excluded.append(route)
     for code in reason_codes_for(error_type):
         s.add_reason(code)
-    if error_type in (BREAKER_REJECTED, ATTEMPT_TIMEOUT, RATE_BUDGET):
+    ec = _provider_error(error_type)
+    if ec is None:
         return s
-    try:
-        ec = ErrorClass(error_type)
-    except ValueError:
-        return s
-    decision = CLASSIFICATION[ec].decision
-    if ec is ErrorClass.CONTEXT_LENGTH:
-        # Only a larger window can help; smaller ones would fail the same way. With no
-        # known window the route is just excluded: other unknown windows are still tried.
-        known = stated_context_window or context_window
-        if known is not None:
-            s.min_context_window = max(s.min_context_window, known + 1)
-    elif ec is ErrorClass.CONTENT_FILTER:
-        # The same model behind another region would refuse the same content.
-        for r in routes_by_model.get(model, []):
-            if r not in s.excluded:
-                s.excluded.append(r)
-    elif ec is ErrorClass.INVALID_REQUEST and used_prefill:
+    if ec is ErrorClass.INVALID_REQUEST and used_prefill:
         # The route rejected our prefill continuation, not the request: keep going
         # without prefill rather than let this mask the original stream failure.
         s.prefill_blocked = True
         s.prefill_text = ""
         s.reasons.remove(ReasonCode.INVALID_REQUEST)
         return s
-    elif decision is Decision.STOP:
-        s.stop_live = True
+    decision = CLASSIFICATION[ec].decision
+    _learn(
+        s,
+        ec,
+        decision,
+        model=model,
+        known_window=stated_context_window or context_window,
+        routes_by_model=routes_by_model,
+    )
     if decision is Decision.COOLDOWN:
         s.cooldowns[route] = now + (retry_after_s if retry_after_s else DEFAULT_COOLDOWN_S)
-    resumable = partial_text and not partial_truncated
-    if ec in (ErrorClass.STREAM_CUT, ErrorClass.STREAM_STALLED) and resumable:
+    if partial_text and not partial_truncated:
+        _keep_partial(s, ec, partial_text)
+    return s
+
+
+def _provider_error(error_type: str) -> ErrorClass | None:
+    """The provider error class of a failure, or None for one that never reached a
+    provider (breaker, timeout, rate budget) or is not a known class."""
+    if error_type in (BREAKER_REJECTED, ATTEMPT_TIMEOUT, RATE_BUDGET):
+        return None
+    try:
+        return ErrorClass(error_type)
+    except ValueError:
+        return None
+
+
+def _learn(
+    s: CallState,
+    ec: ErrorClass,
+    decision: Decision,
+    *,
+    model: str,
+    known_window: int | None,
+    routes_by_model: dict[str, list[str]],
+) -> None:
+    """What the error class teaches the rest of the call (in place)."""
+    if ec is ErrorClass.CONTEXT_LENGTH:
+        # Only a larger window can help; smaller ones would fail the same way. With no
+        # known window the route is just excluded: other unknown windows are still tried.
+        if known_window is not None:
+            s.min_context_window = max(s.min_context_window, known_window + 1)
+    elif ec is ErrorClass.CONTENT_FILTER:
+        # The same model behind another region would refuse the same content.
+        for r in routes_by_model.get(model, []):
+            if r not in s.excluded:
+                s.excluded.append(r)
+    elif decision is Decision.STOP:
+        s.stop_live = True
+
+
+def _keep_partial(s: CallState, ec: ErrorClass, partial_text: str) -> None:
+    """Keep the longest cut stream's text so the next attempt can continue it (prefill)."""
+    if ec in (ErrorClass.STREAM_CUT, ErrorClass.STREAM_STALLED):
         if not s.prefill_blocked and len(partial_text) > len(s.prefill_text):
             s.prefill_text = partial_text
-    return s

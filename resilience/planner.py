@@ -2,7 +2,8 @@
 
 :func:`plan` is a pure function the workflow calls before every attempt (re-planning
 with what the previous attempts taught it: time spent, routes excluded, cool-downs, a
-larger context window needed). The rules, in order:
+larger context window needed); the facts it reads and the plan it returns are the values
+of :mod:`resilience.plan`. The rules, in order:
 
 1. Tiers run in order 0, 1, 2; inside a tier closed routes go first, ranked by the
    weighted score (:mod:`resilience.scoring`), then half-open routes as trials.
@@ -41,156 +42,23 @@ larger context window needed). The rules, in order:
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from agent_failover.resilience.budget import budget_wait
-from agent_failover.resilience.config import CacheTier, PolicyConfig, RolePolicy, StaticFallback
+from agent_failover.resilience.config import PolicyConfig, RolePolicy
 from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
+from agent_failover.resilience.plan import (
+    FailoverPlan,
+    PlannedAttempt,
+    RequestFacts,
+    SkippedRoute,
+    SkipReason,
+)
 from agent_failover.resilience.qualification import unqualified_reason
 from agent_failover.resilience.scoring import RouteScore, request_cost, score_route
 from agent_failover.resilience.sla import evaluate_sla
 
 _TIER_NAMES = {0: "primary", 1: "hot standby", 2: "warm fallback"}
-
-
-class RequestFacts(BaseModel):
-    """What the planner needs to know about the request and the call so far."""
-
-    model_config = ConfigDict(frozen=True)
-
-    input_tokens: int = Field(ge=0)
-    max_output_tokens: int = Field(ge=1)
-    elapsed_ms: float = Field(default=0.0, ge=0.0, description="budget already spent")
-    exclude_routes: list[str] = Field(
-        default_factory=list,
-        description="routes that already failed with a content-filter or stop-class error",
-    )
-    min_context_window: int = Field(
-        default=0, ge=0, description="set after a context-length failure"
-    )
-    cooldowns: dict[str, float] = Field(
-        default_factory=dict, description="route -> epoch seconds before which it is not called"
-    )
-    min_input_tokens: int | None = Field(
-        default=None,
-        ge=0,
-        description=(
-            "tokens left after the most aggressive triage (resilience.triage."
-            "minimal_input_tokens); None = unknown, assume triage can reach any target"
-        ),
-    )
-    trial_ticket: float = Field(
-        default=0.0,
-        ge=0.0,
-        lt=1.0,
-        description=(
-            "uniform draw for this call: half-open routes take it as a real-call trial "
-            "when ticket < breaker.half_open_call_fraction"
-        ),
-    )
-
-
-class SkipReason(StrEnum):
-    """Machine-readable kind of a :class:`SkippedRoute`."""
-
-    EXCLUDED = "excluded"
-    FORCED_OPEN = "forced_open"
-    BREAKER_OPEN = "breaker_open"
-    COOLING_DOWN = "cooling_down"
-    HALF_OPEN = "half_open"
-    SLA_DEMOTED = "sla_demoted"
-    QUALITY_REGRESSION = "quality_regression"
-    CONTEXT_TOO_SMALL = "context_too_small"
-    NO_BUDGET = "no_budget"
-    RATE_BUDGET = "rate_budget"
-    #: Measured below the role's min_quality by `failover qualify` (the lock file).
-    UNQUALIFIED = "unqualified"
-
-
-class PlannedAttempt(BaseModel):
-    """One call the workflow should make, with its budgets and why it is where it is."""
-
-    model_config = ConfigDict(frozen=True)
-
-    route: str
-    tier: int = Field(ge=0, le=2)
-    start_offset_ms: float = Field(
-        default=0.0, ge=0.0, description="0 sequential; >0 hedge started after the previous"
-    )
-    timeout_ms: float = Field(gt=0.0)
-    ttft_budget_ms: float = Field(gt=0.0)
-    idle_budget_ms: float = Field(gt=0.0)
-    hedge: bool = False
-    needs_triage: bool = False
-    target_input_tokens: int | None = None
-    score: float
-    why: str
-    trial: bool = False  # the route is half-open: this call is one of its trials
-    sla_demoted: bool = False
-    worst_case_start_ms: float = Field(
-        default=0.0, ge=0.0, description="latest this attempt can start, from plan time"
-    )
-
-
-class SkippedRoute(BaseModel):
-    """A roster route the plan does not call now (or, for SLA, moved to the back)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    route: str
-    tier: int
-    reason: str
-    code: SkipReason
-
-
-class FailoverPlan(BaseModel):
-    """The ordered attempts for one agent call, ending in the cache and static tiers."""
-
-    model_config = ConfigDict(frozen=True)
-
-    role: str
-    attempts: list[PlannedAttempt] = Field(default_factory=list)
-    skipped: list[SkippedRoute] = Field(default_factory=list)
-    cache: CacheTier | None = None
-    static: StaticFallback
-    budget_ms: float
-    remaining_ms: float
-    hedge_delay_ms: float | None = None
-    notes: list[str] = Field(default_factory=list)
-
-    def explain(self) -> list[str]:
-        """Human-readable lines: attempts in order, skipped routes, cache and static."""
-        lines = [
-            f"plan for role {self.role!r}: budget {self.budget_ms:.0f} ms, "
-            f"{self.remaining_ms:.0f} ms left"
-        ]
-        lines += [f"  note: {n}" for n in self.notes]
-        for i, a in enumerate(self.attempts, 1):
-            flags = [f for f, on in (("HEDGE", a.hedge), ("TRIAL", a.trial)) if on]
-            when = f"+{a.start_offset_ms:.0f} ms" if a.hedge else "sequential"
-            flag_txt = f" [{' '.join(flags)}]" if flags else ""
-            lines.append(
-                f"  {i}. tier{a.tier} {a.route}{flag_txt} {when}, timeout {a.timeout_ms:.0f} ms, "
-                f"ttft {a.ttft_budget_ms:.0f} ms, score {a.score:.2f}: {a.why}"
-            )
-        for s in self.skipped:
-            lines.append(f"  skip tier{s.tier} {s.route}: {s.reason}")
-        n = len(self.attempts) + 1
-        if self.cache is not None:
-            lines.append(
-                f"  {n}. cache: fresh for {self.cache.ttl_s:.0f} s, served up to "
-                f"{self.cache.max_staleness_s:.0f} s old"
-            )
-            n += 1
-        preview = (
-            self.static.content
-            if len(self.static.content) <= 60
-            else self.static.content[:57] + "..."
-        )
-        lines.append(f"  {n}. static fallback: {preview!r}")
-        return lines
 
 
 class _Candidate(BaseModel):
@@ -476,17 +344,7 @@ def _schedule(
     """Lay the ranked candidates on the budget timeline, marking hedges."""
     budget = role.total_budget_ms
     remaining = max(budget - facts.elapsed_ms, 0.0)
-    notes: list[str] = []
-    if snapshot.store_degraded:
-        notes.append("health store unreachable: planned from this worker's local view")
-    hedging = role.stateless and role.hedging.enabled and role.hedging.max_hedges > 0
-    delay: float | None = None
-    if hedging and len(ordered) > 1:
-        delay, source = _hedge_delay(role, snapshot.get(ordered[0].route))
-        notes.append(f"hedge delay {delay:.0f} ms ({source})")
-    elif role.hedging.enabled and not role.stateless:
-        notes.append("hedging disabled: the role is not stateless")
-
+    delay, notes = _hedging(role, snapshot, ordered)
     attempts: list[PlannedAttempt] = []
     free_at = 0.0  # worst case: when every attempt planned so far has finished
     prev_start = 0.0
@@ -495,39 +353,13 @@ def _schedule(
         start = prev_start + delay if hedge and delay is not None else free_at
         left = remaining - start
         if left < min(role.ttft_budget_ms, role.attempt_timeout):
-            skipped.append(
-                SkippedRoute(
-                    route=cand.route,
-                    tier=cand.tier,
-                    code=SkipReason.NO_BUDGET,
-                    reason=(
-                        f"no budget left: would start {start:.0f} ms from now with "
-                        f"{max(left, 0.0):.0f} ms of {budget:.0f} ms remaining"
-                    ),
-                )
-            )
+            skipped.append(_no_budget(cand, start, left, budget))
             continue
-        timeout = min(role.attempt_timeout, left)
-        attempts.append(
-            PlannedAttempt(
-                route=cand.route,
-                tier=cand.tier,
-                start_offset_ms=start - prev_start if hedge else 0.0,
-                timeout_ms=timeout,
-                ttft_budget_ms=min(role.ttft_budget_ms, timeout),
-                idle_budget_ms=min(role.idle_budget, timeout),
-                hedge=hedge,
-                needs_triage=cand.needs_triage,
-                target_input_tokens=cand.target_input_tokens,
-                score=cand.score.total,
-                why=_why(cand, hedge, attempts[-1].route if hedge and attempts else None),
-                trial=cand.trial,
-                sla_demoted=cand.demoted,
-                worst_case_start_ms=start,
-            )
-        )
+        hedged = attempts[-1].route if hedge and attempts else None
+        attempt = _attempt(role, cand, start, prev_start, left, hedge, hedged)
+        attempts.append(attempt)
         prev_start = start
-        free_at = max(free_at, start + timeout)
+        free_at = max(free_at, start + attempt.timeout_ms)
     return FailoverPlan(
         role=role.name,
         attempts=attempts,
@@ -538,6 +370,65 @@ def _schedule(
         remaining_ms=remaining,
         hedge_delay_ms=delay if any(a.hedge for a in attempts) else None,
         notes=notes,
+    )
+
+
+def _hedging(
+    role: RolePolicy, snapshot: HealthSnapshot, ordered: list[_Candidate]
+) -> tuple[float | None, list[str]]:
+    """The hedge delay (None: no hedges in this plan) and the plan's notes about it."""
+    notes: list[str] = []
+    if snapshot.store_degraded:
+        notes.append("health store unreachable: planned from this worker's local view")
+    hedging = role.stateless and role.hedging.enabled and role.hedging.max_hedges > 0
+    delay: float | None = None
+    if hedging and len(ordered) > 1:
+        delay, source = _hedge_delay(role, snapshot.get(ordered[0].route))
+        notes.append(f"hedge delay {delay:.0f} ms ({source})")
+    elif role.hedging.enabled and not role.stateless:
+        notes.append("hedging disabled: the role is not stateless")
+    return delay, notes
+
+
+def _no_budget(cand: _Candidate, start: float, left: float, budget: float) -> SkippedRoute:
+    """The skip record of a candidate that would start too late to answer in time."""
+    return SkippedRoute(
+        route=cand.route,
+        tier=cand.tier,
+        code=SkipReason.NO_BUDGET,
+        reason=(
+            f"no budget left: would start {start:.0f} ms from now with "
+            f"{max(left, 0.0):.0f} ms of {budget:.0f} ms remaining"
+        ),
+    )
+
+
+def _attempt(
+    role: RolePolicy,
+    cand: _Candidate,
+    start: float,
+    prev_start: float,
+    left: float,
+    hedge: bool,
+    hedged: str | None,
+) -> PlannedAttempt:
+    """The candidate as an attempt starting ``start`` ms from now with ``left`` ms left."""
+    timeout = min(role.attempt_timeout, left)
+    return PlannedAttempt(
+        route=cand.route,
+        tier=cand.tier,
+        start_offset_ms=start - prev_start if hedge else 0.0,
+        timeout_ms=timeout,
+        ttft_budget_ms=min(role.ttft_budget_ms, timeout),
+        idle_budget_ms=min(role.idle_budget, timeout),
+        hedge=hedge,
+        needs_triage=cand.needs_triage,
+        target_input_tokens=cand.target_input_tokens,
+        score=cand.score.total,
+        why=_why(cand, hedge, hedged),
+        trial=cand.trial,
+        sla_demoted=cand.demoted,
+        worst_case_start_ms=start,
     )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agent_failover.resilience.percentile import percentile
 from agent_failover.resilience.quality import MAX_DETAIL_CHARS, ScorerSpec
 
 LOCK_VERSION = 1
@@ -89,15 +90,33 @@ class RouteQualification(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str = ""
-    quality: float = Field(ge=0.0, le=1.0, description="mean item score; errors score 0")
-    pass_rate: float = Field(ge=0.0, le=1.0)
-    items: int = Field(ge=0)
-    errors: int = Field(ge=0)
-    schema_compliance: float | None = Field(default=None, ge=0.0, le=1.0)
-    latency_p50_ms: float | None = None
-    latency_p95_ms: float | None = None
-    qualified: bool
+    model: str = Field(default="", description="The model the route served when qualified.")
+    quality: float = Field(
+        ge=0.0,
+        le=1.0,
+        description="Mean item score of the route on the golden set; an error scores 0.",
+    )
+    pass_rate: float = Field(
+        ge=0.0, le=1.0, description="Share of the golden items whose answer passed."
+    )
+    items: int = Field(ge=0, description="Golden items the route was asked.")
+    errors: int = Field(ge=0, description="Golden items the route failed to answer.")
+    schema_compliance: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Share of the items whose answer was valid for the role's output "
+        "schema. Null: the role has no schema.",
+    )
+    latency_p50_ms: float | None = Field(
+        default=None, description="Median latency of the answered items, in milliseconds."
+    )
+    latency_p95_ms: float | None = Field(
+        default=None, description="p95 latency of the answered items, in milliseconds."
+    )
+    qualified: bool = Field(
+        description="The route reached the quality threshold and may be planned for the role."
+    )
 
 
 class RoleQualification(BaseModel):
@@ -105,12 +124,21 @@ class RoleQualification(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    golden_set: str
-    golden_hash: str
-    scorer: str
-    min_quality: float = Field(ge=0.0, le=1.0)
-    qualified_at: str = Field(description="UTC date and time of the run, ISO 8601")
-    routes: dict[str, RouteQualification] = Field(default_factory=dict)
+    golden_set: str = Field(description="Name of the golden set file the role was qualified on.")
+    golden_hash: str = Field(
+        description="Hash of the golden set's content, so a changed set is noticed."
+    )
+    scorer: str = Field(description="The scorer kind that graded the answers.")
+    min_quality: float = Field(
+        ge=0.0,
+        le=1.0,
+        description="Quality threshold the lock was written with (`failover qualify "
+        "--min-quality`); the higher of it and the role's `min_quality` applies.",
+    )
+    qualified_at: str = Field(description="UTC date and time of the run, in ISO 8601.")
+    routes: dict[str, RouteQualification] = Field(
+        default_factory=dict, description="Each measured route's verdict, keyed by endpoint."
+    )
 
 
 class QualificationLock(BaseModel):
@@ -130,9 +158,6 @@ def summarize_route(
     results: Iterable[ItemResult], *, model: str, min_quality: float, with_schema: bool
 ) -> RouteQualification:
     """One route's verdict from its item results (an unanswered item scores 0)."""
-    # Imported here: resilience.config imports this module, and windows imports config.
-    from agent_failover.resilience.windows import percentile
-
     rows = list(results)
     n = len(rows)
     answered = [r for r in rows if r.ok]

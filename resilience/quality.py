@@ -64,11 +64,34 @@ class ScorerSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: ScorerKind = "normalized"
-    json_schema: dict[str, Any] | None = None
-    fields: list[str] | None = None
-    judge_route: str | None = None
-    pass_threshold: float = Field(default=DEFAULT_PASS_THRESHOLD, ge=0.0, le=1.0)
+    kind: ScorerKind = Field(
+        default="normalized",
+        description="How an answer is graded: `exact` (equal text, surrounding whitespace "
+        "ignored), `normalized` (equal after Unicode, case, whitespace and punctuation "
+        "normalization), `json` (the share of `fields` equal to the expected values) or "
+        "`judge` (graded by another model, the judge route).",
+    )
+    json_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="For kind `json`: a JSON Schema (2020-12) the answer must be valid for, "
+        "else it scores 0. Null: any JSON is compared.",
+    )
+    fields: list[str] | None = Field(
+        default=None,
+        description="For kind `json`: the dotted field paths compared (e.g. `verdict`, "
+        "`subtasks.0.role`). Null: every top-level key of the expected answer.",
+    )
+    judge_route: str | None = Field(
+        default=None,
+        description="For kind `judge`: the endpoint that grades the answer. Null: the "
+        "policy's `qualification.judge_route`.",
+    )
+    pass_threshold: float = Field(
+        default=DEFAULT_PASS_THRESHOLD,
+        ge=0.0,
+        le=1.0,
+        description="Score at or above which an answer passes.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ScorerSpec:

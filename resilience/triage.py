@@ -155,10 +155,34 @@ def triage(
     units = _units(messages)
     order = _drop_order(units)
     costs = {u.indices: _marginal_cost(u, messages, estimator) for u, _ in order}
+    dropped_units, result, after = _drop_until_fits(
+        request, order, costs, before - max_input_tokens, max_input_tokens, estimator
+    )
+    dropped = _dropped_messages(messages, dropped_units, costs)
+    cut = bool(dropped)
+    return TriageResult(
+        request=result,
+        dropped=dropped,
+        truncated=cut,
+        reason_codes=[ReasonCode.CONTEXT_TRUNCATED] if cut else [],
+        input_tokens_before=before,
+        input_tokens_after=after,
+        fits=after <= max_input_tokens,
+    )
 
+
+def _drop_until_fits(
+    request: ChatRequest,
+    order: list[tuple[_Unit, str]],
+    costs: dict[tuple[int, ...], int],
+    need: int,
+    max_input_tokens: int,
+    estimator: Estimator,
+) -> tuple[list[tuple[_Unit, str]], ChatRequest, int]:
+    """Drop units in ``order`` until ``need`` tokens are freed and the request fits: the
+    units dropped, the request left and its estimate."""
     # Plan with per-unit costs (one estimate per unit, not per step), then verify with
     # the real estimator and keep dropping if a non-additive estimator disagrees.
-    need = before - max_input_tokens
     dropped_units: list[tuple[_Unit, str]] = []
     freed = 0
     pos = 0
@@ -175,7 +199,15 @@ def triage(
         pos += 1
         result = _rebuild(request, dropped_idx)
         after = estimator(result)
+    return dropped_units, result, after
 
+
+def _dropped_messages(
+    messages: list[Message],
+    dropped_units: list[tuple[_Unit, str]],
+    costs: dict[tuple[int, ...], int],
+) -> list[DroppedMessage]:
+    """One record per dropped message, in the original order."""
     dropped = [
         DroppedMessage(
             index=i,
@@ -189,16 +221,7 @@ def triage(
         for i in u.indices
     ]
     dropped.sort(key=lambda d: d.index)
-    cut = bool(dropped)
-    return TriageResult(
-        request=result,
-        dropped=dropped,
-        truncated=cut,
-        reason_codes=[ReasonCode.CONTEXT_TRUNCATED] if cut else [],
-        input_tokens_before=before,
-        input_tokens_after=after,
-        fits=after <= max_input_tokens,
-    )
+    return dropped
 
 
 def request_bytes(request: ChatRequest) -> int:

@@ -14,29 +14,14 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import CallOutcome, WindowStats
+from agent_failover.resilience.percentile import percentile
 
 DEFAULT_MAX_SAMPLES = 2048
 DEFAULT_HORIZON_S = 600.0
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The nearest-rank ``q``-th percentile (``0 <= q <= 100``) of ``values``, or None if empty.
-
-    Nearest rank: sort ascending and take the element at 1-based rank ``ceil(q/100 * n)``
-    (rank 1 for ``q == 0``). The result is always an observed value, never interpolated,
-    so "p95 = 812 ms" means some call really took 812 ms.
-    """
-    if not 0.0 <= q <= 100.0 or math.isnan(q):
-        raise ValueError(f"percentile q must be within [0, 100], got {q}")
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q / 100.0 * len(ordered)))
-    return float(ordered[min(rank, len(ordered)) - 1])
 
 
 class RollingWindow:

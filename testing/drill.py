@@ -21,7 +21,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agent_failover.resilience.windows import percentile
+from agent_failover.resilience.percentile import percentile
 from agent_failover.testing.sim.scenario import Scenario
 
 #: A request is answered (some tier), explicitly escalated (a typed "nobody can answer"),

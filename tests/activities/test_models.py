@@ -32,7 +32,8 @@ from agent_failover.resilience.contracts import (
     WindowStats,
 )
 from agent_failover.resilience.models import ChatReply, ChatRequest, Message
-from agent_failover.resilience.planner import RequestFacts, plan
+from agent_failover.resilience.plan import RequestFacts
+from agent_failover.resilience.planner import plan
 from agent_failover.resilience.shadow import primary_restored
 
 

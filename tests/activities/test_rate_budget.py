@@ -21,7 +21,8 @@ from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.estimate import estimate_request_tokens
 from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.outcomes import RATE_BUDGET
-from agent_failover.resilience.planner import RequestFacts, SkipReason, plan
+from agent_failover.resilience.plan import RequestFacts, SkipReason
+from agent_failover.resilience.planner import plan
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.health import RedisHealthStore
 from agent_failover.stores.redis_link import fail_fast_client

@@ -56,3 +56,13 @@ latencies = st.lists(
     min_size=1,
     max_size=200,
 )
+
+
+def reference_percentile(values: list[float], q: float) -> float:
+    """Nearest rank by the textbook definition, written independently of the code."""
+    ordered = sorted(values)
+    n = len(ordered)
+    for rank in range(1, n + 1):
+        if rank / n * 100 >= q - 1e-9:
+            return ordered[rank - 1]
+    return ordered[-1]

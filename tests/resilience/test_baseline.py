@@ -24,7 +24,8 @@ from agent_failover.resilience.baseline import (
 from agent_failover.resilience.breaker import Breaker, BreakerReason, on_outcome
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome
-from agent_failover.resilience.windows import RollingWindow, breaker_stats, percentile
+from agent_failover.resilience.percentile import percentile
+from agent_failover.resilience.windows import RollingWindow, breaker_stats
 from tests.resilience.helpers import PROPERTY, ok
 
 S = BreakerSettings()  # slow = 3 x baseline p95, 50 % of calls over 30 s, min 10 calls

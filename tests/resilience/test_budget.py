@@ -23,7 +23,8 @@ from agent_failover.resilience.budget import (
 )
 from agent_failover.resilience.config import PolicyError
 from agent_failover.resilience.contracts import HealthSnapshot, RouteHealth
-from agent_failover.resilience.planner import RequestFacts, SkipReason, plan
+from agent_failover.resilience.plan import RequestFacts, SkipReason
+from agent_failover.resilience.planner import plan
 from tests.resilience.conftest import DEMO_POLICY
 
 NOW = 1_000_000.0

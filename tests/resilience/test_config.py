@@ -3,33 +3,23 @@
 from __future__ import annotations
 
 import copy
+import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from pydantic import BaseModel
 
 from agent_failover.config.loader import check_policy_file, load_policy
 from agent_failover.resilience.config import (
     DEFAULT_ERROR_RATE_THRESHOLD,
     DEFAULT_HYSTERESIS_MARGIN,
     DEFAULT_PROBE_INTERVAL_S,
+    BreakerOverride,
     BreakerSettings,
-    CacheTier,
-    HedgeSettings,
-    LatencySLA,
     PolicyConfig,
     PolicyError,
-    ProbeSettings,
-    RateBudget,
-    RateBudgets,
-    RateLimitSettings,
-    RerunSettings,
-    RolePolicy,
-    Roster,
-    ScoringWeights,
-    ShadowSettings,
-    StaticFallback,
     parse_policy,
 )
 from agent_failover.resilience.endpoint import (
@@ -39,6 +29,7 @@ from agent_failover.resilience.endpoint import (
     EndpointConfig,
     Prices,
 )
+from agent_failover.resilience.quality import ScorerSpec
 from tests.resilience.conftest import DEMO_POLICY, EXAMPLE_POLICY
 
 SIM_ENDPOINTS = {
@@ -224,18 +215,34 @@ def test_role_lookup_names_known_roles(demo_policy: PolicyConfig) -> None:
     assert str(info.value).startswith("endpoints.gpt-x: unknown endpoint (known: anthropic-eu-west")
 
 
-def test_policy_reference_documents_every_field() -> None:
-    """The README's "Policy reference" section mentions every configurable field."""
-    readme = (DEMO_POLICY.parents[1] / "README.md").read_text()
-    doc = readme[readme.index("## Policy reference") :]
-    models = [
-        BreakerSettings, LatencySLA, HedgeSettings, CacheTier, StaticFallback, Roster,
-        RolePolicy, ScoringWeights, ProbeSettings, PolicyConfig, EndpointConfig, Prices,
-        Capabilities, RateLimitSettings, RateBudget, RateBudgets, ShadowSettings, RerunSettings,
-    ]  # fmt: skip
-    missing = [f"{m.__name__}.{f}" for m in models for f in m.model_fields if f"`{f}" not in doc
-               and f".{f}`" not in doc]  # fmt: skip
-    assert missing == []
+def _models_under(model: type[BaseModel]) -> set[type[BaseModel]]:
+    """``model`` and every pydantic model its fields can hold, found by walking the
+    annotations (unions, lists and dict values included)."""
+    found: set[type[BaseModel]] = set()
+    pending: list[Any] = [model]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            if item not in found:
+                found.add(item)
+                pending += [f.annotation for f in item.model_fields.values()]
+        else:
+            pending += typing.get_args(item)
+    return found
+
+
+def test_every_policy_field_is_described() -> None:
+    """Every field of every model reachable from PolicyConfig carries a description, which
+    the policy reference is generated from."""
+    models = _models_under(PolicyConfig)
+    assert {EndpointConfig, Prices, Capabilities, BreakerOverride, ScorerSpec} <= models
+    missing = [
+        f"{m.__name__}.{name}"
+        for m in models
+        for name, field in m.model_fields.items()
+        if not (field.description or "").strip()
+    ]
+    assert sorted(missing) == []
 
 
 def test_policy_error_prints_one_line_per_problem() -> None:

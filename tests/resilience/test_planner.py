@@ -19,7 +19,8 @@ from agent_failover.resilience.contracts import (
     RouteHealth,
     WindowStats,
 )
-from agent_failover.resilience.planner import FailoverPlan, RequestFacts, SkipReason, plan
+from agent_failover.resilience.plan import FailoverPlan, RequestFacts, SkipReason
+from agent_failover.resilience.planner import plan
 from agent_failover.resilience.sla import evaluate_sla
 from tests.resilience.conftest import DEMO_POLICY
 from tests.resilience.helpers import PROPERTY

@@ -7,7 +7,8 @@ from pydantic import ValidationError
 
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.contracts import HealthSnapshot
-from agent_failover.resilience.planner import RequestFacts, SkipReason, plan
+from agent_failover.resilience.plan import RequestFacts, SkipReason
+from agent_failover.resilience.planner import plan
 from agent_failover.resilience.qualification import (
     GoldenItem,
     ItemResult,

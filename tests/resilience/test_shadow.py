@@ -14,7 +14,8 @@ from agent_failover.resilience.contracts import (
     RecentSample,
     RouteHealth,
 )
-from agent_failover.resilience.planner import RequestFacts, SkipReason, plan
+from agent_failover.resilience.plan import RequestFacts, SkipReason
+from agent_failover.resilience.planner import plan
 from agent_failover.resilience.shadow import (
     QualitySample,
     QualityState,

@@ -21,7 +21,8 @@ from temporalio.testing import WorkflowEnvironment
 from agent_failover.resilience.config import PolicyConfig, ShadowSettings
 from agent_failover.resilience.contracts import AgentOutput, ReasonCode
 from agent_failover.resilience.models import ChatRequest, Message
-from agent_failover.resilience.planner import RequestFacts, SkipReason, plan
+from agent_failover.resilience.plan import RequestFacts, SkipReason
+from agent_failover.resilience.planner import plan
 from agent_failover.testing.harness import Harness, build_harness, running
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.shadow import shadow_task_queue
