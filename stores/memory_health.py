@@ -291,7 +291,7 @@ class MemoryHealthStore:
 
     async def close(self) -> None:
         """Drop all state."""
-        self._routes.clear()
+        self.routes.clear()
         self.roles.sla.clear()
         self.roles.sla_since.clear()
         self.roles.quality.clear()
