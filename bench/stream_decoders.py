@@ -26,9 +26,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_failover.providers.anthropic import AnthropicStream
-from agent_failover.providers.base import Call, StreamState
+from agent_failover.providers.base import Call
 from agent_failover.providers.bedrock import BedrockStream
 from agent_failover.providers.client import Budgets
+from agent_failover.providers.wire import StreamState
 from agent_failover.resilience.endpoint import EndpointConfig
 from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.testing.sim.wire import eventstream as es

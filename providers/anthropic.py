@@ -21,31 +21,19 @@ Mapping choices:
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
-import httpx
-
-from agent_failover.providers.base import (
-    Call,
-    ProgressCallback,
+from agent_failover.providers.classify import stream_error_event
+from agent_failover.providers.wire import (
+    Attempt,
     ReplyParts,
     StreamState,
+    WireAdapter,
     parse_tool_arguments,
-    run_json,
-    run_stream,
 )
-from agent_failover.providers.classify import stream_error_event
-from agent_failover.providers.client import Budgets
 from agent_failover.resilience.endpoint import EndpointConfig
 from agent_failover.resilience.errors import ContentFilterError
-from agent_failover.resilience.models import (
-    ChatReply,
-    ChatRequest,
-    FinishReason,
-    ToolCall,
-)
+from agent_failover.resilience.models import ChatRequest, FinishReason, ToolCall
 
 API_VERSION = "2023-06-01"
 #: Name of the forced tool that carries structured output.
@@ -174,7 +162,7 @@ def url(endpoint: EndpointConfig) -> str:
     return f"{endpoint.base()}/v1/messages"
 
 
-def _finish(call: Call, stop_reason: Any, partial: str) -> FinishReason:
+def _finish(call: Attempt, stop_reason: Any, partial: str) -> FinishReason:
     if stop_reason == "refusal":
         raise ContentFilterError(
             "the model refused (stop_reason=refusal)",
@@ -192,7 +180,7 @@ def json_tool_text(value: Any, is_wrapped: bool) -> str:
     return json.dumps(value)
 
 
-def parse_reply(call: Call, payload: Any) -> ReplyParts:
+def parse_reply(call: Attempt, payload: Any) -> ReplyParts:
     """Read a non-streaming Messages response."""
     if payload.get("type") == "error":
         raise stream_error_event(payload.get("error"), endpoint=call.name)
@@ -238,7 +226,7 @@ def _input_tokens(usage: dict[str, Any]) -> int | None:
 class AnthropicStream(StreamState):
     """Folds ``message_start`` … ``message_stop`` events."""
 
-    def __init__(self, call: Call) -> None:
+    def __init__(self, call: Attempt) -> None:
         super().__init__(call.name, call.prefix)
         self._call = call
         self._forced = call.request.json_schema is not None and not call.prefix
@@ -317,31 +305,32 @@ class AnthropicStream(StreamState):
             self.text = json_tool_text(value, True)
 
 
-async def complete(
-    client: httpx.AsyncClient,
-    endpoint: EndpointConfig,
-    request: ChatRequest,
-    budgets: Budgets,
-    *,
-    on_progress: ProgressCallback | None = None,
-    now: Callable[[], float] = time.time,
-) -> ChatReply:
-    """One call to an Anthropic Messages endpoint (streaming when both sides allow it)."""
-    call = Call.start(
-        client,
-        endpoint,
-        request,
-        budgets,
-        on_progress=on_progress,
-        now=now,
-        prefix=prefill_text(request),
-    )
-    headers = build_headers(call.key)
-    body = build_body(endpoint, request, stream=call.streaming)
+class AnthropicWire(WireAdapter):
+    """The Messages API: ``x-api-key`` auth, ``{base}/v1/messages``, SSE streams."""
 
-    def parse(payload: Any) -> ReplyParts:
+    def prefix(self, request: ChatRequest) -> str:
+        """The prefill with trailing whitespace trimmed (Anthropic rejects it otherwise)."""
+        return prefill_text(request)
+
+    def headers(self, key: str | None, *, stream: bool) -> dict[str, str]:
+        """:func:`build_headers`."""
+        return build_headers(key)
+
+    def body(self, endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) -> Any:
+        """:func:`build_body`."""
+        return build_body(endpoint, request, stream=stream)
+
+    def url(self, endpoint: EndpointConfig, *, stream: bool) -> str:
+        """:func:`url` (the same for streaming: ``stream`` is in the body)."""
+        return url(endpoint)
+
+    def parse_reply(self, call: Attempt, payload: Any) -> ReplyParts:
+        """:func:`parse_reply`."""
         return parse_reply(call, payload)
 
-    if not call.streaming:
-        return await run_json(call, url(endpoint), headers, body, parse)
-    return await run_stream(call, url(endpoint), headers, body, AnthropicStream(call), parse)
+    def stream_state(self, call: Attempt) -> StreamState:
+        """An :class:`AnthropicStream`."""
+        return AnthropicStream(call)
+
+
+WIRE = AnthropicWire()

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from agent_failover.providers.classify import MAX_MESSAGE_CHARS, scrub
+from agent_failover.providers.error_body import MAX_MESSAGE_CHARS, scrub
 from agent_failover.providers.extras import (
     AZURE_IDENTITY,
     BOTOCORE,

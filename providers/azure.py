@@ -2,7 +2,8 @@
 
 ``POST {base}/openai/deployments/{deployment}/chat/completions?api-version={api_version}``
 where ``base`` is the resource (``https://my-resource-swc.openai.azure.com``), one per
-region. The body, the stream and the reply are OpenAI's (:mod:`providers.openai`), with
+region. The body, the stream and the reply are OpenAI's (:class:`~providers.openai.OpenAIWire`,
+of which :class:`AzureWire` changes only the URL and the key's header), with
 Azure's additions read where they matter: ``prompt_filter_results`` chunks carry no
 choices and are skipped, a ``content_filter`` finish reason and a 400 whose
 ``innererror.code`` is ``ResponsibleAIPolicyViolation`` are content filters, a 429's
@@ -14,18 +15,10 @@ that authenticates for you.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import Any
 from urllib.parse import quote
 
-import httpx
-
-from agent_failover.providers import openai
-from agent_failover.providers.base import Call, ProgressCallback, ReplyParts, run_json, run_stream
-from agent_failover.providers.client import Budgets
+from agent_failover.providers.openai import OpenAIWire
 from agent_failover.resilience.endpoint import DEFAULT_AZURE_API_VERSION, EndpointConfig
-from agent_failover.resilience.models import ChatReply, ChatRequest
 
 
 def url(endpoint: EndpointConfig) -> str:
@@ -45,31 +38,16 @@ def build_headers(key: str | None) -> dict[str, str]:
     return headers
 
 
-async def complete(
-    client: httpx.AsyncClient,
-    endpoint: EndpointConfig,
-    request: ChatRequest,
-    budgets: Budgets,
-    *,
-    on_progress: ProgressCallback | None = None,
-    now: Callable[[], float] = time.time,
-) -> ChatReply:
-    """One call to an Azure OpenAI deployment (streaming when both sides allow it)."""
-    call = Call.start(
-        client,
-        endpoint,
-        request,
-        budgets,
-        on_progress=on_progress,
-        now=now,
-        prefix=request.prefill or "",
-    )
-    body = openai.build_body(endpoint, request, stream=call.streaming)
-    headers = build_headers(call.key)
+class AzureWire(OpenAIWire):
+    """OpenAI's wire on an Azure deployment: its own URL and ``api-key`` header."""
 
-    def parse(payload: Any) -> ReplyParts:
-        return openai.parse_reply(call, payload)
+    def headers(self, key: str | None, *, stream: bool) -> dict[str, str]:
+        """:func:`build_headers`."""
+        return build_headers(key)
 
-    if not call.streaming:
-        return await run_json(call, url(endpoint), headers, body, parse)
-    return await run_stream(call, url(endpoint), headers, body, openai.OpenAIStream(call), parse)
+    def url(self, endpoint: EndpointConfig, *, stream: bool) -> str:
+        """:func:`url`."""
+        return url(endpoint)
+
+
+WIRE = AzureWire()

@@ -1,16 +1,14 @@
-"""The call skeleton every adapter shares: one attempt, budgets enforced, errors classified.
+"""One attempt in flight and the HTTP steps it takes: resolve, build, sign, send, read.
 
-An adapter only knows its wire format: how to build the request body, how to read a
-JSON reply into :class:`ReplyParts`, and a :class:`StreamState` that folds its stream
-events (SSE, or AWS event-stream frames through :meth:`StreamState.new_decoder`). This
-module does the rest, identically for every provider: resolve the key and the
-endpoint's extra headers at call time, add the endpoint's query parameters, sign the
-request when the route authenticates through a cloud credential chain
-(:mod:`providers.auth`), hold an endpoint connection slot, send once, enforce the
-:class:`Budgets` around every chunk (headers, first token, idle gap, total, trailer
-grace), skip and count malformed events, report progress, and turn every failure into
-exactly one :class:`~resilience.errors.ProviderError` with the partial text and without
-any key, token or secret header value.
+:class:`Call` holds an attempt's inputs, its clock and its secrets: the key and the
+endpoint's extra headers are read from the environment at call time, a route that
+authenticates through a cloud credential chain gets its signer (:mod:`providers.auth`).
+The steps below build the POST (the endpoint's query parameters merged into the URL),
+sign it within the budget, hold an endpoint connection slot, send once, classify a
+non-2xx answer from its bounded body, and read a JSON reply within the reply size
+bound. Each step turns its failure into exactly one
+:class:`~resilience.errors.ProviderError`; :mod:`providers.pipeline` strings them
+together and :mod:`providers.pump` reads streams.
 """
 
 from __future__ import annotations
@@ -20,24 +18,17 @@ import inspect
 import json
 import os
 import time
-from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
 from agent_failover.providers.auth import Signer, credentials_for
-from agent_failover.providers.classify import (
-    Phase,
-    StreamEnd,
-    classify_exception,
-    classify_status,
-    classify_stream_end,
-)
+from agent_failover.providers.classify import Phase, classify_exception, classify_status
 from agent_failover.providers.client import Budgets, FailoverHTTPClient
-from agent_failover.providers.sse import SSEDecoder, SSEEvent
+from agent_failover.providers.wire import SHAPE_ERRORS, ReplyParts
 from agent_failover.resilience.endpoint import AuthMethod, EndpointConfig
 from agent_failover.resilience.errors import (
     AuthError,
@@ -48,32 +39,21 @@ from agent_failover.resilience.errors import (
     ProviderError,
 )
 from agent_failover.resilience.estimate import estimate_request_tokens, estimate_tokens
-from agent_failover.resilience.models import ChatReply, ChatRequest, FinishReason, ToolCall, Usage
+from agent_failover.resilience.models import ChatReply, ChatRequest, Usage
 
 #: ``on_progress(text_so_far, tokens)``; may be sync or async (e.g. an activity heartbeat).
 ProgressCallback = Callable[[str, int], Awaitable[None] | None]
 
-#: More malformed events than this fail the stream, whatever its length.
-MAX_MALFORMED_EVENTS = 3
-#: ... and so does a malformed share above this, once the stream has enough events to judge.
-MAX_MALFORMED_RATIO = 0.10
-MIN_EVENTS_FOR_RATIO = 10
 #: Minimum gap between two progress reports (the first token is always reported).
 PROGRESS_INTERVAL_S = 0.1
 #: Most bytes of an error body read for classification.
 MAX_ERROR_BODY_BYTES = 64 * 1024
-#: After a stream's last event, how long and how much of the body's end (the chunked
-#: terminator) is read so the connection goes back to the pool instead of being closed.
-STREAM_DRAIN_S = 0.02
-STREAM_DRAIN_BYTES = 64 * 1024
 #: Room for a JSON reply's envelope (ids, usage, finish reason) beyond its text.
 JSON_ENVELOPE_BYTES = 64 * 1024
 
-# Exceptions an httpx call can raise besides its own tree (InvalidURL and the stream
-# misuse errors do not derive from httpx.HTTPError; OSError can escape custom transports).
-_CALL_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, OSError)
-# Shape errors while reading a JSON payload that parsed but is not what the wire promises.
-_SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+#: Exceptions an httpx call can raise besides its own tree (InvalidURL and the stream
+#: misuse errors do not derive from httpx.HTTPError; OSError can escape custom transports).
+CALL_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, OSError)
 
 
 def _env_secret(endpoint: EndpointConfig, var: str, what: str) -> str:
@@ -105,125 +85,6 @@ def resolve_extra_headers(endpoint: EndpointConfig) -> dict[str, str]:
     for name, var in endpoint.headers_from_env.items():
         headers[name] = _env_secret(endpoint, var, f"{name} header")
     return headers
-
-
-class StreamDecoder(Protocol):
-    """Sans-IO: bytes in, whole events out (``SSEDecoder``, the AWS event-stream decoder)."""
-
-    def feed(self, chunk: bytes) -> list[Any]: ...
-
-    def flush(self) -> list[Any]: ...
-
-
-class StreamFramingError(Exception):
-    """The stream's framing itself is broken (bad checksum, impossible length): nothing
-    after it can be trusted, so the stream fails as malformed at once."""
-
-
-@dataclass
-class ReplyParts:
-    """What an adapter read from a reply, before usage fallback, cost and timing."""
-
-    text: str
-    model: str | None
-    finish: FinishReason
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    tool_calls: list[ToolCall] = field(default_factory=list)
-
-
-def parse_tool_arguments(call_id: str, name: str, raw: Any) -> ToolCall:
-    """A :class:`ToolCall` from arguments given as a JSON string or an object.
-
-    Unparseable arguments are recorded in ``raw_arguments`` rather than raised, so the
-    reply survives and :mod:`providers.validate` decides.
-    """
-    if isinstance(raw, dict):
-        return ToolCall(id=call_id, name=name, arguments=raw)
-    text = raw if isinstance(raw, str) else json.dumps(raw)
-    if text.strip() == "":
-        return ToolCall(id=call_id, name=name, arguments={})
-    try:
-        parsed = json.loads(text)
-    except (ValueError, RecursionError):
-        parsed = None
-    if isinstance(parsed, dict):
-        return ToolCall(id=call_id, name=name, arguments=parsed)
-    return ToolCall(id=call_id, name=name, raw_arguments=text)
-
-
-class StreamState(ABC):
-    """Folds one provider's SSE events into text, tool calls, usage and a finish reason.
-
-    ``finished`` is set by the terminal content event (after which only trailers such as
-    usage or ``[DONE]`` may follow, for at most the trailer grace); ``done`` when nothing
-    more is expected and reading stops at once.
-    """
-
-    def __init__(self, endpoint: str, prefix: str = "") -> None:
-        self.endpoint = endpoint
-        self.text = prefix
-        #: UTF-8 bytes of ``text``, kept incrementally for the reply size limit.
-        self.text_bytes = len(prefix.encode("utf-8", errors="replace"))
-        self.model: str | None = None
-        self.finish: FinishReason | None = None
-        self.input_tokens: int | None = None
-        self.output_tokens: int | None = None
-        self.finished = False
-        self.done = False
-        self.events = 0
-        self.malformed = 0
-        self.content_events = 0
-
-    def new_decoder(self) -> StreamDecoder:
-        """The decoder that turns this wire's response bytes into events (SSE by default)."""
-        return SSEDecoder()
-
-    def on_event(self, event: SSEEvent) -> None:
-        """Fold one event; a malformed one is counted and skipped, never raised."""
-        self.events += 1
-        payload = self.decode(event)
-        if payload is None:
-            return
-        try:
-            self.on_payload(event.event, payload)
-        except _SHAPE_ERRORS:
-            self.malformed += 1
-
-    def decode(self, event: SSEEvent) -> Any:
-        """The JSON payload of an event, or ``None`` (counted) when it does not parse."""
-        try:
-            return json.loads(event.data)
-        except (ValueError, RecursionError):
-            self.malformed += 1
-            return None
-
-    @abstractmethod
-    def on_payload(self, event_name: str, payload: Any) -> None:
-        """Apply one parsed event; raise a ProviderError for an in-stream error or refusal."""
-
-    @abstractmethod
-    def tool_calls(self) -> list[ToolCall]:
-        """The tool calls assembled from the stream so far."""
-
-    def finalize(self) -> None:  # noqa: B027 - a hook: most wires need no final pass
-        """Last adjustments once the stream completed (override when the wire needs any)."""
-
-    def add_text(self, delta: str) -> None:
-        """Append generated text; counts as a token for time-to-first-token."""
-        if delta:
-            self.text += delta
-            self.text_bytes += len(delta.encode("utf-8", errors="replace"))
-            self.content_events += 1
-
-    def too_malformed(self) -> bool:
-        """Whether the skipped events exceed the absolute or relative threshold."""
-        if self.malformed > MAX_MALFORMED_EVENTS:
-            return True
-        return (
-            self.events >= MIN_EVENTS_FOR_RATIO
-            and self.malformed / self.events > MAX_MALFORMED_RATIO
-        )
 
 
 @dataclass
@@ -350,7 +211,7 @@ class Call:
 
 
 @asynccontextmanager
-async def _slot(call: Call) -> AsyncIterator[None]:
+async def slot(call: Call) -> AsyncIterator[None]:
     """An endpoint connection slot when the client keeps them, else nothing to hold."""
     if isinstance(call.client, FailoverHTTPClient):
         async with call.client.endpoint_slots.acquire(call.endpoint, call.budgets.connect_s):
@@ -377,11 +238,11 @@ def _build_request(call: Call, url: str, headers: dict[str, str], body: Any) -> 
             headers={**call.extra_headers, **headers},
             timeout=call.budgets.httpx_timeout(),
         )
-    except _CALL_ERRORS as exc:  # a URL httpx cannot use is this route's problem
+    except CALL_ERRORS as exc:  # a URL httpx cannot use is this route's problem
         raise classify_exception(exc, endpoint=call.name, phase=Phase.BEFORE_HEADERS) from exc
 
 
-async def _prepare(
+async def prepare(
     call: Call, url: str, headers: dict[str, str], body: Any, deadline: float
 ) -> httpx.Request:
     """Build the request and, for a cloud credential chain, sign it within ``deadline``."""
@@ -398,7 +259,7 @@ async def _prepare(
     return request
 
 
-async def _send(call: Call, request: httpx.Request, deadline: float) -> httpx.Response:
+async def send(call: Call, request: httpx.Request, deadline: float) -> httpx.Response:
     """Send once and return at the response headers; nothing here retries."""
     try:
         async with asyncio.timeout_at(deadline):
@@ -407,7 +268,7 @@ async def _send(call: Call, request: httpx.Request, deadline: float) -> httpx.Re
         raise NoResponseError(
             f"no response headers within {deadline - call.started:.3g}s", endpoint=call.name
         ) from exc
-    except _CALL_ERRORS as exc:
+    except CALL_ERRORS as exc:
         raise classify_exception(exc, endpoint=call.name, phase=Phase.BEFORE_HEADERS) from exc
 
 
@@ -430,7 +291,7 @@ def oversized_error(
     )
 
 
-async def _read_json_reply(call: Call, response: httpx.Response, deadline: float) -> bytes:
+async def read_json_reply(call: Call, response: httpx.Response, deadline: float) -> bytes:
     """A JSON reply body, bounded by the reply size limit (``oversized_output`` above it)."""
     limit = json_body_limit(call.budgets.max_reply_bytes)
     raw = await _read_body(call, response, deadline, limit)
@@ -459,12 +320,12 @@ async def _read_body(
             endpoint=call.name,
             status=response.status_code,
         ) from exc
-    except _CALL_ERRORS as exc:
+    except CALL_ERRORS as exc:
         raise classify_exception(exc, endpoint=call.name, phase=Phase.STREAMING) from exc
     return b"".join(chunks)
 
 
-async def _raise_for_status(call: Call, response: httpx.Response) -> None:
+async def raise_for_status(call: Call, response: httpx.Response) -> None:
     """Classify a non-2xx answer from its (bounded) body and headers."""
     if 200 <= response.status_code < 300:
         return
@@ -478,9 +339,10 @@ async def _raise_for_status(call: Call, response: httpx.Response) -> None:
     )
 
 
-def _parse_json_reply(
+def parse_json_reply(
     call: Call, raw: bytes, parse: Callable[[Any], ReplyParts], status: int
 ) -> ReplyParts:
+    """A JSON reply body read with ``parse``, the prefix prepended, within the size bound."""
     try:
         payload = json.loads(raw)
     except (ValueError, RecursionError) as exc:
@@ -489,7 +351,7 @@ def _parse_json_reply(
         ) from exc
     try:
         parts = parse(payload)
-    except _SHAPE_ERRORS as exc:
+    except SHAPE_ERRORS as exc:
         raise MalformedStreamError(
             f"response body does not have the expected shape ({type(exc).__name__})",
             endpoint=call.name,
@@ -502,194 +364,3 @@ def _parse_json_reply(
         if size > limit:
             raise oversized_error(call.name, size, limit, parts.text)
     return parts
-
-
-async def run_json(
-    call: Call,
-    url: str,
-    headers: dict[str, str],
-    body: dict[str, Any],
-    parse: Callable[[Any], ReplyParts],
-) -> ChatReply:
-    """One non-streaming attempt: bounded by ``connect_s`` and ``total_s``."""
-    try:
-        deadline = call.started + call.budgets.total_s
-        request = await _prepare(call, url, headers, body, deadline)
-        async with _slot(call):
-            response = await _send(call, request, deadline)
-            try:
-                await _raise_for_status(call, response)
-                raw = await _read_json_reply(call, response, deadline)
-            finally:
-                await response.aclose()
-        parts = _parse_json_reply(call, raw, parse, response.status_code)
-        reply = call.build_reply(parts, ttft_ms=None, malformed=0)
-        await call.progress(reply.text, final=True)
-        return reply
-    except ProviderError as err:
-        raise call.redact(err) from err.__cause__
-
-
-async def run_stream(
-    call: Call,
-    url: str,
-    headers: dict[str, str],
-    body: dict[str, Any],
-    state: StreamState,
-    parse: Callable[[Any], ReplyParts],
-) -> ChatReply:
-    """One streaming attempt with every budget enforced around every chunk.
-
-    A server that ignored ``stream`` and answered with JSON is read with ``parse``.
-    """
-    try:
-        b = call.budgets
-        headers_deadline = call.started + min(b.ttft_s, b.total_s)
-        request = await _prepare(call, url, headers, body, headers_deadline)
-        async with _slot(call):
-            response = await _send(call, request, headers_deadline)
-            try:
-                await _raise_for_status(call, response)
-                ctype = response.headers.get("content-type", "").lower()
-                if "json" in ctype and "event-stream" not in ctype:
-                    raw = await _read_json_reply(call, response, call.started + b.total_s)
-                    parts = _parse_json_reply(call, raw, parse, response.status_code)
-                    reply = call.build_reply(parts, ttft_ms=call.elapsed_ms(), malformed=0)
-                    await call.progress(reply.text, final=True)
-                    return reply
-                ttft_ms = await _pump(call, response, state)
-            finally:
-                await response.aclose()
-        state.finalize()
-        parts = ReplyParts(
-            text=state.text,
-            model=state.model,
-            finish=state.finish or FinishReason.STOP,
-            input_tokens=state.input_tokens,
-            output_tokens=state.output_tokens,
-            tool_calls=state.tool_calls(),
-        )
-        await call.progress(parts.text, final=True)
-        return call.build_reply(parts, ttft_ms=ttft_ms, malformed=state.malformed)
-    except ProviderError as err:
-        raise call.redact(err) from err.__cause__
-
-
-async def _pump(call: Call, response: httpx.Response, state: StreamState) -> float | None:
-    """Read SSE until the terminal event (plus trailer grace); return the TTFT in ms.
-
-    Each read waits for the earliest applicable deadline: the trailer grace once the
-    terminal event arrived, the first-token budget until a token arrived, then the idle
-    budget since the last chunk, and always the total budget.
-    """
-    b = call.budgets
-    decoder = state.new_decoder()
-    chunks = response.aiter_bytes()
-    total_at = call.started + b.total_s
-    last_chunk_at = call.clock()
-    first_token_at: float | None = None
-    finished_at: float | None = None
-    eof = False
-
-    def fail(end: StreamEnd, detail: str = "") -> ProviderError:
-        return _stream_error(call, state, end, detail)
-
-    while not state.done:
-        if finished_at is not None:
-            deadline, end = finished_at + b.trailer_grace_s, StreamEnd.COMPLETE
-        elif first_token_at is None:
-            deadline, end = call.started + b.ttft_s, StreamEnd.FIRST_TOKEN_TIMEOUT
-        else:
-            deadline, end = last_chunk_at + b.idle_s, StreamEnd.IDLE_TIMEOUT
-        if total_at < deadline:
-            deadline = total_at
-            if end is not StreamEnd.COMPLETE:
-                end = (
-                    StreamEnd.FIRST_TOKEN_TIMEOUT
-                    if first_token_at is None
-                    else StreamEnd.TOTAL_TIMEOUT
-                )
-        try:
-            async with asyncio.timeout_at(deadline):
-                chunk = await anext(chunks)
-        except StopAsyncIteration:
-            eof = True
-            break
-        except TimeoutError as exc:
-            if end is StreamEnd.COMPLETE:
-                break  # terminal event seen; the missing trailer is not worth waiting for
-            raise fail(end, f"after {call.clock() - call.started:.3g}s") from exc
-        except _CALL_ERRORS as exc:
-            if state.finished:
-                break  # the content is complete; a broken trailer does not lose it
-            phase = Phase.AWAITING_FIRST_TOKEN if first_token_at is None else Phase.STREAMING
-            raise classify_exception(
-                exc, endpoint=call.name, phase=phase, partial_text=state.text
-            ) from exc
-        last_chunk_at = call.clock()
-        for event in _decode(call, state, decoder, chunk):
-            await _apply(call, state, event)
-            if first_token_at is None and state.content_events:
-                first_token_at = call.clock()
-            if state.finished and finished_at is None:
-                finished_at = call.clock()
-            if state.done:
-                break
-    if eof and not state.done:
-        for event in decoder.flush():
-            await _apply(call, state, event)
-    if not eof and state.done:
-        await _drain(chunks, min(call.clock() + STREAM_DRAIN_S, total_at))
-    if state.too_malformed():
-        raise fail(StreamEnd.MALFORMED, f"{state.malformed} of {state.events} events")
-    if not state.finished:
-        raise fail(StreamEnd.EOF_BEFORE_TERMINAL, f"after {len(state.text)} characters")
-    if first_token_at is None:
-        return None
-    return (first_token_at - call.started) * 1000.0
-
-
-async def _drain(chunks: AsyncIterator[bytes], deadline: float) -> None:
-    """Read what is left of a finished stream, briefly and ignoring it.
-
-    A response closed before its body's end closes its connection: each call then paid a
-    new connection (a TLS handshake, with a real provider). The end usually arrives with
-    the last event; a server that holds the stream open keeps it closed as before.
-    """
-    size = 0
-    try:
-        async with asyncio.timeout_at(deadline):
-            async for chunk in chunks:
-                size += len(chunk)
-                if size > STREAM_DRAIN_BYTES:
-                    return
-    except (TimeoutError, *_CALL_ERRORS):
-        return  # the answer is complete; only the connection's reuse is lost
-
-
-def _decode(call: Call, state: StreamState, decoder: StreamDecoder, chunk: bytes) -> list[Any]:
-    try:
-        return decoder.feed(chunk)
-    except StreamFramingError as exc:
-        raise _stream_error(call, state, StreamEnd.MALFORMED, f"broken framing: {exc}") from exc
-
-
-async def _apply(call: Call, state: StreamState, event: Any) -> None:
-    before = state.content_events
-    state.on_event(event)
-    if state.too_malformed():
-        raise _stream_error(
-            call, state, StreamEnd.MALFORMED, f"{state.malformed} of {state.events} events"
-        )
-    limit = call.budgets.max_reply_bytes
-    if limit is not None and state.text_bytes > limit:
-        # Stop reading now: an endless or runaway stream must not be buffered to the end.
-        raise oversized_error(call.name, state.text_bytes, limit, state.text, streaming=True)
-    if state.content_events > before:
-        await call.progress(state.text)
-
-
-def _stream_error(call: Call, state: StreamState, end: StreamEnd, detail: str) -> ProviderError:
-    err = classify_stream_end(end, endpoint=call.name, partial_text=state.text, detail=detail)
-    # Only StreamEnd.COMPLETE maps to None, and a completed stream never asks for an error.
-    return err or MalformedStreamError(detail, endpoint=call.name, partial_text=state.text)

@@ -30,12 +30,8 @@ budgets as the SSE wires. Mapping choices:
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
-
-import httpx
 
 from agent_failover.providers.anthropic import (
     JSON_TOOL,
@@ -44,23 +40,20 @@ from agent_failover.providers.anthropic import (
     tool_schema,
     wrapped,
 )
-from agent_failover.providers.base import (
-    Call,
-    ProgressCallback,
+from agent_failover.providers.classify import stream_error_event
+from agent_failover.providers.eventstream import EventStreamDecoder, Frame
+from agent_failover.providers.extras import BOTOCORE, MissingExtraError, require
+from agent_failover.providers.wire import (
+    Attempt,
     ReplyParts,
     StreamDecoder,
     StreamState,
+    WireAdapter,
     parse_tool_arguments,
-    run_json,
-    run_stream,
 )
-from agent_failover.providers.classify import stream_error_event
-from agent_failover.providers.client import Budgets
-from agent_failover.providers.eventstream import EventStreamDecoder, Frame
-from agent_failover.providers.extras import BOTOCORE, MissingExtraError, require
 from agent_failover.resilience.endpoint import EndpointConfig
 from agent_failover.resilience.errors import AuthError, ContentFilterError
-from agent_failover.resilience.models import ChatReply, ChatRequest, FinishReason, Message, ToolCall
+from agent_failover.resilience.models import ChatRequest, FinishReason, Message, ToolCall
 
 _FINISH = {
     "end_turn": FinishReason.STOP,
@@ -163,18 +156,18 @@ def url(endpoint: EndpointConfig, *, stream: bool) -> str:
     return f"{endpoint.base()}/model/{model}/{'converse-stream' if stream else 'converse'}"
 
 
-def build_headers(call: Call, *, stream: bool) -> dict[str, str]:
+def build_headers(key: str | None, *, stream: bool) -> dict[str, str]:
     """JSON in, JSON or event-stream out; a Bedrock API key goes in ``Authorization``."""
     headers = {
         "content-type": "application/json",
         "accept": "application/vnd.amazon.eventstream" if stream else "application/json",
     }
-    if call.key is not None:
-        headers["authorization"] = f"Bearer {call.key}"
+    if key is not None:
+        headers["authorization"] = f"Bearer {key}"
     return headers
 
 
-def _finish(call: Call, reason: Any, partial: str) -> FinishReason:
+def _finish(call: Attempt, reason: Any, partial: str) -> FinishReason:
     if reason in _FILTERED:
         raise ContentFilterError(
             f"output blocked (stopReason={reason})",
@@ -196,7 +189,7 @@ def _usage(usage: Any) -> tuple[int | None, int | None]:
     return prompt, int(usage.get("outputTokens") or 0)
 
 
-def parse_reply(call: Call, payload: Any) -> ReplyParts:
+def parse_reply(call: Attempt, payload: Any) -> ReplyParts:
     """Read a Converse response."""
     forced = _forced(call.request)
     texts: list[str] = []
@@ -231,7 +224,7 @@ def parse_reply(call: Call, payload: Any) -> ReplyParts:
 class BedrockStream(StreamState):
     """Folds ConverseStream frames: content events up to ``messageStop``, then ``metadata``."""
 
-    def __init__(self, call: Call) -> None:
+    def __init__(self, call: Attempt) -> None:
         super().__init__(call.name, call.prefix)
         self._call = call
         self._forced = _forced(call.request)
@@ -315,37 +308,41 @@ def _message_of(payload: bytes) -> str:
     return str(data.get("message") or data.get("Message") or data) if isinstance(data, dict) else ""
 
 
-async def complete(
-    client: httpx.AsyncClient,
-    endpoint: EndpointConfig,
-    request: ChatRequest,
-    budgets: Budgets,
-    *,
-    on_progress: ProgressCallback | None = None,
-    now: Callable[[], float] = time.time,
-) -> ChatReply:
-    """One Converse / ConverseStream call to a Bedrock endpoint."""
-    call = Call.start(
-        client,
-        endpoint,
-        request,
-        budgets,
-        on_progress=on_progress,
-        now=now,
-        prefix=prefill_text(request),
-    )
-    if call.streaming:
+class BedrockWire(WireAdapter):
+    """Converse: SigV4 (added by the signer) or a bearer API key, event-stream streams."""
+
+    def prefix(self, request: ChatRequest) -> str:
+        """The prefill with trailing whitespace trimmed, as for Anthropic."""
+        return prefill_text(request)
+
+    def check(self, endpoint: EndpointConfig, *, stream: bool) -> None:
+        """A stream needs botocore's event-stream parser: without it the route cannot serve."""
+        if not stream:
+            return
         try:
             require(BOTOCORE[0] + ".eventstream", BOTOCORE[1], "Bedrock")
         except MissingExtraError as exc:
             raise AuthError(str(exc), endpoint=endpoint.name) from exc
-    body = build_body(endpoint, request)
-    headers = build_headers(call, stream=call.streaming)
 
-    def parse(payload: Any) -> ReplyParts:
+    def headers(self, key: str | None, *, stream: bool) -> dict[str, str]:
+        """:func:`build_headers`."""
+        return build_headers(key, stream=stream)
+
+    def body(self, endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) -> Any:
+        """:func:`build_body` (the same for ConverseStream)."""
+        return build_body(endpoint, request)
+
+    def url(self, endpoint: EndpointConfig, *, stream: bool) -> str:
+        """:func:`url`."""
+        return url(endpoint, stream=stream)
+
+    def parse_reply(self, call: Attempt, payload: Any) -> ReplyParts:
+        """:func:`parse_reply`."""
         return parse_reply(call, payload)
 
-    target = url(endpoint, stream=call.streaming)
-    if not call.streaming:
-        return await run_json(call, target, headers, body, parse)
-    return await run_stream(call, target, headers, body, BedrockStream(call), parse)
+    def stream_state(self, call: Attempt) -> StreamState:
+        """A :class:`BedrockStream`."""
+        return BedrockStream(call)
+
+
+WIRE = BedrockWire()

@@ -16,8 +16,8 @@ built by :func:`build_http_client`:
   an httpx pool timeout.
 
 :class:`Budgets` are the per-call time limits. httpx's read timeout bounds one socket read
-only; time to first token and total time span many reads, so the adapters enforce them
-around every chunk themselves (see :mod:`providers.base`).
+only; time to first token and total time span many reads, so the call pipeline enforces
+them around every chunk itself (see :mod:`providers.pump`).
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ prelude (total and header lengths, CRC32), typed headers (``:message-type``,
 ``:event-type`` / ``:exception-type``, ``:content-type``), a JSON payload and a message
 CRC32. :class:`EventStreamDecoder` wraps botocore's ``EventStreamBuffer`` in the same
 sans-IO shape as :class:`~providers.sse.SSEDecoder` (bytes in, whole :class:`Frame`
-values out, any split), so the adapter base enforces the same budgets around every
+values out, any split), so the streaming pump enforces the same budgets around every
 read. A checksum or length error means the framing itself broke: nothing after it can
-be trusted, so it raises :class:`~providers.base.StreamFramingError` at once. An
+be trusted, so it raises :class:`~providers.wire.StreamFramingError` at once. An
 incomplete frame at end of stream is simply not returned (a cut stream).
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_failover.providers.extras import BOTOCORE, require
+from agent_failover.providers.wire import StreamFramingError
 
 #: The response content type of an event stream.
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
@@ -55,8 +56,6 @@ class EventStreamDecoder:
 
     def feed(self, chunk: bytes) -> list[Frame]:
         """Consume one chunk; return the frames it completed (possibly none)."""
-        from agent_failover.providers.base import StreamFramingError
-
         self._buffer.add_data(chunk)
         out: list[Frame] = []
         try:

@@ -19,36 +19,23 @@ Streaming uses ``:streamGenerateContent?alt=sse``: every event is a whole
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
-import httpx
-
-from agent_failover.providers.base import (
-    Call,
-    ProgressCallback,
+from agent_failover.providers.classify import stream_error_event
+from agent_failover.providers.wire import (
+    Attempt,
     ReplyParts,
     StreamState,
+    WireAdapter,
     parse_tool_arguments,
-    run_json,
-    run_stream,
 )
-from agent_failover.providers.classify import stream_error_event
-from agent_failover.providers.client import Budgets
 from agent_failover.resilience.endpoint import EndpointConfig
 from agent_failover.resilience.errors import (
     ContentFilterError,
     MalformedStreamError,
     MalformedToolCallError,
 )
-from agent_failover.resilience.models import (
-    TOOL_CHOICE_MODES,
-    ChatReply,
-    ChatRequest,
-    FinishReason,
-    ToolCall,
-)
+from agent_failover.resilience.models import TOOL_CHOICE_MODES, ChatRequest, FinishReason, ToolCall
 
 _BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
 _FINISH = {"STOP": FinishReason.STOP, "MAX_TOKENS": FinishReason.LENGTH}
@@ -178,7 +165,7 @@ def url(endpoint: EndpointConfig, *, stream: bool) -> str:
 class _Fold:
     """What one or more ``GenerateContentResponse`` objects add up to."""
 
-    def __init__(self, call: Call) -> None:
+    def __init__(self, call: Attempt) -> None:
         self.call = call
         self.calls: list[ToolCall] = []
         self.model: str | None = None
@@ -244,7 +231,7 @@ class _Fold:
         return _FINISH.get(reason, FinishReason.STOP)
 
 
-def parse_reply(call: Call, payload: Any) -> ReplyParts:
+def parse_reply(call: Attempt, payload: Any) -> ReplyParts:
     """Read a non-streaming ``generateContent`` response."""
     if not any(k in payload for k in ("candidates", "promptFeedback", "error")):
         raise MalformedStreamError("response has no candidates", endpoint=call.name, status=200)
@@ -263,7 +250,7 @@ def parse_reply(call: Call, payload: Any) -> ReplyParts:
 class GeminiStream(StreamState):
     """Folds the stream of ``GenerateContentResponse`` events."""
 
-    def __init__(self, call: Call) -> None:
+    def __init__(self, call: Attempt) -> None:
         super().__init__(call.name, call.prefix)
         self._fold = _Fold(call)
 
@@ -287,32 +274,28 @@ class GeminiStream(StreamState):
         return list(self._fold.calls)
 
 
-async def complete(
-    client: httpx.AsyncClient,
-    endpoint: EndpointConfig,
-    request: ChatRequest,
-    budgets: Budgets,
-    *,
-    on_progress: ProgressCallback | None = None,
-    now: Callable[[], float] = time.time,
-) -> ChatReply:
-    """One call to a Gemini endpoint (streaming when both sides allow it)."""
-    call = Call.start(
-        client,
-        endpoint,
-        request,
-        budgets,
-        on_progress=on_progress,
-        now=now,
-        prefix=request.prefill or "",
-    )
-    body = build_body(endpoint, request)
-    headers = build_headers(call.key)
+class GeminiWire(WireAdapter):
+    """``generateContent``: ``x-goog-api-key`` auth, the model's method URL, SSE streams."""
 
-    def parse(payload: Any) -> ReplyParts:
+    def headers(self, key: str | None, *, stream: bool) -> dict[str, str]:
+        """:func:`build_headers`."""
+        return build_headers(key)
+
+    def body(self, endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) -> Any:
+        """:func:`build_body` (the same for streaming: the method says it)."""
+        return build_body(endpoint, request)
+
+    def url(self, endpoint: EndpointConfig, *, stream: bool) -> str:
+        """:func:`url`."""
+        return url(endpoint, stream=stream)
+
+    def parse_reply(self, call: Attempt, payload: Any) -> ReplyParts:
+        """:func:`parse_reply`."""
         return parse_reply(call, payload)
 
-    target = url(endpoint, stream=call.streaming)
-    if not call.streaming:
-        return await run_json(call, target, headers, body, parse)
-    return await run_stream(call, target, headers, body, GeminiStream(call), parse)
+    def stream_state(self, call: Attempt) -> StreamState:
+        """A :class:`GeminiStream`."""
+        return GeminiStream(call)
+
+
+WIRE = GeminiWire()

@@ -21,29 +21,21 @@ Ollama). Mapping choices:
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
-import httpx
-
-from agent_failover.providers.base import (
-    Call,
-    ProgressCallback,
+from agent_failover.providers.classify import stream_error_event
+from agent_failover.providers.sse import SSEEvent
+from agent_failover.providers.wire import (
+    Attempt,
     ReplyParts,
     StreamState,
+    WireAdapter,
     parse_tool_arguments,
-    run_json,
-    run_stream,
 )
-from agent_failover.providers.classify import stream_error_event
-from agent_failover.providers.client import Budgets
-from agent_failover.providers.sse import SSEEvent
 from agent_failover.resilience.endpoint import Cloud, EndpointConfig
 from agent_failover.resilience.errors import ContentFilterError, Decision, InvalidRequestError
 from agent_failover.resilience.models import (
     TOOL_CHOICE_MODES,
-    ChatReply,
     ChatRequest,
     FinishReason,
     Message,
@@ -154,7 +146,7 @@ def url(endpoint: EndpointConfig) -> str:
     return f"{endpoint.base()}/chat/completions"
 
 
-def _finish(call: Call, reason: Any, partial: str) -> FinishReason:
+def _finish(call: Attempt, reason: Any, partial: str) -> FinishReason:
     if reason == "content_filter":
         raise ContentFilterError(
             "output blocked by the content filter (finish_reason=content_filter)",
@@ -165,13 +157,13 @@ def _finish(call: Call, reason: Any, partial: str) -> FinishReason:
     return _FINISH.get(reason, FinishReason.STOP)
 
 
-def _refused(call: Call, refusal: str, partial: str) -> ContentFilterError:
+def _refused(call: Attempt, refusal: str, partial: str) -> ContentFilterError:
     return ContentFilterError(
         f"the model refused: {refusal[:200]}", endpoint=call.name, status=200, partial_text=partial
     )
 
 
-def parse_reply(call: Call, payload: Any) -> ReplyParts:
+def parse_reply(call: Attempt, payload: Any) -> ReplyParts:
     """Read a non-streaming Chat Completions response."""
     if isinstance(payload.get("error"), dict):
         raise stream_error_event(payload["error"], endpoint=call.name)
@@ -201,7 +193,7 @@ def parse_reply(call: Call, payload: Any) -> ReplyParts:
 class OpenAIStream(StreamState):
     """Folds ``chat.completion.chunk`` events up to ``[DONE]``."""
 
-    def __init__(self, call: Call) -> None:
+    def __init__(self, call: Attempt) -> None:
         super().__init__(call.name, call.prefix)
         self._call = call
         self._tools: dict[int, dict[str, str]] = {}
@@ -264,31 +256,28 @@ class OpenAIStream(StreamState):
         ]
 
 
-async def complete(
-    client: httpx.AsyncClient,
-    endpoint: EndpointConfig,
-    request: ChatRequest,
-    budgets: Budgets,
-    *,
-    on_progress: ProgressCallback | None = None,
-    now: Callable[[], float] = time.time,
-) -> ChatReply:
-    """One call to a Chat Completions endpoint (streaming when both sides allow it)."""
-    call = Call.start(
-        client,
-        endpoint,
-        request,
-        budgets,
-        on_progress=on_progress,
-        now=now,
-        prefix=request.prefill or "",
-    )
-    body = build_body(endpoint, request, stream=call.streaming)
-    headers = build_headers(call.key)
+class OpenAIWire(WireAdapter):
+    """Chat Completions: ``Authorization: Bearer`` auth, ``{base}/chat/completions``, SSE."""
 
-    def parse(payload: Any) -> ReplyParts:
+    def headers(self, key: str | None, *, stream: bool) -> dict[str, str]:
+        """:func:`build_headers`."""
+        return build_headers(key)
+
+    def body(self, endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) -> Any:
+        """:func:`build_body` (refuses a prefill the route does not support)."""
+        return build_body(endpoint, request, stream=stream)
+
+    def url(self, endpoint: EndpointConfig, *, stream: bool) -> str:
+        """:func:`url` (the same for streaming: ``stream`` is in the body)."""
+        return url(endpoint)
+
+    def parse_reply(self, call: Attempt, payload: Any) -> ReplyParts:
+        """:func:`parse_reply`."""
         return parse_reply(call, payload)
 
-    if not call.streaming:
-        return await run_json(call, url(endpoint), headers, body, parse)
-    return await run_stream(call, url(endpoint), headers, body, OpenAIStream(call), parse)
+    def stream_state(self, call: Attempt) -> StreamState:
+        """An :class:`OpenAIStream`."""
+        return OpenAIStream(call)
+
+
+WIRE = OpenAIWire()

@@ -63,6 +63,26 @@ def reply_bytes(reply: ChatReply) -> int:
     return size
 
 
+def _check_size_and_tool_calls(
+    reply: ChatReply, max_reply_bytes: int | None, kw: dict[str, Any]
+) -> None:
+    """Whether the reply fits ``max_reply_bytes`` and every tool call is usable."""
+    if max_reply_bytes is not None:
+        size = reply_bytes(reply)
+        if size > max_reply_bytes:
+            raise OversizedOutputError(
+                f"reply of {size} bytes is above max_reply_bytes {max_reply_bytes}",
+                status=200,
+                **kw,
+            )
+    for call in reply.tool_calls:
+        if call.raw_arguments is not None or not call.name:
+            what = f"arguments {_quote(call.raw_arguments or '')!r}" if call.name else "no name"
+            raise MalformedToolCallError(
+                f"tool call {call.id or '?'} ({call.name or '?'}) has unusable {what}", **kw
+            )
+
+
 def validate_reply(
     reply: ChatReply,
     json_schema: dict[str, Any] | None,
@@ -79,20 +99,7 @@ def validate_reply(
     :class:`InvalidRequestError`.
     """
     kw: dict[str, Any] = {"endpoint": endpoint, "partial_text": reply.text}
-    if max_reply_bytes is not None:
-        size = reply_bytes(reply)
-        if size > max_reply_bytes:
-            raise OversizedOutputError(
-                f"reply of {size} bytes is above max_reply_bytes {max_reply_bytes}",
-                status=200,
-                **kw,
-            )
-    for call in reply.tool_calls:
-        if call.raw_arguments is not None or not call.name:
-            what = f"arguments {_quote(call.raw_arguments or '')!r}" if call.name else "no name"
-            raise MalformedToolCallError(
-                f"tool call {call.id or '?'} ({call.name or '?'}) has unusable {what}", **kw
-            )
+    _check_size_and_tool_calls(reply, max_reply_bytes, kw)
     if not reply.text.strip() and not reply.tool_calls:
         raise EmptyOutputError(f"empty output (finish_reason={reply.finish_reason.value})", **kw)
     if json_schema is None:

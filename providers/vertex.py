@@ -8,10 +8,11 @@ publisher and the body:
 
 * ``provider: gemini`` → publisher ``google``, ``generateContent`` /
   ``streamGenerateContent?alt=sse`` with the Gemini body, stream and reply
-  (:mod:`providers.gemini`);
+  (:class:`VertexGeminiWire`: :mod:`providers.gemini`'s wire with this URL);
 * ``provider: anthropic`` → publisher ``anthropic``, ``rawPredict`` /
   ``streamRawPredict`` with the Anthropic Messages body minus ``model`` plus
-  ``anthropic_version: vertex-2023-10-16`` (:mod:`providers.anthropic`).
+  ``anthropic_version: vertex-2023-10-16`` (:class:`VertexClaudeWire`:
+  :mod:`providers.anthropic`'s wire with this URL and body).
 
 Auth is an OAuth access token from ``google-auth`` (application default credentials:
 a service-account file, workload identity or the metadata server), refreshed before it
@@ -22,18 +23,14 @@ exhausted quota, 503 ``UNAVAILABLE``) or, for Claude, Anthropic's (529 overloade
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-import httpx
-
-from agent_failover.providers import anthropic, gemini
-from agent_failover.providers.base import Call, ProgressCallback, ReplyParts, run_json, run_stream
-from agent_failover.providers.client import Budgets
+from agent_failover.providers import anthropic
+from agent_failover.providers.anthropic import AnthropicWire
+from agent_failover.providers.gemini import GeminiWire
 from agent_failover.resilience.endpoint import EndpointConfig, ProviderKind
-from agent_failover.resilience.models import ChatReply, ChatRequest
+from agent_failover.resilience.models import ChatRequest
 
 #: ``anthropic_version`` Vertex expects in the body of a Claude request.
 VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
@@ -62,35 +59,37 @@ def anthropic_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bo
     return body
 
 
-async def complete(
-    client: httpx.AsyncClient,
-    endpoint: EndpointConfig,
-    request: ChatRequest,
-    budgets: Budgets,
-    *,
-    on_progress: ProgressCallback | None = None,
-    now: Callable[[], float] = time.time,
-) -> ChatReply:
-    """One call to a Vertex AI model (streaming when both sides allow it)."""
-    claude = endpoint.provider is ProviderKind.ANTHROPIC
-    prefix = anthropic.prefill_text(request) if claude else (request.prefill or "")
-    call = Call.start(
-        client, endpoint, request, budgets, on_progress=on_progress, now=now, prefix=prefix
-    )
-    headers = {"content-type": "application/json"}
-    target = url(endpoint, stream=call.streaming)
-    if claude:
-        body = anthropic_body(endpoint, request, stream=call.streaming)
-        state: Any = anthropic.AnthropicStream(call)
-        read = anthropic.parse_reply
-    else:
-        body = gemini.build_body(endpoint, request)
-        state = gemini.GeminiStream(call)
-        read = gemini.parse_reply
+#: Vertex authenticates with the signer's bearer token; the body alone says the rest.
+_HEADERS = {"content-type": "application/json"}
 
-    def parse(payload: Any) -> ReplyParts:
-        return read(call, payload)
 
-    if not call.streaming:
-        return await run_json(call, target, headers, body, parse)
-    return await run_stream(call, target, headers, body, state, parse)
+class VertexGeminiWire(GeminiWire):
+    """Gemini's wire on Vertex: the regional publisher URL, auth by the signer only."""
+
+    def headers(self, key: str | None, *, stream: bool) -> dict[str, str]:
+        """Only the content type: the token is added when the request is signed."""
+        return dict(_HEADERS)
+
+    def url(self, endpoint: EndpointConfig, *, stream: bool) -> str:
+        """:func:`url`."""
+        return url(endpoint, stream=stream)
+
+
+class VertexClaudeWire(AnthropicWire):
+    """Anthropic's wire on Vertex: ``rawPredict`` URLs, :func:`anthropic_body`, no key header."""
+
+    def headers(self, key: str | None, *, stream: bool) -> dict[str, str]:
+        """Only the content type (no ``anthropic-version`` header: the body carries it)."""
+        return dict(_HEADERS)
+
+    def body(self, endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) -> Any:
+        """:func:`anthropic_body`."""
+        return anthropic_body(endpoint, request, stream=stream)
+
+    def url(self, endpoint: EndpointConfig, *, stream: bool) -> str:
+        """:func:`url`."""
+        return url(endpoint, stream=stream)
+
+
+GEMINI = VertexGeminiWire()
+CLAUDE = VertexClaudeWire()

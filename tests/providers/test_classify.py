@@ -1,10 +1,8 @@
-"""Classification is total and exact: statuses, retry hints, exceptions, stream endings."""
+"""Classification is total and exact: statuses, vendor hints, exceptions, stream endings."""
 
 from __future__ import annotations
 
 import inspect
-from datetime import UTC, datetime
-from email.utils import format_datetime
 
 import httpx
 import pytest
@@ -13,16 +11,14 @@ from hypothesis import strategies as st
 
 from agent_failover.providers.classify import (
     DEFAULT_QUOTA_COOLDOWN_S,
-    MAX_RETRY_AFTER_S,
     Phase,
     StreamEnd,
     classify_exception,
     classify_status,
     classify_stream_end,
     error_event_decision,
-    parse_go_duration,
-    parse_retry_after,
 )
+from agent_failover.providers.retry_after import MAX_RETRY_AFTER_S
 from agent_failover.resilience import errors as E
 
 NOW = 1_750_000_000.0
@@ -31,68 +27,6 @@ NOW = 1_750_000_000.0
 def status(code, body=None, headers=None):
     """classify_status with a fixed endpoint and clock."""
     return classify_status(code, body, headers, endpoint="ep", now=NOW)
-
-
-@pytest.mark.parametrize(
-    ("value", "seconds"),
-    [
-        ("1s", 1.0),
-        ("6m0s", 360.0),
-        ("20ms", 0.02),
-        ("1h2m3.5s", 3723.5),
-        ("0s", 0.0),
-        ("500us", 0.0005),
-        ("", None),
-        ("1x", None),
-        ("s", None),
-        ("1s junk", None),
-    ],
-)
-def test_go_durations(value, seconds):
-    """OpenAI reset durations parse; anything else is None."""
-    assert parse_go_duration(value) == (pytest.approx(seconds) if seconds is not None else None)
-
-
-def test_retry_after_seconds_and_date():
-    """Retry-After is delta-seconds or an HTTP-date relative to ``now``."""
-    assert parse_retry_after({"Retry-After": "12"}, now=NOW) == 12.0
-    date = format_datetime(datetime.fromtimestamp(NOW + 30, tz=UTC), usegmt=True)
-    assert parse_retry_after({"retry-after": date}, now=NOW) == pytest.approx(30.0)
-    assert parse_retry_after({"retry-after": date}, now=None) is None  # needs a clock
-
-
-def test_retry_after_ms_wins():
-    """retry-after-ms takes precedence over retry-after."""
-    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}, now=NOW) == 0.25
-
-
-def test_retry_after_clamps():
-    """Past dates clamp to 0 and absurd values to the maximum; garbage is ignored."""
-    past = format_datetime(datetime.fromtimestamp(NOW - 60, tz=UTC), usegmt=True)
-    assert parse_retry_after({"retry-after": past}, now=NOW) == 0.0
-    assert parse_retry_after({"retry-after": "1e12"}, now=NOW) == MAX_RETRY_AFTER_S
-    assert parse_retry_after({"retry-after": "nan"}, now=NOW) is None
-    assert parse_retry_after({"retry-after": "soon"}, now=NOW) is None
-
-
-def test_openai_reset_headers_pick_the_exhausted_limit():
-    """The reset of the limit whose remaining is 0 is used; else the longest."""
-    h = {
-        "x-ratelimit-reset-requests": "1s",
-        "x-ratelimit-reset-tokens": "6m0s",
-        "x-ratelimit-remaining-requests": "0",
-        "x-ratelimit-remaining-tokens": "5000",
-    }
-    assert parse_retry_after(h, now=NOW) == 1.0
-    del h["x-ratelimit-remaining-requests"]
-    assert parse_retry_after(h, now=NOW) == 360.0
-
-
-def test_anthropic_reset_headers():
-    """anthropic-ratelimit-*-reset RFC 3339 timestamps become seconds from now."""
-    at = datetime.fromtimestamp(NOW + 42, tz=UTC).isoformat().replace("+00:00", "Z")
-    h = {"anthropic-ratelimit-tokens-reset": at, "anthropic-ratelimit-tokens-remaining": "0"}
-    assert parse_retry_after(h, now=NOW) == pytest.approx(42.0)
 
 
 def test_gemini_retry_delay_in_body():
@@ -529,7 +463,7 @@ def test_implausible_stated_window_is_ignored() -> None:
 @given(st.text(max_size=300))
 def test_parse_context_limit_is_total(text: str) -> None:
     """Never raises; a window it reports is in the plausible range."""
-    from agent_failover.providers.classify import parse_context_limit
+    from agent_failover.providers.vendor_hints import parse_context_limit
 
     window, _ = parse_context_limit(text)
     assert window is None or 256 <= window <= 100_000_000
