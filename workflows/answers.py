@@ -1,21 +1,18 @@
 """The answer of a resilient call whose live tiers answered, or refused.
 
 :func:`success` turns the winning attempt into an :class:`AgentOutput` carrying its
-degradation contract (capability, tier, reason codes, confidence, every attempt), caches
-a full answer and samples the call for shadow evaluation. :func:`refusal` returns a
+degradation contract (capability, tier, reason codes, confidence, every attempt) and
+samples the call for shadow evaluation. :func:`refusal` returns a
 content-filter refusal as such, for roles that do not fail over on it.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from agent_failover.activities.llm import LLMActivities
-    from agent_failover.activities.models import CacheStoreInput
     from agent_failover.resilience.config import ContentFilterMode, RolePolicy
     from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
     from agent_failover.resilience.degrade import confidence_for
@@ -24,8 +21,9 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.workflows.shadow import maybe_shadow
 
 
-async def success(call: Call, winner: AttemptResult, key: str, role: RolePolicy) -> AgentOutput:
-    """The winning attempt's answer with its degradation contract."""
+def success(call: Call, winner: AttemptResult, role: RolePolicy) -> AgentOutput:
+    """The winning attempt's answer with its degradation contract (a full answer was
+    cached by its own ``call_model`` activity, see ``attempts``)."""
     assert winner.result is not None
     reply = winner.result.reply
     tier = winner.attempt.tier
@@ -52,8 +50,6 @@ async def success(call: Call, winner: AttemptResult, key: str, role: RolePolicy)
         tool_calls=list(reply.tool_calls),
         finish_reason=reply.finish_reason,
     )
-    if capability is Capability.FULL and role.roster.cache.enabled and not call.cache_in_call:
-        await _cache_store(call, output, key, role)
     # Sampled calls are re-run on the reference route by a child nobody waits for.
     maybe_shadow(role, call.request, winner.attempt.route, reply.text, call.ctx.snapshot)
     return output
@@ -72,25 +68,6 @@ def _reasons(call: Call, winner: AttemptResult) -> list[ReasonCode]:
     if call.upstream:
         reasons.append(ReasonCode.UPSTREAM_DEGRADED)
     return list(dict.fromkeys(reasons))
-
-
-async def _cache_store(call: Call, output: AgentOutput, key: str, role: RolePolicy) -> None:
-    await workflow.execute_activity_method(
-        LLMActivities.cache_store,
-        CacheStoreInput(
-            key=key,
-            role=call.role_name,
-            content=output.content,
-            data=output.data,
-            model=output.model,
-            route=output.route,
-            now=workflow.now().timestamp(),
-            ttl_s=role.roster.cache.ttl_s,
-        ),
-        task_queue=call.ctx.task_queue,
-        start_to_close_timeout=timedelta(seconds=10),
-        summary=f"{call.role_name}: cache the answer of {output.route}",
-    )
 
 
 def refusal(

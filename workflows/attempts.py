@@ -38,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.triage import triage
     from agent_failover.workflows import observe
     from agent_failover.workflows.call import AttemptResult, Call, Prepared
-    from agent_failover.workflows.summarize import SUMMARIZE_PATCH, summarize_context
+    from agent_failover.workflows.summarize import summarize_context
 
 #: Extra time Temporal allows beyond the activity's own budget before it times it out.
 ACTIVITY_GRACE = timedelta(seconds=2)
@@ -48,9 +48,6 @@ ACTIVITY_GRACE = timedelta(seconds=2)
 SAME_ROUTE_ATTEMPTS = 2
 #: Heartbeat timeout for model calls: hedge cancellation is delivered on heartbeats.
 CALL_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
-#: workflow.patched id of eager dispatch's overflow: an attempt refused by a full bulkhead
-#: on the workflow's queue is scheduled again on the bulkhead's queue.
-EAGER_OVERFLOW_PATCH = "eager-overflow-issue-10"
 
 #: A started attempt: its activity, whether it continues a partial answer, when it began.
 Started = tuple[asyncio.Task[Any], bool, float]
@@ -63,8 +60,6 @@ async def summarize_before_triage(
     triage would drop (its own activity), for every attempt that needs triage."""
     need = [a for a in (first, hedge) if a and a.needs_triage and a.target_input_tokens]
     if call.summary_tried or not need or not role.summarize.enabled:
-        return
-    if not workflow.patched(SUMMARIZE_PATCH):
         return
     call.summary_tried = True
     left_ms = role.total_budget_ms - (workflow.now() - started).total_seconds() * 1000
@@ -186,8 +181,7 @@ def _cache_write(call: Call, attempt: PlannedAttempt) -> CacheWrite | None:
     """
     cache = call.ctx.role.roster.cache
     if (
-        not call.cache_in_call
-        or not cache.enabled
+        not cache.enabled
         or attempt.tier > 1
         or ReasonCode.CONTEXT_TRUNCATED in call.state.reasons
         or ReasonCode.CONTEXT_SUMMARIZED in call.state.reasons
@@ -270,8 +264,7 @@ async def _overflowing(
         return await first
     except ActivityError as err:
         full = isinstance(err.cause, ApplicationError) and err.cause.type == BULKHEAD_FULL
-        # Recorded only when a bulkhead overflows: the healthy path carries no marker.
-        if not full or not workflow.patched(EAGER_OVERFLOW_PATCH):
+        if not full:
             raise
     return await schedule(queue, " via its bulkhead queue")
 

@@ -69,7 +69,6 @@ class Call:
         self.attempts: list[AttemptRecord] = []
         self.state = CallState()
         self.hedges_used = 0
-        self.cache_in_call = False
         self.obs = CallTelemetry()
         self.prepared: dict[str, Prepared] = {}
         self.own_system = request.system is not None

@@ -54,15 +54,14 @@ async def _from_cache(
     """Look the request up in the response cache (recorded as a tier-3 attempt)."""
     assert p.cache is not None
     now = workflow.now().timestamp()
-    lookup: CacheLookupResult | None = await workflow.execute_activity_method(
+    lookup: CacheLookupResult = await workflow.execute_activity_method(
         LLMActivities.cache_lookup,
         CacheLookupInput(key=key, now=now, max_staleness_s=p.cache.max_staleness_s),
         task_queue=call.ctx.task_queue,
         start_to_close_timeout=timedelta(seconds=10),
         summary=f"{call.role_name}: cached answer after every live route failed",
     )
-    # A null payload is how histories written before the explicit miss read.
-    cached = lookup.answer if lookup else None
+    cached = lookup.answer
     call.attempts.append(
         AttemptRecord(
             route="cache",
@@ -70,9 +69,7 @@ async def _from_cache(
             started_at=now,
             finished_at=workflow.now().timestamp(),
             outcome="ok" if cached else "miss",
-            note=f"age {cached.age_s:.0f}s"
-            if cached
-            else (lookup.miss_reason if lookup else None) or "no fresh entry",
+            note=f"age {cached.age_s:.0f}s" if cached else lookup.miss_reason or "no fresh entry",
         )
     )
     if cached is None:

@@ -33,7 +33,7 @@ def hedge_for(call: Call, p: FailoverPlan, role: RolePolicy) -> PlannedAttempt |
 async def hedged(call: Call, first: PlannedAttempt, hedge: PlannedAttempt) -> list[AttemptResult]:
     """Start ``first``; if it has not answered by the hedge delay, race ``hedge`` too."""
     h1, p1, t1 = start(call, first)
-    if not await _hedge_due(call, h1, first, hedge):
+    if not await _hedge_due(h1, first, hedge):
         r1 = await collect(call, first, h1, p1, t1)
         if r1.result is not None:
             return [r1]
@@ -45,35 +45,22 @@ async def hedged(call: Call, first: PlannedAttempt, hedge: PlannedAttempt) -> li
     return await _race(call, {h1: (first, p1, t1), h2: (hedge, p2, t2)})
 
 
-async def _hedge_due(
-    call: Call, h1: asyncio.Task[Any], first: PlannedAttempt, hedge: PlannedAttempt
-) -> bool:
+async def _hedge_due(h1: asyncio.Task[Any], first: PlannedAttempt, hedge: PlannedAttempt) -> bool:
     """Wait for the first attempt or the hedge delay; True when the delay came first.
 
-    The timer is a named one so the Temporal UI says what it waits for. Since rules 2
-    (:attr:`RoleContext.rules`) it is started in the same step as the attempt it races.
-    Started from a task of its own (rules 1), it came one loop step later, so a
-    concurrent call resumed in the same activation put its commands in between; a
-    worker replaying the run (one replacing a killed worker) could resume the calls in
-    other activations and meet a timer where history had that call's activity. The
-    rule travels in the role context, not in a patch marker: the replay that resumes
-    the call earlier would not have seen the marker yet.
+    The timer is a named one so the Temporal UI says what it waits for, and it is started
+    in the same step as the attempt it races (a condition with a timeout, not a sleep in
+    a task of its own): started one loop step later, a concurrent call resumed in the same
+    activation could put its commands in between, and a worker replaying the run (one
+    replacing a killed worker) could resume the calls in other activations and meet a
+    timer where history had that call's activity.
     """
     delay_s = hedge.start_offset_ms / 1000
     summary = f"hedge: {hedge.route} starts unless {first.route} answers first"
-    if call.ctx.rules >= 2:
-        try:
-            await workflow.wait_condition(h1.done, timeout=delay_s, timeout_summary=summary)
-        except TimeoutError:
-            return not h1.done()  # both in one activation: the answer wins, as before
-        return False
-    delay = asyncio.create_task(workflow.sleep(delay_s, summary=summary))
-    done, _ = await workflow.wait([h1, delay], return_when=asyncio.FIRST_COMPLETED)
-    if h1 not in done:
-        return True
-    # Awaited so the timer's cancel command precedes whatever comes next.
-    delay.cancel()
-    await asyncio.gather(delay, return_exceptions=True)
+    try:
+        await workflow.wait_condition(h1.done, timeout=delay_s, timeout_summary=summary)
+    except TimeoutError:
+        return not h1.done()  # both in one activation: the answer wins
     return False
 
 

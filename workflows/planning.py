@@ -29,10 +29,6 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.workflows.call import Call
 
 ROLE_CONTEXT_TIMEOUT = timedelta(seconds=10)
-#: workflow.patched id of the issue-8 planning rules (half-open routes take real calls only
-#: when drawn; routes that cannot hold the request even after triage are skipped). Runs
-#: recorded before them replay with the old rules, so an in-flight call keeps its routes.
-DECISIONS_PATCH = "decisions-issue-8"
 #: Retries of a local activity (role context, pipeline roles): a transient error is
 #: retried for about half a minute, a recurring one then ends the call with its message
 #: (the default policy would retry it, and hold the workflow task, forever).
@@ -46,9 +42,9 @@ LOCAL_ACTIVITY_RETRY = RetryPolicy(
 REQUEST_TOO_LARGE = "request_too_large"
 
 
-async def load_context(call: Call, started: datetime) -> tuple[RoleContext, bool]:
+async def load_context(call: Call, started: datetime) -> RoleContext:
     """The role's policy and route health (one local activity), with the call's options
-    applied; True when it is the issue-10 format (a policy ref)."""
+    applied; also kept as ``call.ctx``."""
     ctx: RoleContext = await workflow.execute_local_activity_method(
         LLMActivities.role_context,
         RoleContextInput(
@@ -72,10 +68,7 @@ async def load_context(call: Call, started: datetime) -> tuple[RoleContext, bool
         update["snapshot"] = ctx.snapshot.model_copy(update={"taken_at": started.timestamp()})
     ctx = ctx.on_queue(workflow.info().task_queue).model_copy(update=update)
     call.ctx = ctx
-    # A role context with a policy ref is the issue-10 format: the rules the two patches
-    # gate apply to it without their markers (two events and two search-attribute
-    # upserts per call); an older history replays through the patch markers it holds.
-    return ctx, ctx.policy_ref is not None
+    return ctx
 
 
 def prepare_request(call: Call, role: RolePolicy) -> ChatRequest:
@@ -112,31 +105,15 @@ def _bounded(call: Call, request: ChatRequest) -> ChatRequest:
     return bounded.request
 
 
-def decision_rules(
-    policy: PolicyConfig, request: ChatRequest, current: bool
-) -> tuple[PolicyConfig, int | None, float]:
-    """(policy, triage floor, trial ticket) under the decisions-issue rules, or the
-    rules a run recorded before them replays with."""
-    if current or workflow.patched(DECISIONS_PATCH):
-        # What triage could at best shrink the request to: a route whose window cannot
-        # hold even that is skipped (CONTEXT_TOO_SMALL), not sent a request it rejects.
-        floor = minimal_input_tokens(request)
-        # One draw per call decides whether it may be a half-open route's real-call
-        # trial (breaker.half_open_call_fraction); workflow.random() replays exactly.
-        return policy, floor, workflow.random().random()
-    # A run recorded before these rules replays with them off: half-open routes
-    # were always trials in their tier slot, and no triage floor was known.
-    return _every_call_a_trial(policy), None, 0.0
-
-
-def _every_call_a_trial(policy: PolicyConfig) -> PolicyConfig:
-    """The policy with ``half_open_call_fraction`` 1 everywhere: the rule before issue 8."""
-    breaker = policy.breaker.model_copy(update={"half_open_call_fraction": 1.0})
-    overrides = {
-        r: o.model_copy(update={"half_open_call_fraction": None})
-        for r, o in policy.breaker_overrides.items()
-    }
-    return policy.model_copy(update={"breaker": breaker, "breaker_overrides": overrides})
+def decision_rules(request: ChatRequest) -> tuple[int, float]:
+    """(triage floor, trial ticket): what the planner needs of the request beyond its
+    size, fixed once per call."""
+    # What triage could at best shrink the request to: a route whose window cannot
+    # hold even that is skipped (CONTEXT_TOO_SMALL), not sent a request it rejects.
+    floor = minimal_input_tokens(request)
+    # One draw per call decides whether it may be a half-open route's real-call
+    # trial (breaker.half_open_call_fraction); workflow.random() replays exactly.
+    return floor, workflow.random().random()
 
 
 def routes_by_family(policy: PolicyConfig) -> dict[str, list[str]]:

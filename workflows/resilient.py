@@ -46,10 +46,6 @@ with workflow.unsafe.imports_passed_through():
 
 #: Re-exported: the pipeline's own local activities retry and time out like the call's.
 __all__ = ["LOCAL_ACTIVITY_RETRY", "ROLE_CONTEXT_TIMEOUT", "resilient_complete"]
-#: workflow.patched id of the issue-10 healthy path: ``call_model`` writes a full answer to
-#: the cache itself (no ``cache_store`` activity after it). Runs recorded before it replay
-#: with the separate activity.
-CACHE_IN_CALL_PATCH = "cache-in-call-issue-10"
 
 
 async def resilient_complete(
@@ -92,14 +88,13 @@ class _ResilientCall:
         call = self.call
         started = workflow.now()
         call.started_at = started.timestamp()
-        ctx, current = await load_context(call, started)
+        ctx = await load_context(call, started)
         role = ctx.role
         request = prepare_request(call, role)
         key = cache_key(call.role_name, request)
         call.cache_key = key
-        call.cache_in_call = current or workflow.patched(CACHE_IN_CALL_PATCH)
         by_family = routes_by_family(ctx.policy)
-        policy, floor, ticket = decision_rules(ctx.policy, request, current)
+        floor, ticket = decision_rules(request)
         input_tokens = estimate_request_tokens(request)
         first_plan: FailoverPlan | None = None
         while not call.state.stop_live:
@@ -113,7 +108,7 @@ class _ResilientCall:
                 min_input_tokens=floor,
                 trial_ticket=ticket,
             )
-            p = plan(role, policy, ctx.snapshot, facts, workflow.now().timestamp())
+            p = plan(role, ctx.policy, ctx.snapshot, facts, workflow.now().timestamp())
             if first_plan is None:
                 first_plan = p
                 record_skipped(call, p)
@@ -154,7 +149,7 @@ class _ResilientCall:
             if r.error_type is not None:
                 self._fold_failure(r, by_family)
         if winner is not None:
-            return await success(call, winner, key, role)
+            return success(call, winner, role)
         return refusal(call, results, role, started)
 
     def _fold_failure(self, r: AttemptResult, by_family: dict[str, list[str]]) -> None:
