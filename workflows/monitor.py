@@ -65,9 +65,6 @@ def _fast(inp: MonitorInput) -> float:
     return max(MIN_HALF_OPEN_INTERVAL_S, inp.interval_s / HALF_OPEN_SPEEDUP)
 
 
-#: Rounds timed from their start, not from the end of their probes (issue 10).
-ROUND_START_PATCH = "monitor-round-start-issue-10"
-
 FORCE_TIMEOUT = timedelta(seconds=10)
 #: Error type of an override the health store could not apply (fails the update only).
 OVERRIDE_FAILED = "override_failed"
@@ -114,11 +111,9 @@ class HealthMonitorWorkflow:
                 await self._probe_all(inp.routes, inp.interval_s, _fast(inp))
                 self._rounds += 1
             await self._refresh_table(inp.routes)
-            wait_s = self._next_wait(inp)
-            if workflow.patched(ROUND_START_PATCH):
-                # Rounds start an interval apart: a slow probe must not push the next
-                # one a whole interval after it finished.
-                wait_s -= (workflow.now() - started).total_seconds()
+            # Rounds start an interval apart: a slow probe must not push the next
+            # one a whole interval after it finished.
+            wait_s = self._next_wait(inp) - (workflow.now() - started).total_seconds()
             if wait_s > 0:
                 try:
                     await workflow.wait_condition(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -33,8 +33,10 @@ with workflow.unsafe.imports_passed_through():
 
 
 if TYPE_CHECKING:
+    from agent_failover.activities.models import CallModelResult, RoleContext
+    from agent_failover.resilience.contracts import AttemptRecord
+    from agent_failover.resilience.outcomes import CallState
     from agent_failover.resilience.planner import PlannedAttempt
-    from agent_failover.workflows.resilient import _AttemptResult, _ResilientCall
 
 
 @dataclass
@@ -48,8 +50,26 @@ class CallTelemetry:
     last_failed: tuple[str, int, str] | None = None
 
 
+class ObservedCall(Protocol):
+    """What these helpers read of a call (:class:`agent_failover.workflows.call.Call`)."""
+
+    role_name: str
+    ctx: RoleContext
+    state: CallState
+    obs: CallTelemetry
+
+
+class ObservedAttempt(Protocol):
+    """What these helpers read of an attempt's outcome (``call.AttemptResult``)."""
+
+    attempt: PlannedAttempt
+    record: AttemptRecord
+    result: CallModelResult | None
+    error_type: str | None
+
+
 @contextmanager
-def call_span(call: _ResilientCall) -> Iterator[trace.Span]:
+def call_span(call: ObservedCall) -> Iterator[trace.Span]:
     """The span of one resilient call (``invoke_agent {role}``); its attempts are its
     children. It is never made the current span: a context attached across an ``await``
     would be detached in another context when an evicted workflow's coroutine is closed."""
@@ -77,7 +97,7 @@ def call_span(call: _ResilientCall) -> Iterator[trace.Span]:
     span.end()
 
 
-def attempt_started(call: _ResilientCall, attempt: PlannedAttempt, max_tokens: int | None) -> Any:
+def attempt_started(call: ObservedCall, attempt: PlannedAttempt, max_tokens: int | None) -> Any:
     """Open the attempt's span and make it current (the activity becomes its child).
 
     Returns the context token for :func:`attempt_scheduled`. A failed attempt waiting
@@ -106,7 +126,7 @@ def attempt_started(call: _ResilientCall, attempt: PlannedAttempt, max_tokens: i
     return otel_context.attach(trace.set_span_in_context(span))
 
 
-def attempt_scheduled(call: _ResilientCall, handle: Any, token: Any) -> None:
+def attempt_scheduled(call: ObservedCall, handle: Any, token: Any) -> None:
     """The activity is scheduled: remember its span by handle, restore the context."""
     if token is not None:
         otel_context.detach(token)
@@ -114,7 +134,7 @@ def attempt_scheduled(call: _ResilientCall, handle: Any, token: Any) -> None:
         call.obs.spans[handle] = call.obs.pending
 
 
-def attempt_finished(call: _ResilientCall, handle: Any, r: _AttemptResult) -> None:
+def attempt_finished(call: ObservedCall, handle: Any, r: ObservedAttempt) -> None:
     """Close the attempt's span with its reply or error type; count a failure."""
     span = call.obs.spans.pop(handle, None)
     if span is None:
@@ -133,7 +153,7 @@ def attempt_finished(call: _ResilientCall, handle: Any, r: _AttemptResult) -> No
         call.obs.last_failed = (r.attempt.route, r.attempt.tier, r.error_type)
 
 
-def _substituted(call: _ResilientCall, to: PlannedAttempt | None, *, to_route: str = "") -> None:
+def _substituted(call: ObservedCall, to: PlannedAttempt | None, *, to_route: str = "") -> None:
     failed = call.obs.last_failed
     if failed is None:
         return
@@ -161,7 +181,7 @@ def _substituted(call: _ResilientCall, to: PlannedAttempt | None, *, to_route: s
     )
 
 
-def hedge(call: _ResilientCall, kind: str, handle: Any, attempt: PlannedAttempt) -> None:
+def hedge(call: ObservedCall, kind: str, handle: Any, attempt: PlannedAttempt) -> None:
     """Hedge ``fired`` (on the slow primary's span), ``won`` (the call's span) or
     ``cancelled`` (the loser's span, which ends here: the loser is never collected)."""
     spans = call.obs.spans
@@ -182,14 +202,14 @@ def hedge(call: _ResilientCall, kind: str, handle: Any, attempt: PlannedAttempt)
     instruments().hedges.add(1, {"role": call.role_name, "event": kind})
 
 
-def skipped(call: _ResilientCall, route: str, tier: int, reason: str) -> None:
+def skipped(call: ObservedCall, route: str, tier: int, reason: str) -> None:
     """A route the plan skipped (breaker open, cooling down): the first one skipped is
     what whichever route answers substitutes for."""
     if call.obs.last_failed is None and call.obs.attempt_no == 0:
         call.obs.last_failed = (route, tier, reason)
 
 
-def sla_demoted(call: _ResilientCall, route: str, reason: str) -> None:
+def sla_demoted(call: ObservedCall, route: str, reason: str) -> None:
     """A route the plan moved last because its p95/p99 breach the role's SLA."""
     stats = call.ctx.snapshot.get(route).stats
     event(
@@ -204,7 +224,7 @@ def sla_demoted(call: _ResilientCall, route: str, reason: str) -> None:
     )
 
 
-def quality_demoted(call: _ResilientCall, route: str, reason: str) -> None:
+def quality_demoted(call: ObservedCall, route: str, reason: str) -> None:
     """A route the plan moved last because shadow evaluation marked it QUALITY_REGRESSION."""
     event(
         names.EV_QUALITY_REGRESSION,
@@ -217,14 +237,14 @@ def quality_demoted(call: _ResilientCall, route: str, reason: str) -> None:
     )
 
 
-def cache_served(call: _ResilientCall, age_s: float) -> None:
+def cache_served(call: ObservedCall, age_s: float) -> None:
     """The degraded tier answered from the response cache."""
     _substituted(call, None, to_route="cache")
     event(names.EV_CACHE_SERVED, {"failover.cache.age_s": age_s}, span=call.obs.span)
     instruments().cache_age.record(age_s, {"role": call.role_name})
 
 
-def answered(call: _ResilientCall, out: AgentOutput) -> None:
+def answered(call: ObservedCall, out: AgentOutput) -> None:
     """The call's answer: served tier, capability, cascade depth, reason codes."""
     if out.capability is Capability.STATIC:
         _substituted(call, None, to_route="static")

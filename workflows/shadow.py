@@ -34,8 +34,6 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.shadow import is_sampled, shadow_targets
 
-#: workflow.patched id of shadow evaluation (a sampled call starts a child workflow).
-SHADOW_PATCH = "shadow-evaluation-issue-14"
 #: Suffix of the low-priority task queue shadow evaluations run on.
 SHADOW_QUEUE_SUFFIX = "-shadow"
 #: How long an unserved shadow evaluation may wait before it is dropped.
@@ -86,7 +84,7 @@ def maybe_shadow(
         return None
     regressed = [r for r, h in snapshot.routes.items() if h.quality_regressed]
     targets = shadow_targets(answered_by, shadow.reference_route, regressed, role.roster.routes())
-    if not targets or not workflow.patched(SHADOW_PATCH):
+    if not targets:
         return None
     info = workflow.info()
     inp = ShadowInput(

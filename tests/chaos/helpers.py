@@ -15,6 +15,7 @@ from pathlib import Path
 from temporalio.client import WorkflowHandle
 
 from agent_failover.testing.sim.admin import AttemptInfo
+from agent_failover.workflows.attempts import SAME_ROUTE_ATTEMPTS
 from agent_failover.workflows.models import (
     EscalationState,
     PipelineInput,
@@ -23,7 +24,6 @@ from agent_failover.workflows.models import (
     PipelineStatus,
 )
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
-from agent_failover.workflows.resilient import SAME_ROUTE_ATTEMPTS
 from tests.shipped import ALL_ENDPOINTS
 from tests.workflows.conftest import Harness
 

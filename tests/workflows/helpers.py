@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio import workflow
-
 from agent_failover.testing.roles import with_test_roles  # noqa: F401
 from agent_failover.testing.workflows import CallInput, ResilientCallWorkflow  # noqa: F401
-
-with workflow.unsafe.imports_passed_through():
-    pass
 
 
 async def drive_escalations(handle: Any, decisions: list[Any]) -> list[Any]:

@@ -1,4 +1,4 @@
-"""What one resilient call writes to history (issue 10 §1 "small history"), on the dev server.
+"""What one resilient call writes to history (a small one), on the dev server.
 
 A call's history holds one role-context marker, one ``call_model`` (scheduled, started,
 completed) and no patch markers or ``TemporalChangeVersion`` upserts. No role context carries

@@ -192,7 +192,7 @@ async def test_recurring_role_context_error_ends_the_call(
     from temporalio.common import RetryPolicy
     from temporalio.worker import UnsandboxedWorkflowRunner
 
-    from agent_failover.workflows import resilient
+    from agent_failover.workflows import planning
 
     class BrokenHealth(MemoryHealthStore):
         async def snapshot(self, *args: Any, **kwargs: Any) -> Any:
@@ -201,7 +201,7 @@ async def test_recurring_role_context_error_ends_the_call(
     # Unsandboxed, so the workflow sees the shortened policy (the sandbox would load its
     # own copy of the module); two quick attempts instead of six keep the test short.
     quick = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=2)
-    monkeypatch.setattr(resilient, "LOCAL_ACTIVITY_RETRY", quick)
+    monkeypatch.setattr(planning, "LOCAL_ACTIVITY_RETRY", quick)
     tq = f"ctx-{uuid.uuid4().hex[:10]}"
     stores = Stores(BrokenHealth(), MemoryResponseCache(), "test")
     plugin = FailoverPlugin(policy, stores=stores, start_monitor=False)

@@ -1,0 +1,172 @@
+"""What a resilient call settles before its first attempt, and what its first plan skipped.
+
+The role context (policy and route health, one local activity) with the call's options
+applied, the request with the role's prompt and schema bounded to one activity input, the
+decision rules the planner runs under, and the health-driven skips of the first plan put
+in the call's attempts and telemetry.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from agent_failover.activities.failures import POLICY_ERROR
+    from agent_failover.activities.role_context import RoleContextActivities
+    from agent_failover.activities.models import RoleContext, RoleContextInput
+    from agent_failover.activities.snapshot_history import UNSTATED_TIME
+    from agent_failover.resilience.config import PolicyConfig, PolicyError, RolePolicy
+    from agent_failover.resilience.contracts import AttemptRecord, ReasonCode
+    from agent_failover.resilience.limits import MAX_REQUEST_BYTES
+    from agent_failover.resilience.models import ChatRequest
+    from agent_failover.resilience.options import apply_call_options, override_routes
+    from agent_failover.resilience.planner import FailoverPlan, SkipReason
+    from agent_failover.resilience.triage import bound_request_bytes, minimal_input_tokens
+    from agent_failover.workflows import observe
+    from agent_failover.workflows.call import Call
+
+ROLE_CONTEXT_TIMEOUT = timedelta(seconds=10)
+#: Retries of a local activity (role context, pipeline roles): a transient error is
+#: retried for about half a minute, a recurring one then ends the call with its message
+#: (the default policy would retry it, and hold the workflow task, forever).
+LOCAL_ACTIVITY_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=6,
+)
+#: Error type of a request too big to schedule even after triage.
+REQUEST_TOO_LARGE = "request_too_large"
+
+
+async def load_context(call: Call, started: datetime) -> RoleContext:
+    """The role's policy and route health (one local activity), with the call's options
+    applied; also kept as ``call.ctx``."""
+    ctx: RoleContext = await workflow.execute_local_activity_method(
+        RoleContextActivities.role_context,
+        RoleContextInput(
+            role=call.role_name,
+            now=started.timestamp(),
+            routes=override_routes(call.options),
+            workflow_queue=workflow.info().task_queue,
+        ),
+        start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
+        # Bounded: an error that keeps recurring ends the call with its reason
+        # instead of retrying the local activity (and the workflow task) forever.
+        retry_policy=LOCAL_ACTIVITY_RETRY,
+        summary=f"{call.role_name}: route health",
+    )
+    try:
+        role = apply_call_options(ctx.role, ctx.policy, call.options)
+    except PolicyError as exc:
+        raise ApplicationError(str(exc), type=POLICY_ERROR, non_retryable=True) from exc
+    update: dict[str, Any] = {"role": role}
+    if ctx.snapshot.taken_at == UNSTATED_TIME:  # it is the `now` this call sent
+        update["snapshot"] = ctx.snapshot.model_copy(update={"taken_at": started.timestamp()})
+    ctx = ctx.on_queue(workflow.info().task_queue).model_copy(update=update)
+    call.ctx = ctx
+    return ctx
+
+
+def prepare_request(call: Call, role: RolePolicy) -> ChatRequest:
+    """The request with the role's default prompt and schema, bounded for history."""
+    request = call.request
+    # A caller's own system prompt is kept on every route (call.own_system); otherwise
+    # each attempt gets the role's variant for its route (attempts.prepare), the default here.
+    if request.system is None and role.system_prompt:
+        request = request.model_copy(update={"system": role.system_prompt})
+    if role.output_schema is not None and request.json_schema is None:
+        request = request.model_copy(update={"json_schema": role.output_schema})
+    call.request = request = _bounded(call, request)
+    return request
+
+
+def _bounded(call: Call, request: ChatRequest) -> ChatRequest:
+    """The request triaged to fit one activity input (:data:`MAX_REQUEST_BYTES`).
+
+    A request built from earlier answers can outgrow Temporal's payload limit; one
+    that cannot be cut down (its protected turns alone are too big) fails the call.
+    """
+    bounded = bound_request_bytes(request, MAX_REQUEST_BYTES)
+    if not bounded.fits:
+        raise ApplicationError(
+            f"role {call.role_name!r}: request of {bounded.input_tokens_before} bytes "
+            f"cannot be cut below {MAX_REQUEST_BYTES} bytes (the system prompt, latest "
+            f"user turn, tool results and pinned messages alone are "
+            f"{bounded.input_tokens_after} bytes)",
+            type=REQUEST_TOO_LARGE,
+            non_retryable=True,
+        )
+    if bounded.truncated:
+        call.state.add_reason(ReasonCode.CONTEXT_TRUNCATED)
+    return bounded.request
+
+
+def decision_rules(request: ChatRequest) -> tuple[int, float]:
+    """(triage floor, trial ticket): what the planner needs of the request beyond its
+    size, fixed once per call."""
+    # What triage could at best shrink the request to: a route whose window cannot
+    # hold even that is skipped (CONTEXT_TOO_SMALL), not sent a request it rejects.
+    floor = minimal_input_tokens(request)
+    # One draw per call decides whether it may be a half-open route's real-call
+    # trial (breaker.half_open_call_fraction); workflow.random() replays exactly.
+    return floor, workflow.random().random()
+
+
+def routes_by_family(policy: PolicyConfig) -> dict[str, list[str]]:
+    """Route names grouped by model family: Claude on Bedrock or Vertex is the model the
+    Anthropic API serves, under another id, and refuses the same content."""
+    routes: dict[str, list[str]] = {}
+    for name, ep in policy.endpoints.items():
+        routes.setdefault(ep.family, []).append(name)
+    return routes
+
+
+def record_skipped(call: Call, p: FailoverPlan) -> None:
+    """Put health-driven skips in the history; budget skips only clutter it."""
+    now = workflow.now().timestamp()
+    for s in p.skipped:
+        if s.code in (
+            SkipReason.BREAKER_OPEN,
+            SkipReason.FORCED_OPEN,
+            SkipReason.COOLING_DOWN,
+            SkipReason.HALF_OPEN,
+        ):
+            observe.skipped(call, s.route, s.tier, s.code.value)
+            call.state.add_reason(ReasonCode.BREAKER_OPEN)
+            call.state.add_reason(ReasonCode.MODEL_UNAVAILABLE)
+        elif s.code is SkipReason.RATE_BUDGET:
+            # Out of shared budget: planned like a cool-down, reported as such.
+            observe.skipped(call, s.route, s.tier, s.code.value)
+            call.state.add_reason(ReasonCode.RATE_BUDGET)
+        elif s.code is SkipReason.SLA_DEMOTED:
+            # Demoted routes stay in the plan, moved last: a reason, not a skip.
+            call.state.add_reason(ReasonCode.SLA_DEMOTED)
+            observe.sla_demoted(call, s.route, s.reason)
+            continue
+        elif s.code is SkipReason.QUALITY_REGRESSION:
+            call.state.add_reason(ReasonCode.QUALITY_REGRESSION)
+            observe.quality_demoted(call, s.route, s.reason)
+            continue
+        elif s.code is SkipReason.UNQUALIFIED and s.tier > 0:
+            # Below the role's min_quality in the qualification lock. Only a skipped
+            # primary is recorded on every call (it is why a standby answers); a
+            # fallback's skip is in the plan's explanation, not each call's history.
+            continue
+        elif s.code not in (SkipReason.CONTEXT_TOO_SMALL, SkipReason.UNQUALIFIED):
+            continue
+        call.attempts.append(
+            AttemptRecord(
+                route=s.route,
+                tier=s.tier,
+                started_at=now,
+                finished_at=now,
+                outcome="skipped",
+                note=s.reason,
+            )
+        )
