@@ -17,8 +17,8 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.failures import POLICY_ERROR
-    from agent_failover.activities.role_context import RoleContextActivities
     from agent_failover.activities.models import RoleContext, RoleContextInput
+    from agent_failover.activities.role_context import RoleContextActivities
     from agent_failover.activities.snapshot_history import UNSTATED_TIME
     from agent_failover.resilience.config import PolicyConfig, PolicyError, RolePolicy
     from agent_failover.resilience.contracts import AttemptRecord, ReasonCode
