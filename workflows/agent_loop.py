@@ -162,14 +162,7 @@ async def run_agent_loop(
         for call in out.tool_calls:
             run = await _run_tool(call, by_name.get(call.name), step, turn, seen, saga)
             runs.append(run)
-            messages.append(
-                Message(
-                    role="tool",
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    content=_tool_content(run),
-                )
-            )
+            messages.append(_tool_message(call, run))
     raise AssertionError("unreachable: the last turn always returns")  # pragma: no cover
 
 
@@ -296,6 +289,13 @@ def _add(
         compensation_args=args,
         retry_policy=tool.compensation_retry_policy,
         maybe_applied=maybe_applied,
+    )
+
+
+def _tool_message(call: ToolCall, run: ToolRun) -> Message:
+    """The ``tool`` message answering ``call``: its result (or error), by the call's id."""
+    return Message(
+        role="tool", tool_call_id=call.id, tool_name=call.name, content=_tool_content(run)
     )
 
 

@@ -66,16 +66,7 @@ async def summarize_context(
     try:
         result: CallModelResult = await workflow.execute_activity_method(
             LLMActivities.call_model,
-            CallModelInput(
-                role=role.name,
-                route=route,
-                request=plan.request,
-                ttft_budget_ms=budget_ms,
-                idle_budget_ms=budget_ms,
-                timeout_ms=budget_ms,
-                now=now,
-                deadline_at=now + budget_ms / 1000,
-            ),
+            _call_input(role.name, route, plan.request, budget_ms, now),
             task_queue=task_queue,
             start_to_close_timeout=budget,
             schedule_to_close_timeout=budget,
@@ -91,6 +82,22 @@ async def summarize_context(
     summarized = with_summary(request, plan.indices, result.reply.text)
     return SummaryOutcome(
         summarized, f"{n} messages summarized by {route}", cost_usd=result.reply.cost_usd
+    )
+
+
+def _call_input(
+    role: str, route: str, request: ChatRequest, budget_ms: float, now: float
+) -> CallModelInput:
+    """The summarizing call: every budget of the attempt is what is left of the call's."""
+    return CallModelInput(
+        role=role,
+        route=route,
+        request=request,
+        ttft_budget_ms=budget_ms,
+        idle_budget_ms=budget_ms,
+        timeout_ms=budget_ms,
+        now=now,
+        deadline_at=now + budget_ms / 1000,
     )
 
 
