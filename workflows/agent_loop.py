@@ -46,7 +46,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from agent_failover.workflows.resilient import resilient_complete
     from agent_failover.workflows.saga import (
-        MAYBE_APPLIED_PATCH,
         Saga,
         _cause,
         maybe_applied_failure,
@@ -253,8 +252,6 @@ def _register_maybe(
     if not maybe_applied_failure(exc, policy.non_retryable_error_types):
         return  # the tool declared "not applied" (a validation error): nothing to undo
     if any(e.effect.idempotency_key == key for e in saga.log.entries):
-        return
-    if not workflow.patched(MAYBE_APPLIED_PATCH):
         return
     _add(saga, tool, call, key, step, {EFFECT_KEY_FIELD: key}, {}, maybe_applied=True)
 

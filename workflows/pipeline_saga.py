@@ -53,7 +53,6 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.workflows.pipeline_escalation import SAGA, Escalations
     from agent_failover.workflows.pipeline_state import ACTIONS, SYNTHESIS, PipelineState
     from agent_failover.workflows.saga import (
-        MAYBE_APPLIED_PATCH,
         NOTHING_APPLIED,
         compensation_failed,
         maybe_applied_failure,
@@ -63,9 +62,6 @@ with workflow.unsafe.imports_passed_through():
 COMPENSATION_ATTEMPTS = 3
 TOOL_RETRY_INITIAL = timedelta(milliseconds=200)
 TOOL_RETRY_MAX = timedelta(seconds=5)
-#: workflow.patched id: a run that fails or is cancelled with side effects still applied
-#: undoes them first.
-UNWIND_ON_FAILURE_PATCH = "saga-unwind-on-failure-issue-15"
 #: How an applied action reads after the saga unwound: undone, or left by an operator.
 _UNDO_STATUS = {
     CompensationStatus.COMPENSATED: ActionStatus.COMPENSATED,
@@ -132,8 +128,6 @@ class Compensations:
         """
         log = self.state.saga
         if log is None or self._unwound or not log.to_compensate():
-            return
-        if not workflow.patched(UNWIND_ON_FAILURE_PATCH):
             return
         self.state.phase = "compensating"
         workflow.logger.warning("run ending (%s): undoing applied side effects", type(exc).__name__)
@@ -362,7 +356,7 @@ def _log_maybe_applied(
     comp_tool, comp_args = compensation_for(
         spec.tool, spec.compensation, {}, spec.compensation_args, effect_key=key
     )
-    if comp_tool is None or not workflow.patched(MAYBE_APPLIED_PATCH):
+    if comp_tool is None:
         return
     effect = SideEffect(
         step=step,

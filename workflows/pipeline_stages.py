@@ -59,9 +59,6 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.workflows.resilient import LOCAL_ACTIVITY_RETRY, resilient_complete
     from agent_failover.workflows.saga import Saga
 
-#: workflow.patched id: a role with ``agent_tools`` answers its step with an agent loop.
-AGENT_TOOLS_PATCH = "agent-tools-issue-15"
-
 #: A specialist's section: its step name and its answer.
 Sections = list[tuple[str, AgentOutput]]
 
@@ -228,7 +225,7 @@ class Stages:
         """One answer for the step: an agent loop when the role has tools, else one call."""
         opts = self.state.opts
         specs = [t for t in opts.agent_tools if t.role == role]
-        if not specs or not workflow.patched(AGENT_TOOLS_PATCH):
+        if not specs:
             return await resilient_complete(role, request, upstream_reasons=upstream)
         if self.state.saga is None:
             self.state.saga = CompensationLog()

@@ -22,8 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.summarize import plan_summary, summary_route, with_summary
 
-#: workflow.patched id of summarization before truncation (a new activity before the
-#: attempt that needs triage). Runs recorded before it replay without it.
+#: Still read by :mod:`workflows.resilient`'s guard around summarizing; goes with it.
 SUMMARIZE_PATCH = "summarize-before-truncation-issue-14"
 #: Below this much time left in the call, summarizing is not tried.
 MIN_SUMMARY_BUDGET_MS = 50.0
