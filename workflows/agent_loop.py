@@ -46,7 +46,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from agent_failover.workflows.resilient import resilient_complete
     from agent_failover.workflows.saga import (
-        MAYBE_APPLIED_PATCH,
         Saga,
         _cause,
         maybe_applied_failure,
@@ -162,14 +161,7 @@ async def run_agent_loop(
         for call in out.tool_calls:
             run = await _run_tool(call, by_name.get(call.name), step, turn, seen, saga)
             runs.append(run)
-            messages.append(
-                Message(
-                    role="tool",
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    content=_tool_content(run),
-                )
-            )
+            messages.append(_tool_message(call, run))
     raise AssertionError("unreachable: the last turn always returns")  # pragma: no cover
 
 
@@ -261,8 +253,6 @@ def _register_maybe(
         return  # the tool declared "not applied" (a validation error): nothing to undo
     if any(e.effect.idempotency_key == key for e in saga.log.entries):
         return
-    if not workflow.patched(MAYBE_APPLIED_PATCH):
-        return
     _add(saga, tool, call, key, step, {EFFECT_KEY_FIELD: key}, {}, maybe_applied=True)
 
 
@@ -296,6 +286,13 @@ def _add(
         compensation_args=args,
         retry_policy=tool.compensation_retry_policy,
         maybe_applied=maybe_applied,
+    )
+
+
+def _tool_message(call: ToolCall, run: ToolRun) -> Message:
+    """The ``tool`` message answering ``call``: its result (or error), by the call's id."""
+    return Message(
+        role="tool", tool_call_id=call.id, tool_name=call.name, content=_tool_content(run)
     )
 
 

@@ -246,39 +246,8 @@ class PipelineResult(BaseModel):
         size = len(self.model_dump_json())
         if size <= limit:
             return self
-        steps = list(self.steps)
-        trimmed: list[str] = []
-        by_size = sorted(range(len(steps)), key=lambda i: -len(steps[i].output.model_dump_json()))
-        for i in by_size:
-            if size <= limit:
-                break
-            out = steps[i].output
-            before = len(out.model_dump_json())
-            cut = out.model_copy(
-                update={
-                    "content": clip(out.content, TRIMMED_PREVIEW_CHARS),
-                    "data": None,
-                    "tool_calls": [],
-                }
-            )
-            steps[i] = steps[i].model_copy(update={"output": cut})
-            size -= before - len(cut.model_dump_json())
-            trimmed.append(steps[i].step)
-        revisions = list(self.revisions)
-        for i, rev in enumerate(revisions):
-            if size <= limit:
-                break
-            if rev.revised is not None:
-                before = len(rev.model_dump_json())
-                cut = rev.revised.model_copy(
-                    update={
-                        "content": clip(rev.revised.content, TRIMMED_PREVIEW_CHARS),
-                        "data": None,
-                    }
-                )
-                revisions[i] = rev.model_copy(update={"revised": cut})
-                size -= before - len(revisions[i].model_dump_json())
-                trimmed.append(f"{rev.step} (revision)")
+        steps, size, trimmed = _trim_steps(list(self.steps), size, limit)
+        revisions, size, revised = _trim_revisions(list(self.revisions), size, limit)
         answer = self.answer
         if size > limit:
             answer = clip(answer, max(limit // 2, TRIMMED_PREVIEW_CHARS))
@@ -286,10 +255,54 @@ class PipelineResult(BaseModel):
             update={
                 "steps": steps,
                 "answer": answer,
-                "trimmed_steps": trimmed,
+                "trimmed_steps": trimmed + revised,
                 "revisions": revisions,
             }
         )
+
+
+def _trim_steps(
+    steps: list[StepResult], size: int, limit: int
+) -> tuple[list[StepResult], int, list[str]]:
+    """Biggest step outputs first lose their text (a preview stays) until ``size`` fits:
+    the steps, the size left and the names of the steps trimmed."""
+    trimmed: list[str] = []
+    by_size = sorted(range(len(steps)), key=lambda i: -len(steps[i].output.model_dump_json()))
+    for i in by_size:
+        if size <= limit:
+            break
+        out = steps[i].output
+        before = len(out.model_dump_json())
+        cut = out.model_copy(
+            update={
+                "content": clip(out.content, TRIMMED_PREVIEW_CHARS),
+                "data": None,
+                "tool_calls": [],
+            }
+        )
+        steps[i] = steps[i].model_copy(update={"output": cut})
+        size -= before - len(cut.model_dump_json())
+        trimmed.append(steps[i].step)
+    return steps, size, trimmed
+
+
+def _trim_revisions(
+    revisions: list[StepRevision], size: int, limit: int
+) -> tuple[list[StepRevision], int, list[str]]:
+    """Revised answers, in order, lose their text (a preview stays) until ``size`` fits."""
+    trimmed: list[str] = []
+    for i, rev in enumerate(revisions):
+        if size <= limit:
+            break
+        if rev.revised is not None:
+            before = len(rev.model_dump_json())
+            cut = rev.revised.model_copy(
+                update={"content": clip(rev.revised.content, TRIMMED_PREVIEW_CHARS), "data": None}
+            )
+            revisions[i] = rev.model_copy(update={"revised": cut})
+            size -= before - len(revisions[i].model_dump_json())
+            trimmed.append(f"{rev.step} (revision)")
+    return revisions, size, trimmed
 
 
 class PipelineStatus(BaseModel):

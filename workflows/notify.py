@@ -7,9 +7,7 @@ webhook that is down must neither hold the run nor fail it. Each notification's 
 recorded in :attr:`EscalationNotifications.records`, which the pipeline shows in its
 ``status`` query and its result. Before the run ends, :meth:`flush` gives notifications
 still being retried up to :data:`FLUSH_S` to finish, then cancels them and records that.
-
-The command is new in the pipeline's history, so it is behind ``workflow.patched``:
-histories recorded before it replay without it. Deterministic workflow code.
+Deterministic workflow code.
 """
 
 from __future__ import annotations
@@ -42,8 +40,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from agent_failover.workflows.models import BlockedStep, EscalationDecision
 
-#: ``workflow.patched`` id of the notification command.
-NOTIFY_PATCH = "escalation-webhook-notify"
 #: Temporal retries a failing webhook with backoff for up to this long per notification.
 NOTIFY_DEADLINE = timedelta(minutes=10)
 NOTIFY_RETRY = RetryPolicy(
@@ -77,8 +73,6 @@ class EscalationNotifications:
         decision: EscalationDecision | None = None,
     ) -> None:
         """Start notifying ``event`` (opened/resolved) of round ``round_no``; returns at once."""
-        if not workflow.patched(NOTIFY_PATCH):
-            return  # a run recorded before notifications existed: replay it as it was
         notice = _notice(event, round_no, blocked, timeout_s, timeout_action, decision)
         handle = workflow.start_activity_method(
             EscalationNotifier.notify,

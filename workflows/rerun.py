@@ -8,7 +8,7 @@ after the step was served), re-runs the step's request on tier 0 only, and grade
 degraded answer against the primary's with the role's scorer (in workflow code:
 ``exact``, ``normalized`` or ``json``). An agreeing re-run is recorded as the step's
 revised result; a material disagreement is handed to the pipeline's escalation desk.
-Every command here runs only for noted steps, behind ``workflow.patched``.
+Every command here runs only for noted steps.
 """
 
 from __future__ import annotations
@@ -35,14 +35,8 @@ with workflow.unsafe.imports_passed_through():
         rerun_verdict,
     )
     from agent_failover.workflows.errors import FailoverExhausted
-    from agent_failover.workflows.resilient import (
-        LOCAL_ACTIVITY_RETRY,
-        ROLE_CONTEXT_TIMEOUT,
-        resilient_complete,
-    )
-
-#: workflow.patched id of degraded re-runs (new commands after the pipeline's last stage).
-RERUN_PATCH = "degraded-rerun-issue-14"
+    from agent_failover.workflows.planning import LOCAL_ACTIVITY_RETRY, ROLE_CONTEXT_TIMEOUT
+    from agent_failover.workflows.resilient import resilient_complete
 
 #: What the pipeline does with a disagreeing re-run: the revision, completed with the decision.
 Escalate = Callable[[StepRevision], Awaitable[StepRevision]]
@@ -92,7 +86,7 @@ class DegradedReruns:
 
     async def run(self, escalate: Escalate, on_change: Callable[[], None]) -> list[StepRevision]:
         """Re-run every noted step (concurrently), escalating disagreements; the revisions."""
-        if not self.noted or not workflow.patched(RERUN_PATCH):
+        if not self.noted:
             return []
         self.waiting = len(self.noted)
         on_change()

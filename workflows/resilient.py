@@ -35,8 +35,6 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.workflows.errors import FailoverExhausted
     from agent_failover.workflows.hedge import hedge_for, hedged
     from agent_failover.workflows.planning import (
-        LOCAL_ACTIVITY_RETRY,
-        ROLE_CONTEXT_TIMEOUT,
         decision_rules,
         load_context,
         prepare_request,
@@ -44,8 +42,7 @@ with workflow.unsafe.imports_passed_through():
         routes_by_family,
     )
 
-#: Re-exported: the pipeline's own local activities retry and time out like the call's.
-__all__ = ["LOCAL_ACTIVITY_RETRY", "ROLE_CONTEXT_TIMEOUT", "resilient_complete"]
+__all__ = ["resilient_complete"]
 
 
 async def resilient_complete(

@@ -27,8 +27,7 @@ last attempt: :func:`maybe_applied_failure`) may still have been applied: regist
 with ``saga.add(..., maybe_applied=True)`` and its compensation — keyed by the effect's
 idempotency key, since no id came back — runs on rollback like any other. A compensation
 that answers "nothing to undo" (``result["nothing_applied"]``, a 404 from the tool
-server) counts as ``compensated (nothing applied)``. Workflow code that starts doing
-this must guard it with ``workflow.patched(MAYBE_APPLIED_PATCH)``.
+server) counts as ``compensated (nothing applied)``.
 
 The log is :class:`resilience.saga.CompensationLog` (pure values); the activity references
 live only in workflow memory, rebuilt on replay like any workflow state.
@@ -71,9 +70,6 @@ DEFAULT_COMPENSATION_RETRY = RetryPolicy(
 )
 DEFAULT_COMPENSATION_TIMEOUT = timedelta(seconds=30)
 
-#: workflow.patched id: an effect that failed ambiguously is logged ``maybe_applied``
-#: and compensated (new commands on a failure path older code did not compensate).
-MAYBE_APPLIED_PATCH = "saga-maybe-applied-issue-15a"
 #: Result field of a compensation that found nothing to undo.
 NOTHING_APPLIED = "nothing_applied"
 

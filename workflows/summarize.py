@@ -22,9 +22,6 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.summarize import plan_summary, summary_route, with_summary
 
-#: workflow.patched id of summarization before truncation (a new activity before the
-#: attempt that needs triage). Runs recorded before it replay without it.
-SUMMARIZE_PATCH = "summarize-before-truncation-issue-14"
 #: Below this much time left in the call, summarizing is not tried.
 MIN_SUMMARY_BUDGET_MS = 50.0
 
@@ -66,16 +63,7 @@ async def summarize_context(
     try:
         result: CallModelResult = await workflow.execute_activity_method(
             ModelCallActivities.call_model,
-            CallModelInput(
-                role=role.name,
-                route=route,
-                request=plan.request,
-                ttft_budget_ms=budget_ms,
-                idle_budget_ms=budget_ms,
-                timeout_ms=budget_ms,
-                now=now,
-                deadline_at=now + budget_ms / 1000,
-            ),
+            _call_input(role.name, route, plan.request, budget_ms, now),
             task_queue=task_queue,
             start_to_close_timeout=budget,
             schedule_to_close_timeout=budget,
@@ -91,6 +79,22 @@ async def summarize_context(
     summarized = with_summary(request, plan.indices, result.reply.text)
     return SummaryOutcome(
         summarized, f"{n} messages summarized by {route}", cost_usd=result.reply.cost_usd
+    )
+
+
+def _call_input(
+    role: str, route: str, request: ChatRequest, budget_ms: float, now: float
+) -> CallModelInput:
+    """The summarizing call: every budget of the attempt is what is left of the call's."""
+    return CallModelInput(
+        role=role,
+        route=route,
+        request=request,
+        ttft_budget_ms=budget_ms,
+        idle_budget_ms=budget_ms,
+        timeout_ms=budget_ms,
+        now=now,
+        deadline_at=now + budget_ms / 1000,
     )
 
 

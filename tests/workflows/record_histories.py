@@ -3,12 +3,13 @@
     .venv/bin/python -m tests.workflows.record_histories [NAME ...] [--force]
 
 Each recorder in ``RECORDERS`` runs workflows on a fresh dev server against the
-simulator and returns ``(name, workflow id)`` pairs; each history is written to
-``tests/histories/NAME.json``. Existing files are kept (a recorded history is never
-overwritten; ``--force`` overrides), so a new path gets a new file while the committed
-ones stay as recorded by older code. With NAMEs only the recorders producing those names
-run. Commit the files: replaying them in CI catches any workflow change that would break
-running workflows (non-determinism).
+simulator and returns the runs it recorded (:class:`Recorded`: a history name, the
+workflow id and, for a run that continued as new, its run id); each history is written to
+``tests/histories/NAME.json``, one history per behaviour. Existing files are kept (a
+recorded history is never overwritten; ``--force`` overrides), so a new behaviour gets a
+new file while the committed ones stay as recorded. With NAMEs only the recorders
+producing those names run. Commit the files: replaying them in CI catches any workflow
+change that would break running workflows (non-determinism).
 """
 
 from __future__ import annotations
@@ -20,16 +21,23 @@ import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from temporalio.client import WorkflowExecutionStatus
 
 from agent_failover.activities.notify import WEBHOOK_SECRET_ENV, WEBHOOK_URL_ENV
 from agent_failover.activities.policy_registry import POLICY_REGISTRY, policy_body
+from agent_failover.cli.qualify import QualifyArgs, build_input
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
+from agent_failover.datasets import DATASETS_DIR
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.resilience.models import ChatRequest, Message
+from agent_failover.resilience.qualification import (
+    QualificationLock,
+    RoleQualification,
+    RouteQualification,
+)
 from agent_failover.stores.policies import check_version
 from agent_failover.testing.roles import with_quality_roles
 from agent_failover.testing.servers import start_dev_server
@@ -50,6 +58,7 @@ from agent_failover.workflows.models import (
     PipelineStatus,
 )
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from agent_failover.workflows.qualify import QualifyResult, QualifyWorkflow
 from tests.shipped import ALL_ENDPOINTS
 from tests.workflows.conftest import Harness, make_harness, running
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow, with_test_roles
@@ -60,7 +69,17 @@ OUT = Path(__file__).resolve().parents[1] / "histories"
 #: The policy versions the histories name by ref (``<ref>.json``, as a directory store).
 POLICIES = OUT / "policies"
 
-Recorder = Callable[[Harness, SimAdmin], Awaitable[list[tuple[str, str]]]]
+
+class Recorded(NamedTuple):
+    """One recorded run: its history's name, its workflow id and, for a run that
+    continued as new, its own run id (none: the workflow's latest run)."""
+
+    name: str
+    workflow_id: str
+    run_id: str | None = None
+
+
+Recorder = Callable[[Harness, SimAdmin], Awaitable[list[Recorded]]]
 
 
 async def main(only: set[str], force: bool) -> None:
@@ -76,20 +95,21 @@ async def main(only: set[str], force: bool) -> None:
             for names, record in RECORDERS:
                 if only and not only & set(names):
                     continue
-                for name, wid in await record(h, admin):
-                    await _write(h, name, wid, force)
+                for run in await record(h, admin):
+                    await _write(h, run, force)
     finally:
         await admin.aclose()
         await env.shutdown()
         await sim.stop()
 
 
-async def _write(h: Harness, name: str, wid: str, force: bool) -> None:
-    path = OUT / f"{name}.json"
+async def _write(h: Harness, run: Recorded, force: bool) -> None:
+    path = OUT / f"{run.name}.json"
     if path.exists() and not force:
         print(f"kept {path} (recorded before; --force overwrites)")
         return
-    history = await h.client.get_workflow_handle(wid).fetch_history()
+    handle = h.client.get_workflow_handle(run.workflow_id, run_id=run.run_id)
+    history = await handle.fetch_history()
     path.write_text(history.to_json())
     print(f"wrote {path}")
     for ref in policy_refs_of(history):
@@ -110,8 +130,7 @@ def policy_refs_of(history: Any) -> list[str]:
 
 async def _write_policy_version(ref: str) -> None:
     """Commit the policy version a history names beside it (replay loads it, as a worker
-    loads its policy store). Histories that carry the policy inline need none, but a
-    version file is harmless: content addressed, the same ref is the same file."""
+    loads its policy store). Content addressed: the same ref is the same file."""
     path = POLICIES / f"{ref}.json"
     if path.exists():
         return
@@ -122,27 +141,32 @@ async def _write_policy_version(ref: str) -> None:
     print(f"wrote {path}")
 
 
-async def _classic_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
-    """The healthy and failover pipelines and the hedged call (the first histories)."""
-    runs = []
+async def _classic_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """The healthy and failover pipelines and the hedged call.
+
+    The healthy pipeline also stands for what every run does now: its role contexts name
+    the policy by ref (the policy store holds the version) and leave out the workflow's
+    own queue, the SLA window and an all-idle snapshot; its hedged specialists answer
+    before the hedge delay, so their hedge timers (started in the attempt's own step) are
+    cancelled. The hedged call's hedge fires.
+    """
     await admin.reset()
-    wid = await _pipeline(h, "healthy")
-    runs.append(("pipeline_healthy", wid))
+    runs = [Recorded("pipeline_healthy", await _pipeline(h, "healthy"))]
     await admin.set_faults("anthropic-us-east", [{"kind": "overloaded"}])
     await admin.set_faults("anthropic-eu-west", [{"kind": "stream_cut", "after_tokens": 4}])
     options = PipelineOptions(escalate_on_critical_degraded=False)
     wid = await _pipeline(
         h, "failover", PipelineInput(task="Assess a region evacuation", options=options)
     )
-    runs.append(("pipeline_failover", wid))
+    runs.append(Recorded("pipeline_failover", wid))
     await admin.reset()
     await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.5}])
-    wid = await _call(h, "hedged", "hedge me", "hedged")
-    runs.append(("call_hedged", wid))
+    runs.append(Recorded("call_hedged", await _call(h, "hedged", "hedge me", "hedged")))
+    await admin.reset()
     return runs
 
 
-async def _summarized_run(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
+async def _summarized_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
     """A request too big for the ``summarizing`` role's small window, with a pinned task."""
     await admin.reset()
     msgs = [Message(role="user", content="Task: plan the billing migration.", pinned=True)]
@@ -158,7 +182,7 @@ async def _summarized_run(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
         task_queue=h.task_queue,
         result_type=AgentOutput,
     )
-    return [("call_summarized", wid)]
+    return [Recorded("call_summarized", wid)]
 
 
 def _tools_input() -> PipelineInput:
@@ -177,7 +201,7 @@ def _tools_input() -> PipelineInput:
     )
 
 
-async def _agent_tool_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
+async def _agent_tool_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
     """Specialists' tickets rolled back by a failed action; and unwound on a cancellation."""
     await admin.reset()
     await admin.set_tool_faults("post_message", [{"status": 400}])
@@ -189,7 +213,7 @@ async def _agent_tool_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]
         task_queue=h.task_queue,
         result_type=PipelineResult,
     )
-    runs = [("pipeline_agent_tools_rollback", wid)]
+    runs = [Recorded("pipeline_agent_tools_rollback", wid)]
     await admin.set_tool_faults("close_ticket", [{"status": 503}])
     wid = f"tools-cancel-{uuid.uuid4().hex[:6]}"
     handle = await h.client.start_workflow(
@@ -206,13 +230,13 @@ async def _agent_tool_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]
         await handle.result()
     except Exception as exc:  # the run ends cancelled, after its unwind
         print(f"{wid}: {type(exc).__name__}")
-    runs.append(("pipeline_agent_tools_cancelled", wid))
+    runs.append(Recorded("pipeline_agent_tools_cancelled", wid))
     return runs
 
 
-async def _maybe_applied_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
-    """Effects that applied and then timed out (issue 15a): an action, then agent tools;
-    both logged maybe_applied and compensated by their idempotency key."""
+async def _maybe_applied_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """Effects that applied and then timed out: an action, then agent tools; both logged
+    maybe_applied and compensated by their idempotency key."""
     hang = {"kind": "hang", "when": "after", "hold_s": 5}
     await admin.reset()
     await admin.set_tool_faults("post_message", [hang])
@@ -233,7 +257,7 @@ async def _maybe_applied_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, st
         task_queue=h.task_queue,
         result_type=PipelineResult,
     )
-    runs = [("pipeline_action_maybe_applied_issue15a", wid)]
+    runs = [Recorded("pipeline_action_maybe_applied", wid)]
     await admin.reset()
     await admin.set_tool_faults("create_ticket", [hang])
     await admin.set_tool_faults("post_message", [{"status": 400}])
@@ -245,7 +269,8 @@ async def _maybe_applied_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, st
     await h.client.execute_workflow(
         AgentPipelineWorkflow.run, inp, id=wid, task_queue=h.task_queue, result_type=PipelineResult
     )
-    runs.append(("pipeline_agent_tools_maybe_applied_issue15a", wid))
+    runs.append(Recorded("pipeline_agent_tools_maybe_applied", wid))
+    await admin.reset()
     return runs
 
 
@@ -274,14 +299,15 @@ async def _escalated(h: Harness, admin: SimAdmin) -> str:
     return wid
 
 
-async def _escalation_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
-    """An escalated run without a webhook, then one paging a local receiver (issue 15 §3)."""
-    runs = [("pipeline_escalation", await _escalated(h, admin))]
+async def _escalation_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """An escalated run with no webhook configured (its notifications are skipped), then
+    one paging a local receiver."""
+    runs = [Recorded("pipeline_escalation", await _escalated(h, admin))]
     async with WebhookReceiver("recorder-secret") as rx:
         os.environ[WEBHOOK_URL_ENV] = rx.url
         os.environ[WEBHOOK_SECRET_ENV] = "recorder-secret"
         try:
-            runs.append(("pipeline_escalation_notified", await _escalated(h, admin)))
+            runs.append(Recorded("pipeline_escalation_notified", await _escalated(h, admin)))
         finally:
             os.environ.pop(WEBHOOK_URL_ENV, None)
             os.environ.pop(WEBHOOK_SECRET_ENV, None)
@@ -289,9 +315,9 @@ async def _escalation_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]
     return runs
 
 
-async def _quality_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
-    """A shadow-sampled call and a pipeline whose degraded steps were revised (issue 14
-    §4-5), each on its own worker: their policies differ from the shared one."""
+async def _quality_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A shadow-sampled call and a pipeline whose degraded steps were revised, each on its
+    own worker: their policies differ from the shared one."""
     await admin.reset()
     hs, workers = await make_harness(h.client, _shadowed(h.policy))
     async with running(workers):
@@ -303,7 +329,7 @@ async def _quality_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
             task_queue=hs.task_queue,
             result_type=AgentOutput,
         )
-    runs = [("call_shadowed", wid)]
+    runs = [Recorded("call_shadowed", wid)]
     await admin.reset()
     for ep in ("gemini-flash", "cheap-mini"):  # the re-run agrees: a revision
         await admin.set_accuracy(ep, 1.0)
@@ -311,52 +337,35 @@ async def _quality_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
     async with running(workers):
         handle = await _run_until_rerun(hr, admin)
         await handle.result()
-    runs.append(("pipeline_rerun", handle.id))
+    runs.append(Recorded("pipeline_rerun", handle.id))
     await admin.reset()
     return runs
 
 
-async def _issue_10_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
-    """A pipeline whose later calls carry their role's policy by ref, an eagerly dispatched
-    call, and a call its full bulkhead sent to the bulkhead's queue (issue 10)."""
+async def _bulkhead_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """On the shipped roles with one ``specialists`` bulkhead slot: a pipeline whose
+    parallel specialists share the slot, an eagerly dispatched call, and a call its full
+    bulkhead sent to the bulkhead's queue."""
     await admin.reset()
     policy = with_test_roles(load_policy(DEFAULT_POLICY_PATH))  # the shipped roles only
     he, workers = await make_harness(h.client, policy, bulkhead_slots={"specialists": 1})
     async with running(workers):
-        for _ in range(5):  # until the critic asks for a revision (roles called again)
-            wid = f"refs-{uuid.uuid4().hex[:6]}"
-            await he.client.execute_workflow(
-                AgentPipelineWorkflow.run,
-                PipelineInput(task="Compare two queue designs"),
-                id=wid,
-                task_queue=he.task_queue,
-                result_type=PipelineResult,
-            )
-            if _has_ref_only(await he.client.get_workflow_handle(wid).fetch_history()):
-                break
-        runs = [("pipeline_policy_refs_issue10", wid)]
-        runs.append(("call_eager_issue10", await _call(he, "plain", "eager")))
+        runs = [Recorded("pipeline_one_specialist_slot", await _pipeline(he, "one-slot"))]
+        runs.append(Recorded("call_eager_dispatch", await _call(he, "plain", "eager")))
         await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.0}])
         first = asyncio.create_task(_call(he, "plain", "hold"))
         await asyncio.sleep(0.5)  # the only specialists slot is taken: the next overflows
-        runs.append(("call_overflow_issue10", await _call(he, "plain", "overflow")))
+        runs.append(Recorded("call_bulkhead_overflow", await _call(he, "plain", "overflow")))
         await first
         await admin.reset()
     return runs
 
 
-async def _monitor_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
+async def _monitor_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
     """One monitor run (three rounds, then continue-as-new) whose probe rounds outlast the
-    1 s interval: a slow primary (issue 10: rounds are timed from their start, patched).
-    Recorded by the code of the day under ``monitor_rounds_issue10``; the same recorder on
-    the code before the change recorded ``monitor_rounds_pre_issue10``."""
+    1 s interval: a slow primary (rounds are timed from their start)."""
     await admin.reset()
     await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.5}])
-    name = (
-        "monitor_rounds_issue10"
-        if hasattr(monitor, "ROUND_START_PATCH")
-        else ("monitor_rounds_pre_issue10")
-    )
     wid = f"monitor-{uuid.uuid4().hex[:6]}"
     handle = await h.client.start_workflow(
         monitor.HealthMonitorWorkflow.run,
@@ -367,17 +376,66 @@ async def _monitor_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
         task_queue=h.task_queue,
     )
     first = h.client.get_workflow_handle(wid, run_id=handle.result_run_id)
-    for _ in range(120):
-        if (await first.describe()).status is WorkflowExecutionStatus.CONTINUED_AS_NEW:
-            break
-        await asyncio.sleep(0.5)
-    path = OUT / f"{name}.json"
-    if not path.exists():
-        path.write_text((await first.fetch_history()).to_json())
-        print(f"wrote {path}")
+    await _until_continued_as_new(first)
     await handle.terminate()
     await admin.reset()
-    return []
+    return [Recorded("monitor_rounds", wid, handle.result_run_id)]
+
+
+async def _until_continued_as_new(handle: Any) -> None:
+    """Wait (up to a minute) until the run behind ``handle`` continued as new."""
+    for _ in range(120):
+        if (await handle.describe()).status is WorkflowExecutionStatus.CONTINUED_AS_NEW:
+            return
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"{handle.id} did not continue as new")
+
+
+async def _qualification_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A call whose primary the qualification lock marks unqualified (skipped, with its
+    quality), and a qualification run of the critic's golden set that continues as new
+    once: its first run and its last."""
+    await admin.reset()
+    verdict = RouteQualification(quality=0.4, pass_rate=0.4, items=20, errors=0, qualified=False)
+    entry = RoleQualification(
+        golden_set="plain.jsonl",
+        golden_hash="0123456789abcdef",
+        scorer="normalized",
+        min_quality=0.85,
+        qualified_at="2026-11-30T12:00:00+00:00",
+        routes={"anthropic-us-east": verdict},
+    )
+    locked = h.policy.with_qualification(QualificationLock(roles={"plain": entry}))
+    hq, workers = await make_harness(h.client, locked)
+    async with running(workers):
+        runs = [Recorded("call_unqualified", await _call(hq, "plain", "hi", "call-unq"))]
+    args = QualifyArgs("critic", None, 0.85, None, None, None, 2, False)
+    golden = build_input(args, h.policy, DATASETS_DIR / "critic.jsonl")
+    # 3 items x 2 routes, continued as new after 4: two runs.
+    inp = golden.model_copy(
+        update={
+            "items": golden.items[:3],
+            "routes": ["anthropic-us-east", "cheap-mini"],
+            "concurrency": 2,
+            "item_timeout_s": 6.0,
+            "continue_as_new_every": 4,
+        }
+    )
+    wid = f"qualify-rec-{uuid.uuid4().hex[:6]}"
+    handle = await h.client.start_workflow(
+        QualifyWorkflow.run, inp, id=wid, task_queue=h.task_queue, result_type=QualifyResult
+    )
+    await handle.result()
+    runs.append(Recorded("qualify_continue_as_new", wid, handle.result_run_id))
+    runs.append(Recorded("qualify_final", wid))
+    return runs
+
+
+async def _policy_store_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A plain call whose role context names its policy by ref only (the version comes
+    from the policy store; ``tests/histories/policies/`` holds it)."""
+    await admin.reset()
+    return [Recorded("call_policy_store", await _call(h, "plain", "by ref"))]
 
 
 async def _pipeline(h: Harness, prefix: str, inp: PipelineInput | None = None) -> str:
@@ -408,48 +466,6 @@ async def _call(h: Harness, role: str, text: str, prefix: str | None = None) -> 
     return wid
 
 
-async def _policy_by_ref_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
-    """A call and a pipeline whose every role context names its policy by ref only (the
-    version comes from the policy store; ``tests/histories/policies/`` holds it)."""
-    await admin.reset()
-    call = await _call(h, "plain", "by ref")
-    pipeline = await _pipeline(h, "byref")
-    return [("call_policy_store_issue10", call), ("pipeline_policy_store_issue10", pipeline)]
-
-
-def _has_ref_only(history: Any) -> bool:
-    """Whether some role context of the run carries its policy by ref only."""
-    for e in history.events:
-        m = e.marker_recorded_event_attributes
-        if e.HasField("marker_recorded_event_attributes") and "result" in m.details:
-            data = json.loads(m.details["result"].payloads[0].data)
-            if isinstance(data, dict) and "policy_ref" in data and "policy" not in data:
-                return True
-    return False
-
-
-async def _own_queue_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
-    """A call and a pipeline whose role contexts leave out the workflow's own queue, the
-    role's SLA window and an all-idle snapshot (the workflow restores them)."""
-    await admin.reset()
-    call = await _call(h, "plain", "own queue")
-    pipeline = await _pipeline(h, "own-queue")
-    return [("call_own_queue", call), ("pipeline_own_queue", pipeline)]
-
-
-async def _hedge_timer_runs(h: Harness, admin: SimAdmin) -> list[tuple[str, str]]:
-    """Hedge timers started in the attempt's own step: a pipeline whose hedged specialists
-    answer before the delay (timers cancelled) and a call whose hedge fires."""
-    await admin.reset()
-    wid = await _pipeline(h, "hedge-step-pipe")
-    runs = [("pipeline_hedge_timer_in_step", wid)]
-    await admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 1.5}])
-    wid = await _call(h, "hedged", "hedge me", "hedge-step-call")
-    runs.append(("call_hedge_timer_in_step", wid))
-    await admin.reset()
-    return runs
-
-
 #: (the history names a recorder produces, the recorder), in recording order.
 RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("pipeline_healthy", "pipeline_failover", "call_hedged"), _classic_runs),
@@ -458,18 +474,19 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("pipeline_agent_tools_rollback", "pipeline_agent_tools_cancelled"), _agent_tool_runs),
     (("call_shadowed", "pipeline_rerun"), _quality_runs),
     (
-        ("call_eager_issue10", "call_overflow_issue10", "pipeline_policy_refs_issue10"),
-        _issue_10_runs,
+        ("pipeline_one_specialist_slot", "call_eager_dispatch", "call_bulkhead_overflow"),
+        _bulkhead_runs,
     ),
-    (("monitor_rounds_issue10", "monitor_rounds_pre_issue10"), _monitor_runs),
+    (("monitor_rounds",), _monitor_runs),
     (
-        ("pipeline_action_maybe_applied_issue15a", "pipeline_agent_tools_maybe_applied_issue15a"),
+        ("pipeline_action_maybe_applied", "pipeline_agent_tools_maybe_applied"),
         _maybe_applied_runs,
     ),
-    (("pipeline_hedge_timer_in_step", "call_hedge_timer_in_step"), _hedge_timer_runs),
-    (("call_policy_store_issue10", "pipeline_policy_store_issue10"), _policy_by_ref_runs),
-    (("call_own_queue", "pipeline_own_queue"), _own_queue_runs),
+    (("call_policy_store",), _policy_store_run),
+    (("call_unqualified", "qualify_continue_as_new", "qualify_final"), _qualification_runs),
 ]
+#: Every history the recorders produce (the replay test expects exactly these).
+HISTORY_NAMES = frozenset(name for names, _ in RECORDERS for name in names)
 
 
 if __name__ == "__main__":

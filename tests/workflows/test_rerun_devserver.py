@@ -31,7 +31,8 @@ from agent_failover.workflows.models import (
     PipelineResult,
     PipelineStatus,
 )
-from agent_failover.workflows.pipeline import RERUN_DISAGREED, AgentPipelineWorkflow
+from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from agent_failover.workflows.pipeline_escalation import RERUN_DISAGREED
 from agent_failover.workflows.search_attributes import REVISION_STATE
 
 pytestmark = pytest.mark.devserver

@@ -21,7 +21,7 @@ from temporalio.worker import Worker
 with workflow.unsafe.imports_passed_through():
     from agent_failover import Saga
     from agent_failover.resilience.saga import CompensationLog, CompensationStatus
-    from agent_failover.workflows.saga import MAYBE_APPLIED_PATCH, maybe_applied_failure
+    from agent_failover.workflows.saga import maybe_applied_failure
 
 #: Effects in place, by idempotency key (in-process worker: tests read it directly).
 APPLIED: dict[str, str] = {}
@@ -81,7 +81,7 @@ class MaybeAppliedWorkflow:
                         ),
                     )
                 except ActivityError as exc:
-                    if maybe_applied_failure(exc) and workflow.patched(MAYBE_APPLIED_PATCH):
+                    if maybe_applied_failure(exc):
                         saga.add(undo_effect, key, step=step, key=key, maybe_applied=True)
                     continue
                 saga.add(undo_effect, key, step=step, key=key)

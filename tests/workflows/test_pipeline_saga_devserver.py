@@ -1,4 +1,5 @@
-"""Side effects as a saga on the dev server: exactly once, compensated in reverse, escalated."""
+"""The pipeline's side effects as a saga on the dev server: exactly once, compensated in
+reverse, escalated."""
 
 from __future__ import annotations
 
