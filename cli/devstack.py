@@ -32,14 +32,9 @@ from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.logs import redact_policy_secrets
 from agent_failover.resilience.config import PolicyConfig, PolicyError
-from agent_failover.service import (
-    DEFAULT_TASK_QUEUE,
-    WorkerDeps,
-    build_deps,
-    build_workers,
-    keep_monitor_running,
-)
+from agent_failover.service import DEFAULT_TASK_QUEUE, WorkerDeps, build_deps, build_workers
 from agent_failover.stores.factory import DEFAULT_REDIS_URL
+from agent_failover.supervisor import keep_monitor_running
 from agent_failover.testing.servers import (
     STATE_DIR,
     DevServerError,
