@@ -1,7 +1,7 @@
 """agent-failover: failover and graceful degradation for multi-agent LLM pipelines on Temporal.
 
-The public surface is the names in ``__all__``; every other module is private and may
-change. Workflow code::
+The public surface is the names in ``__all__`` plus four documented submodules; every
+other module is private and may change. Workflow code::
 
     from agent_failover import ChatRequest, Message, resilient_complete
 
@@ -14,6 +14,11 @@ Worker::
     Worker(client, task_queue="my-app", workflows=[MyWorkflow],
            plugins=[FailoverPlugin("policy.yaml")])
 
+Specialised names live in submodules: :mod:`agent_failover.saga` (compensations and tool
+calls inside an agent step), :mod:`agent_failover.visibility` (search attributes and the
+``failover_history`` query's types), :mod:`agent_failover.testing` (the simulator and test
+workers) and :mod:`agent_failover.contrib` (PydanticAI and OpenAI Agents SDK models).
+
 Names load on first use (PEP 562), so importing ``agent_failover`` inside Temporal's
 workflow sandbox stays cheap and never pulls worker-side code into a workflow.
 """
@@ -25,7 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-#: public name -> the private module that defines it
+#: The one list of the public names: name -> the private module that defines it.
+#: ``__all__`` is built from it. The ``TYPE_CHECKING`` imports below mirror it for type
+#: checkers and IDEs, as explicit re-exports (``X as X``) since ``__all__`` is computed;
+#: tests/test_facade.py checks that they match the mapping exactly.
 _EXPORTS: dict[str, str] = {
     # the call, from workflow code
     "resilient_complete": "agent_failover.workflows.resilient",
@@ -35,15 +43,6 @@ _EXPORTS: dict[str, str] = {
     "ContentFilterMode": "agent_failover.resilience.config",
     "FailoverExhausted": "agent_failover.workflows.errors",
     "settle_shadows": "agent_failover.workflows.shadow",
-    # side effects: the saga and tool calls inside an agent step, from workflow code
-    "Saga": "agent_failover.workflows.saga",
-    "idempotency_key": "agent_failover.resilience.saga",
-    "maybe_applied_failure": "agent_failover.workflows.saga",
-    "run_agent_loop": "agent_failover.workflows.agent_loop",
-    "AgentTool": "agent_failover.workflows.agent_loop",
-    "AgentLoopResult": "agent_failover.workflows.agent_loop",
-    "ToolCallInput": "agent_failover.activities.models",
-    "ToolCallResult": "agent_failover.activities.models",
     # request types
     "ChatRequest": "agent_failover.resilience.models",
     "Message": "agent_failover.resilience.models",
@@ -57,12 +56,6 @@ _EXPORTS: dict[str, str] = {
     "ReasonCode": "agent_failover.resilience.contracts",
     "FinishReason": "agent_failover.resilience.models",
     "Usage": "agent_failover.resilience.models",
-    # search attributes
-    "upsert_failover_search_attributes": "agent_failover.workflows.search_attributes",
-    "register_search_attributes": "agent_failover.workflows.search_attributes",
-    "SEARCH_ATTRIBUTES": "agent_failover.workflows.search_attributes",
-    "set_failover_details": "agent_failover.workflows.search_attributes",
-    "pipeline_summary": "agent_failover.workflows.search_attributes",
     # escalation webhooks: check a notification's X-Failover-Signature in your receiver
     "verify_webhook_signature": "agent_failover.resilience.notify",
     # telemetry (OTEL_* environment; off unless configured)
@@ -78,88 +71,38 @@ _EXPORTS: dict[str, str] = {
     "PolicyError": "agent_failover.resilience.config",
 }
 
-__all__ = [
-    "SEARCH_ATTRIBUTES",
-    "AesGcmCodec",
-    "AgentLoopResult",
-    "AgentOutput",
-    "AgentTool",
-    "AttemptRecord",
-    "CallOptions",
-    "Capability",
-    "ChatRequest",
-    "ContentFilterMode",
-    "FailoverExhausted",
-    "FailoverPlugin",
-    "FinishReason",
-    "Message",
-    "OnExhausted",
-    "PolicyConfig",
-    "PolicyError",
-    "Priority",
-    "ReasonCode",
-    "RosterOverride",
-    "Saga",
-    "ToolCall",
-    "ToolCallInput",
-    "ToolCallResult",
-    "ToolSpec",
-    "Usage",
-    "__version__",
-    "connect_client",
-    "idempotency_key",
-    "load_policy",
-    "maybe_applied_failure",
-    "pipeline_summary",
-    "register_search_attributes",
-    "resilient_complete",
-    "run_agent_loop",
-    "run_and_exit",
-    "set_failover_details",
-    "settle_shadows",
-    "setup_telemetry",
-    "upsert_failover_search_attributes",
-    "verify_webhook_signature",
-]
+__all__ = ["__version__", *sorted(_EXPORTS)]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from agent_failover.activities.models import ToolCallInput, ToolCallResult
-    from agent_failover.codec import AesGcmCodec
-    from agent_failover.config.loader import load_policy
-    from agent_failover.connect import connect_client, run_and_exit
-    from agent_failover.plugin import FailoverPlugin
-    from agent_failover.resilience.config import ContentFilterMode, PolicyConfig, PolicyError
-    from agent_failover.resilience.contracts import (
-        AgentOutput,
-        AttemptRecord,
-        Capability,
-        ReasonCode,
+    from agent_failover.codec import AesGcmCodec as AesGcmCodec
+    from agent_failover.config.loader import load_policy as load_policy
+    from agent_failover.connect import connect_client as connect_client
+    from agent_failover.connect import run_and_exit as run_and_exit
+    from agent_failover.plugin import FailoverPlugin as FailoverPlugin
+    from agent_failover.resilience.config import ContentFilterMode as ContentFilterMode
+    from agent_failover.resilience.config import PolicyConfig as PolicyConfig
+    from agent_failover.resilience.config import PolicyError as PolicyError
+    from agent_failover.resilience.contracts import AgentOutput as AgentOutput
+    from agent_failover.resilience.contracts import AttemptRecord as AttemptRecord
+    from agent_failover.resilience.contracts import Capability as Capability
+    from agent_failover.resilience.contracts import ReasonCode as ReasonCode
+    from agent_failover.resilience.models import ChatRequest as ChatRequest
+    from agent_failover.resilience.models import FinishReason as FinishReason
+    from agent_failover.resilience.models import Message as Message
+    from agent_failover.resilience.models import Priority as Priority
+    from agent_failover.resilience.models import ToolCall as ToolCall
+    from agent_failover.resilience.models import ToolSpec as ToolSpec
+    from agent_failover.resilience.models import Usage as Usage
+    from agent_failover.resilience.notify import (
+        verify_webhook_signature as verify_webhook_signature,
     )
-    from agent_failover.resilience.models import (
-        ChatRequest,
-        FinishReason,
-        Message,
-        Priority,
-        ToolCall,
-        ToolSpec,
-        Usage,
-    )
-    from agent_failover.resilience.notify import verify_webhook_signature
-    from agent_failover.resilience.options import CallOptions, OnExhausted, RosterOverride
-    from agent_failover.resilience.saga import idempotency_key
-    from agent_failover.telemetry.setup import setup_telemetry
-    from agent_failover.workflows.agent_loop import AgentLoopResult, AgentTool, run_agent_loop
-    from agent_failover.workflows.errors import FailoverExhausted
-    from agent_failover.workflows.resilient import resilient_complete
-    from agent_failover.workflows.saga import Saga, maybe_applied_failure
-    from agent_failover.workflows.search_attributes import (
-        SEARCH_ATTRIBUTES,
-        pipeline_summary,
-        register_search_attributes,
-        set_failover_details,
-        upsert_failover_search_attributes,
-    )
-    from agent_failover.workflows.shadow import settle_shadows
+    from agent_failover.resilience.options import CallOptions as CallOptions
+    from agent_failover.resilience.options import OnExhausted as OnExhausted
+    from agent_failover.resilience.options import RosterOverride as RosterOverride
+    from agent_failover.telemetry.setup import setup_telemetry as setup_telemetry
+    from agent_failover.workflows.errors import FailoverExhausted as FailoverExhausted
+    from agent_failover.workflows.resilient import resilient_complete as resilient_complete
+    from agent_failover.workflows.shadow import settle_shadows as settle_shadows
 
 
 def __getattr__(name: str) -> Any:

@@ -22,7 +22,8 @@ worker of a client it is given to):
   picks which, so other processes can serve the rest: :meth:`FailoverPlugin.bulkhead_worker`;
   they drain for the worker's ``graceful_shutdown_timeout``), keeps the health monitor running
   once per deployment (idempotent by workflow id; started again if it ever ends), and on
-  shutdown drains them and closes the HTTP client and the stores;
+  shutdown drains them and closes the HTTP client and the stores (those lifecycles live in
+  :mod:`agent_failover.supervisor`: the plugin configures, the supervisor runs);
 * when a role of the policy has ``shadow`` settings (``shadow=``: None = then, True, False),
   runs one more worker on ``<task queue>-shadow``: the low-priority shadow evaluations
   (``ShadowEvaluationWorkflow`` and its ``shadow_evaluate`` activity, a few slots only), so
@@ -37,12 +38,11 @@ User workflows call ``resilient_complete`` from workflow code; nothing else is n
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
+import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,7 +58,6 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from agent_failover.activities.llm import LLMActivitySet
 from agent_failover.activities.models import llm_task_queue
 from agent_failover.activities.notify import EscalationNotifier, build_webhook_client
-from agent_failover.activities.policy_versions import keep_fetching_missing, load_versions
 from agent_failover.activities.quality import QualityActivities
 from agent_failover.activities.shadow import ShadowActivities
 from agent_failover.activities.tools import ToolActivities, tools_base_url
@@ -67,10 +66,15 @@ from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.providers.client import build_http_client
 from agent_failover.resilience.config import PolicyConfig
-from agent_failover.stores.cache import MemoryResponseCache
-from agent_failover.stores.factory import DEFAULT_NAMESPACE, Stores, connect_stores
-from agent_failover.stores.health import MemoryHealthStore
-from agent_failover.stores.policies import DirectoryPolicyStore, PolicyVersionStore
+from agent_failover.stores.factory import DEFAULT_NAMESPACE, Stores
+from agent_failover.supervisor import (
+    SharedStores,
+    bulkhead_workers,
+    keep_monitor_running,
+    publish_policy_versions,
+    run_beside,
+    shadow_worker,
+)
 from agent_failover.telemetry.setup import tracing_enabled
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
@@ -170,26 +174,17 @@ class FailoverPlugin(SimplePlugin):
         dispatch: DispatchArg = None,
     ) -> None:
         self.policy = _resolve_policy(policy)
-        self.shadow = (
-            any(r.shadow is not None for r in self.policy.roles.values())
-            if shadow is None
-            else shadow
-        )
+        self.shadow = _policy_has_shadows(self.policy) if shadow is None else shadow
         self._shadow_slots = shadow_slots
         self._shadow_acts: ShadowActivities | None = None
         self.tracing = _resolve_tracing(tracing)
         self.codec = _resolve_codec(codec)
-        self._stores_arg = stores
-        self._redis_url = redis_url
-        self._namespace = redis_namespace or os.environ.get(
-            "FAILOVER_REDIS_NAMESPACE", DEFAULT_NAMESPACE
-        )
+        namespace = redis_namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", DEFAULT_NAMESPACE)
+        self._stores = SharedStores(stores, redis_url, namespace)
         self._include_pipeline = include_pipeline
         self._start_monitor = start_monitor
         self._slots = {**DEFAULT_BULKHEAD_SLOTS, **(bulkhead_slots or {})}
-        self.bulkheads = (
-            self.policy_bulkheads() if bulkheads is None else self._check_bulkheads(bulkheads)
-        )
+        self.bulkheads = self._check_bulkheads(bulkheads)
         self.dispatch = self._resolve_dispatch(dispatch)
         self._own_http = http is None
         self.http = http or build_http_client(self.policy.endpoints.values())
@@ -200,15 +195,11 @@ class FailoverPlugin(SimplePlugin):
         self._internal_queues: set[str] = set()
         self._standalone: dict[str, str] = {}  # bulkhead queue -> its deployment's queue
         self._shadow_queues: set[str] = set()  # standalone shadow queues
-        self._stores: Stores | None = stores if isinstance(stores, Stores) else None
-        self._running = 0
-        workflows: list[type] = [HealthMonitorWorkflow, QualifyWorkflow]
-        if include_pipeline:
-            workflows.append(AgentPipelineWorkflow)
+        pipeline = [AgentPipelineWorkflow] if include_pipeline else []
         super().__init__(
             PLUGIN_NAME,
             data_converter=self._data_converter,
-            workflows=workflows,
+            workflows=[HealthMonitorWorkflow, QualifyWorkflow, *pipeline],
             workflow_runner=with_passthrough,
             interceptors=[self.tracing] if self.tracing is not None else None,
         )
@@ -226,9 +217,13 @@ class FailoverPlugin(SimplePlugin):
             return dispatch
         return "eager" if set(self.bulkheads) == set(self.policy_bulkheads()) else "queue"
 
-    def _check_bulkheads(self, names: Iterable[str]) -> tuple[str, ...]:
-        names = tuple(dict.fromkeys(names))
+    def _check_bulkheads(self, names: Iterable[str] | None) -> tuple[str, ...]:
+        """``names`` without repeats (None: every bulkhead of the policy); ``ValueError``
+        for a bulkhead no role of the policy uses."""
         known = self.policy_bulkheads()
+        if names is None:
+            return known
+        names = tuple(dict.fromkeys(names))
         unknown = [n for n in names if n not in known]
         if unknown:
             raise ValueError(
@@ -334,8 +329,9 @@ class FailoverPlugin(SimplePlugin):
                 overflow_queue_for=overflow_for,
                 bulkhead_slots={b: self._slots.get(b, 16) for b in local},
             )
-            if self._stores is not None:
-                self._acts[task_queue].bind_stores(self._stores.health, self._stores.cache)
+            if self._stores.current is not None:
+                stores = self._stores.current
+                self._acts[task_queue].bind_stores(stores.health, stores.cache)
         return self._acts[task_queue]
 
     def bulkhead_worker(
@@ -363,94 +359,52 @@ class FailoverPlugin(SimplePlugin):
         if task_queue in self._internal_queues:
             await next(worker)
             return
-        stores = await self._connect(worker.client)
-        base = self._standalone.get(task_queue, task_queue)
-        acts = self.activities_for(base)
+        client = worker.client
+        # Cached answers are as sensitive as history: the same codec protects both.
+        stores = await self._stores.connect(self.codec or client.data_converter.payload_codec)
+        acts = self.activities_for(self._standalone.get(task_queue, task_queue))
         acts.bind_stores(stores.health, stores.cache)
-        policies = await self._policy_versions(acts, stores)
+        policies = await publish_policy_versions(acts, stores)
         self._shadow_activities().bind_store(stores.health)
         standalone = task_queue in self._standalone
-        # Bulkhead workers drain model calls for as long as the worker they serve does.
+        companions = [] if standalone else self._companions(worker, acts)
+        keeper = None
+        if self._start_monitor and not standalone:
+            keeper = functools.partial(
+                keep_monitor_running, client, self.policy, task_queue=task_queue
+            )
+        async with self._stores.held():
+            await run_beside(lambda: next(worker), companions, policies, keeper)
+
+    def _companions(self, worker: Worker, acts: LLMActivitySet) -> list[Worker]:
+        """The bulkhead workers (and the shadow worker) that run beside ``worker``; they
+        drain model calls for as long as the worker they serve does."""
+        client, task_queue = worker.client, worker.task_queue
         grace = worker.config().get("graceful_shutdown_timeout")
-        bulkheads = (
-            [] if standalone else self._bulkhead_workers(worker.client, task_queue, acts, grace)
+        tracing = self._tracing_for(client)
+        workers = bulkhead_workers(
+            client,
+            task_queue,
+            _bulkhead_acts(acts),
+            {b: self._slots.get(b, 16) for b in self.bulkheads},
+            internal=self._internal_queues,
+            grace=grace,
+            interceptors=tracing,
         )
-        if self.shadow and not standalone:
-            bulkheads.append(self._shadow_worker(worker.client, task_queue, stores, grace))
-        tasks = [asyncio.create_task(w.run()) for w in bulkheads]
-        stop_supervisor = asyncio.Event()
-        tasks.append(asyncio.create_task(keep_fetching_missing(policies, stop_supervisor)))
-        supervisor = (
-            asyncio.create_task(self._keep_monitor(worker.client, task_queue, stop_supervisor))
-            if self._start_monitor and not standalone
-            else None
-        )
-        self._running += 1
-        try:
-            await next(worker)
-        finally:
-            stop_supervisor.set()  # the supervisor returns after its current short call
-            if supervisor is not None:
-                await asyncio.gather(supervisor, return_exceptions=True)
-            await asyncio.gather(*(w.shutdown() for w in bulkheads), return_exceptions=True)
-            await asyncio.gather(*tasks, return_exceptions=True)
-            self._running -= 1
-            if self._running == 0:
-                await self._close_stores()
-
-    async def _policy_versions(self, acts: LLMActivitySet, stores: Stores) -> PolicyVersionStore:
-        """Write the policy subsets this worker serves to the policy store and load every
-        stored version (see :mod:`stores.policies`): the stores' own (Redis), else the
-        directory ``FAILOVER_POLICY_DIR``. Returns the store."""
-        if stores.policies is None:
-            stores.policies = DirectoryPolicyStore.from_env()
-        acts.policy_versions.bind(stores.policies)
-        await acts.publish_policies()
-        await load_versions(stores.policies)
-        return stores.policies
-
-    def _bulkhead_workers(
-        self,
-        client: Client,
-        task_queue: str,
-        acts: LLMActivitySet,
-        grace: timedelta | None = None,
-    ) -> list[Worker]:
-        workers = []
-        for bulkhead in self.bulkheads:
-            queue = llm_task_queue(task_queue, bulkhead)
-            self._internal_queues.add(queue)
+        if self.shadow:
             workers.append(
-                Worker(
+                shadow_worker(
                     client,
-                    task_queue=queue,
-                    activities=_bulkhead_acts(acts),
-                    max_concurrent_activities=self._slots.get(bulkhead, 16),
-                    graceful_shutdown_timeout=grace or timedelta(),
-                    # Model calls are where the attempt spans' children run: traced too.
-                    interceptors=self._tracing_for(client),
+                    task_queue,
+                    self._shadow_activities().all(),
+                    self._shadow_slots,
+                    internal=self._internal_queues,
+                    runner=with_passthrough(None),
+                    grace=grace,
+                    interceptors=tracing,
                 )
             )
         return workers
-
-    def _shadow_worker(
-        self, client: Client, task_queue: str, stores: Stores, grace: timedelta | None
-    ) -> Worker:
-        """The worker of ``<task_queue>-shadow`` beside the main one (internal, like a bulkhead)."""
-        queue = shadow_task_queue(task_queue)
-        self._internal_queues.add(queue)
-        acts = self._shadow_activities()
-        acts.bind_store(stores.health)
-        return Worker(
-            client,
-            task_queue=queue,
-            workflows=[ShadowEvaluationWorkflow],
-            activities=acts.all(),
-            max_concurrent_activities=self._shadow_slots,
-            workflow_runner=with_passthrough(None),
-            graceful_shutdown_timeout=grace or timedelta(),
-            interceptors=self._tracing_for(client),
-        )
 
     def _shadow_activities(self) -> ShadowActivities:
         if self._shadow_acts is None:
@@ -466,30 +420,6 @@ class FailoverPlugin(SimplePlugin):
         worker_kwargs.setdefault("max_concurrent_activities", self._shadow_slots)
         plugins = [] if self in client.config().get("plugins", []) else [self]
         return Worker(client, task_queue=queue, plugins=plugins, **worker_kwargs)
-
-    async def _keep_monitor(self, client: Client, task_queue: str, stop: asyncio.Event) -> None:
-        """Start the monitor once per deployment, and again whenever it ends."""
-        from agent_failover.service import keep_monitor_running  # service imports this module
-
-        await keep_monitor_running(client, self.policy, task_queue=task_queue, stop=stop)
-
-    async def _connect(self, client: Client) -> Stores:
-        if self._stores is None:
-            if self._stores_arg == "memory":
-                self._stores = Stores(MemoryHealthStore(), MemoryResponseCache(), "memory")
-            else:
-                # Cached answers are as sensitive as history: the same codec protects both.
-                codec = self.codec or client.data_converter.payload_codec
-                self._stores = await connect_stores(
-                    self._redis_url, namespace=self._namespace, codec=codec
-                )
-        return self._stores
-
-    async def _close_stores(self) -> None:
-        # Stores connected here are closed here; injected ones belong to the caller.
-        if self._stores is not None and not isinstance(self._stores_arg, Stores):
-            await self._stores.close()
-            self._stores = None
 
     async def aclose(self) -> None:
         """Close the HTTP clients the plugin built (call once its workers have stopped)."""
@@ -515,6 +445,11 @@ def _bulkhead_acts(acts: LLMActivitySet) -> list[Callable[..., Any]]:
 def _client_traces(client: Client) -> bool:
     on_client = client.config(active_config=True).get("interceptors") or []
     return any(isinstance(i, OpenTelemetryInterceptor) for i in on_client)
+
+
+def _policy_has_shadows(policy: PolicyConfig) -> bool:
+    """Whether some role of the policy has shadow settings (the shadow queue's default)."""
+    return any(r.shadow is not None for r in policy.roles.values())
 
 
 def _resolve_tracing(tracing: bool | None) -> OpenTelemetryInterceptor | None:

@@ -21,22 +21,18 @@ enter workflow inputs or history.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
 
 import httpx
-from temporalio.client import Client, WorkflowHandle
-from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.client import Client
 from temporalio.converter import PayloadCodec
-from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
@@ -54,8 +50,7 @@ from agent_failover.plugin import (
 from agent_failover.providers.client import build_http_client
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.stores.factory import Stores, connect_stores, env_seconds
-from agent_failover.workflows.models import MonitorInput
-from agent_failover.workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
+from agent_failover.supervisor import DEFAULT_TASK_QUEUE, keep_monitor_running
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
@@ -64,8 +59,6 @@ __all__ = [
     "WorkerRole",
     "build_deps",
     "build_workers",
-    "ensure_monitor",
-    "keep_monitor_running",
     "llm_task_queue",
     "parse_worker_role",
     "run",
@@ -75,17 +68,10 @@ __all__ = [
 
 log = logging.getLogger("agent_failover.worker")
 
-DEFAULT_TASK_QUEUE = "agent-failover"
 #: Workflow-task and tool-activity slots of the main worker.
 MAIN_WORKER_ACTIVITY_SLOTS = 32
 #: Seconds in-flight activities get to finish after SIGTERM before they are cancelled.
 DEFAULT_SHUTDOWN_GRACE_S = 30.0
-#: How often a worker checks that the health monitor still runs (and restarts it).
-MONITOR_CHECK_S = 5.0
-#: Longest pause between restarts of a monitor that keeps ending at once.
-MONITOR_RESTART_MAX_S = 60.0
-#: A monitor run that lasted this long resets the restart back-off.
-MONITOR_STABLE_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -242,75 +228,6 @@ def build_workers(
             graceful_shutdown_timeout=grace,
         )
     ]
-
-
-async def ensure_monitor(
-    client: Client, policy: PolicyConfig, *, task_queue: str = DEFAULT_TASK_QUEUE
-) -> WorkflowHandle:
-    """Start the health monitor unless it already runs (idempotent across workers)."""
-    return await client.start_workflow(
-        HealthMonitorWorkflow.run,
-        MonitorInput(
-            routes=sorted(policy.endpoints),
-            interval_s=policy.probes.interval_s,
-            half_open_interval_s=policy.probes.half_open_interval(),
-        ),
-        id=monitor_workflow_id(task_queue),
-        task_queue=task_queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-    )
-
-
-async def keep_monitor_running(
-    client: Client,
-    policy: PolicyConfig,
-    *,
-    task_queue: str = DEFAULT_TASK_QUEUE,
-    stop: asyncio.Event | None = None,
-    check_every_s: float = MONITOR_CHECK_S,
-) -> None:
-    """Start the health monitor, and start it again whenever it has ended, until ``stop``.
-
-    Every worker runs this; starting is idempotent (the id is per task queue and a running
-    monitor is reused), so several workers restart one monitor, once. It checks with
-    short ``describe`` calls rather than a long poll on the result, so when ``stop`` is set
-    it returns after at most one short call and no RPC is left in flight at shutdown (a
-    cancelled long poll can still be completing while the interpreter exits). A monitor
-    that keeps ending at once (a policy or code bug) is restarted with a growing pause,
-    and an unreachable Temporal is waited out.
-    """
-    stop = stop or asyncio.Event()
-    wid = monitor_workflow_id(task_queue)
-    pause = check_every_s
-    started_at: float | None = None
-    while not stop.is_set():
-        state = await _monitor_state(client, wid)
-        if state is not None and state != "RUNNING":
-            if state != "absent":
-                log.warning("health monitor %s ended (%s); starting it again", wid, state.lower())
-            quick = started_at is not None and time.monotonic() - started_at < MONITOR_STABLE_S
-            pause = min(pause * 2, MONITOR_RESTART_MAX_S) if quick else check_every_s
-            try:
-                await ensure_monitor(client, policy, task_queue=task_queue)
-                started_at = time.monotonic()
-            except RPCError as exc:
-                log.warning("could not start the health monitor %s: %s", wid, exc.message)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), pause)
-
-
-async def _monitor_state(client: Client, wid: str) -> str | None:
-    """'RUNNING', another status name, 'absent', or None when Temporal did not answer."""
-    try:
-        desc = await client.get_workflow_handle(wid).describe(
-            rpc_timeout=timedelta(seconds=MONITOR_CHECK_S)
-        )
-    except RPCError as exc:
-        if exc.status is RPCStatusCode.NOT_FOUND:
-            return "absent"
-        log.warning("cannot reach the health monitor %s (%s); retrying", wid, exc.message)
-        return None
-    return desc.status.name if desc.status else None
 
 
 async def run_until_stopped(

@@ -25,7 +25,8 @@ from agent_failover.config.loader import load_policy
 from agent_failover.resilience.models import ChatReply, FinishReason, Usage
 from agent_failover.resilience.percentile import percentile
 from agent_failover.telemetry import names, record
-from agent_failover.telemetry.setup import TelemetryConfig, setup_telemetry
+from agent_failover.telemetry.config import TelemetryConfig
+from agent_failover.telemetry.setup import setup_telemetry
 from agent_failover.telemetry.spans import end_attempt_span, event, start_attempt_span
 
 

@@ -64,23 +64,10 @@ def run_chaos_proxy(
     quiet: bool,
 ) -> None:
     """Validate everything, then serve in the foreground until SIGINT/SIGTERM."""
-    from agent_failover.testing.chaos_proxy import (
-        ProxyIdentity,
-        load_proxy_scenario,
-        serve_chaos_proxy,
-    )
-    from agent_failover.testing.chaos_proxy.scenario import PROXY_WIRES
+    from agent_failover.testing.chaos_proxy import ProxyIdentity, serve_chaos_proxy
 
     check_upstream(upstream)
-    if provider is not None and provider not in PROXY_WIRES:
-        raise CliError(
-            f"--provider {provider!r}: use one of {', '.join(PROXY_WIRES)}", EXIT_BAD_INPUT
-        )
-    try:
-        scenario = load_proxy_scenario(scenario_path)
-    except ValueError as exc:
-        lines = str(exc).strip().splitlines() or [type(exc).__name__]
-        raise CliError("invalid scenario: " + "\n  ".join(lines), EXIT_BAD_INPUT) from None
+    scenario = _checked_scenario(scenario_path, provider)
     for name in ("httpx", "httpcore"):
         # Their request lines carry the full upstream URL (Gemini's ?key=) even with -v.
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -102,3 +89,20 @@ def run_chaos_proxy(
             start_at=parse_start_at(start_at),
         )
     )
+
+
+def _checked_scenario(path: Path, provider: str | None):
+    """The timeline at ``path``, once ``--provider`` (if given) names a wire we speak; a
+    bad file is one CLI error listing its problems."""
+    from agent_failover.testing.chaos_proxy import load_proxy_scenario
+    from agent_failover.testing.chaos_proxy.scenario import PROXY_WIRES
+
+    if provider is not None and provider not in PROXY_WIRES:
+        raise CliError(
+            f"--provider {provider!r}: use one of {', '.join(PROXY_WIRES)}", EXIT_BAD_INPUT
+        )
+    try:
+        return load_proxy_scenario(path)
+    except ValueError as exc:
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        raise CliError("invalid scenario: " + "\n  ".join(lines), EXIT_BAD_INPUT) from None

@@ -26,6 +26,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from agent_failover.cli.demo_phases import TASKS, Phase, phases
 from agent_failover.cli.demo_webhook import on_call_receiver
 from agent_failover.cli.devstack import DevStack, start_stack
 from agent_failover.cli.lifecycle import exit_code_for, until_signalled
@@ -35,8 +36,6 @@ from agent_failover.resilience.contracts import BreakerState
 from agent_failover.resilience.pipeline import SUBSTITUTIONS_LEGEND
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import (
-    ActionSpec,
-    AgentToolSpec,
     EscalationAction,
     EscalationDecision,
     EscalationState,
@@ -48,23 +47,8 @@ from agent_failover.workflows.models import (
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from agent_failover.workflows.search_attributes import pipeline_summary
 
-ANTHROPIC = ("anthropic-us-east", "anthropic-eu-west")
-#: The primary's model behind other clouds' regional endpoints (tier-1 standbys).
-CLAUDE_ON_CLOUDS = ("bedrock-us-west-2", "vertex-europe-west1")
-OTHERS = ("openai-us", "cheap-mini", "gemini-flash")
 #: How long recovery may take before the demo reports it as not restored.
 RECOVERY_TIMEOUT_S = 90.0
-
-
-@dataclass
-class Phase:
-    name: str
-    story: str
-    faults: dict[str, list[dict[str, Any]]]
-    tasks: list[str]
-    escalate: bool = False
-    options: dict[str, Any] = field(default_factory=dict)
-    tool_faults: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -77,103 +61,6 @@ class Run:
     seconds: float = 0.0
     escalated: bool = False
     notes: list[str] = field(default_factory=list)
-
-
-TASKS = [
-    "Compare PostgreSQL and DynamoDB for a payments ledger",
-    "Draft a rollout plan for a new rate limiter",
-    "Assess the risks of moving CI to spot instances",
-    "Summarize trade-offs of gRPC versus REST for internal APIs",
-    "Propose an on-call rotation for a five-person team",
-    "Explain how to shard a multi-tenant search index",
-]
-
-
-#: The specialists' side-effecting tool in the rollback phase (the simulator's tool server).
-TICKET_TOOL = {
-    "type": "object",
-    "properties": {"title": {"type": "string"}},
-    "required": ["title"],
-}
-ROLLBACK_TASK = "Triage the checkout outage and notify #ops"
-
-
-def _rollback_options() -> dict[str, Any]:
-    """Specialists may open a ticket while they work; the answer is then posted to #ops."""
-    return {
-        "revision_rounds": 0,
-        "agent_tools": [
-            AgentToolSpec(
-                role=role,
-                name="create_ticket",
-                description="Open an incident ticket for your subtask.",
-                parameters=TICKET_TOOL,
-            )
-            for role in ("researcher", "analyst")
-        ],
-        "actions": [
-            ActionSpec(
-                tool="post_message", args={"channel": "#ops"}, answer_arg="text", max_attempts=1
-            )
-        ],
-    }
-
-
-def phases() -> list[Phase]:
-    overloaded = [{"kind": "overloaded", "retry_after": 5}]
-    return [
-        Phase("1 healthy", "all routes healthy: every step on tier 0", {}, TASKS[:2]),
-        Phase(
-            "1b tool rollback",
-            "a specialist opens a ticket with a tool call inside its step; posting the answer "
-            "to #ops then fails (400) → the saga closes the ticket (compensation)",
-            {},
-            [ROLLBACK_TASK],
-            options=_rollback_options(),
-            tool_faults={"post_message": [{"status": 400}]},
-        ),
-        Phase(
-            "2 region down",
-            "anthropic-us-east answers 529, the Anthropic API's other region and openai-us "
-            "throttle (429) → the same model in another cloud region (Claude on Bedrock / "
-            "Vertex, tier 1)",
-            {
-                "anthropic-us-east": overloaded,
-                # Within a tier the score orders routes, and measured latencies differ by
-                # noise; throttling the other same-organisation and other-model standbys
-                # makes the cloud regions the only healthy choice.
-                "anthropic-eu-west": [{"kind": "rate_limit", "retry_after": 5}],
-                "openai-us": [{"kind": "rate_limit", "retry_after": 5}],
-            },
-            [TASKS[2]],
-        ),
-        Phase(
-            "3 provider down",
-            "the Anthropic API down in both regions (529 + resets) → the best-scored "
-            "tier-1 standby at another organisation (Claude on a cloud, or OpenAI)",
-            {"anthropic-us-east": overloaded, "anthropic-eu-west": [{"kind": "connection_reset"}]},
-            [TASKS[3]],
-        ),
-        Phase(
-            "4 big two down",
-            "Claude everywhere (API, Bedrock, Vertex) and OpenAI down → the cheaper model (tier 2)",
-            {
-                "anthropic-us-east": overloaded,
-                "anthropic-eu-west": [{"kind": "connection_reset"}],
-                "bedrock-us-west-2": [{"kind": "unavailable"}],
-                "vertex-europe-west1": [{"kind": "overloaded"}],
-                "openai-us": [{"kind": "unavailable"}],
-            },
-            [TASKS[4]],
-        ),
-        Phase(
-            "5 everything down",
-            "every provider down → cached answers, then static fallbacks (a human is asked)",
-            {name: [{"kind": "server_error"}] for name in (*ANTHROPIC, *CLAUDE_ON_CLOUDS, *OTHERS)},
-            [TASKS[0], TASKS[5]],
-            escalate=True,
-        ),
-    ]
 
 
 async def _run_pipeline(stack: DevStack, phase: Phase, task: str, console: Console) -> Run:

@@ -17,7 +17,7 @@ import functools
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,43 +26,19 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from agent_failover.cli.errors import EXIT_BAD_INPUT, CliError
 from agent_failover.cli.join import JoinInfo
+from agent_failover.cli.policyfile import load_policy_for_cli
+from agent_failover.cli.stackfile import stack_file, state_dir, temporal_db, ui_url
 from agent_failover.config import DEFAULT_POLICY_PATH
-from agent_failover.config.loader import load_policy
 from agent_failover.logs import redact_policy_secrets
-from agent_failover.resilience.config import PolicyConfig, PolicyError
-from agent_failover.service import (
-    DEFAULT_TASK_QUEUE,
-    WorkerDeps,
-    build_deps,
-    build_workers,
-    keep_monitor_running,
-)
+from agent_failover.resilience.config import PolicyConfig
+from agent_failover.service import DEFAULT_TASK_QUEUE, WorkerDeps, build_deps, build_workers
 from agent_failover.stores.factory import DEFAULT_REDIS_URL
-from agent_failover.testing.servers import (
-    STATE_DIR,
-    DevServerError,
-    port_is_open,
-    start_dev_server,
-    ui_url,
-)
+from agent_failover.supervisor import keep_monitor_running
+from agent_failover.testing.servers import DevServerError, port_is_open, start_dev_server
 from agent_failover.testing.sim.server import RunningSimulator, start_simulator
 
 log = logging.getLogger(__name__)
-
-
-def state_dir() -> Path:
-    """``FAILOVER_STATE_DIR`` (read at each call, so tests and tools can redirect it)."""
-    return Path(os.environ.get("FAILOVER_STATE_DIR", STATE_DIR))
-
-
-def stack_file() -> Path:
-    return state_dir() / "stack.json"
-
-
-def temporal_db() -> Path:
-    return state_dir() / "temporal.db"
 
 
 #: How long the monitor supervisor may take to notice it should stop.
@@ -140,20 +116,6 @@ def _set_env(name: str, value: str | None) -> str | None:
     return previous
 
 
-def load_policy_for_cli(
-    path: str | os.PathLike[str], env: Mapping[str, str] | None = None
-) -> PolicyConfig:
-    """The policy, or a :class:`CliError` (exit 2) listing every problem with its field."""
-    try:
-        policy = load_policy(path, env=env)
-    except PolicyError as exc:
-        problems = "\n".join(f"  {p}: {m}" if p else f"  {m}" for p, m in exc.errors)
-        raise CliError(f"invalid policy {os.fspath(path)}:\n{problems}", EXIT_BAD_INPUT) from None
-    for w in policy.warnings:
-        log.warning("policy: %s", w)
-    return policy
-
-
 def clean_state(db: Path | None = None) -> list[Path]:
     """Delete the dev server's database (and SQLite side files); return what was removed."""
     db = db or temporal_db()
@@ -201,12 +163,7 @@ async def start_stack(
     if clean:
         clean_state()
     async with contextlib.AsyncExitStack() as undo:
-        sim = await start_simulator(port=sim_port)
-        undo.push_async_callback(sim.stop)
-        # The policy's base URLs and the tool server read SIM_URL; put it back afterwards
-        # so a process that runs a stack (tests, tools) is not left pointing at a dead one.
-        restore_sim_url = functools.partial(_set_env, "SIM_URL", _set_env("SIM_URL", sim.url))
-        undo.callback(restore_sim_url)
+        sim, restore_sim_url = await _start_simulator(sim_port, undo)
         policy_file = policy_path or os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH)
         policy = load_policy_for_cli(policy_file)
         redact_policy_secrets(policy)  # the keys' values are masked in every log line
@@ -228,20 +185,37 @@ async def start_stack(
         )
         undo.push_async_callback(stack._shutdown_workers)
         if monitor:
-            stack._tasks.append(
-                asyncio.create_task(
-                    keep_monitor_running(
-                        env.client, policy, task_queue=task_queue, stop=stack._stop
-                    )
-                )
-            )
-            undo.push_async_callback(stack._cancel_tasks)
-            # Announce the stack once `failover status` has something to show.
-            await _first_health_table(env.client, task_queue)
+            await _keep_monitor(stack, undo)
         write_stack_file(stack)
         stack._restore.append(restore_sim_url)
         undo.pop_all()
     return stack
+
+
+async def _start_simulator(
+    port: int, undo: contextlib.AsyncExitStack
+) -> tuple[RunningSimulator, Callable[[], object]]:
+    """The simulator, stopped by ``undo``; SIM_URL points at it until the returned
+    callable restores it (``undo`` does too, should the stack fail to start)."""
+    sim = await start_simulator(port=port)
+    undo.push_async_callback(sim.stop)
+    # The policy's base URLs and the tool server read SIM_URL; put it back afterwards
+    # so a process that runs a stack (tests, tools) is not left pointing at a dead one.
+    restore_sim_url = functools.partial(_set_env, "SIM_URL", _set_env("SIM_URL", sim.url))
+    undo.callback(restore_sim_url)
+    return sim, restore_sim_url
+
+
+async def _keep_monitor(stack: DevStack, undo: contextlib.AsyncExitStack) -> None:
+    """Keep the health monitor running beside the stack (stopped by ``undo`` or
+    ``stack.stop()``); returns once it has a first table to show."""
+    keeper = keep_monitor_running(
+        stack.client, stack.policy, task_queue=stack.task_queue, stop=stack._stop
+    )
+    stack._tasks.append(asyncio.create_task(keeper))
+    undo.push_async_callback(stack._cancel_tasks)
+    # Announce the stack once `failover status` has something to show.
+    await _first_health_table(stack.client, stack.task_queue)
 
 
 async def _first_health_table(client: Client, task_queue: str, limit_s: float = 15.0) -> bool:
@@ -315,25 +289,3 @@ def write_stack_file(stack: DevStack) -> None:
     # Names kept from earlier versions of this file.
     data |= {"sim_url": stack.join.sim_url, "namespace": stack.join.redis_namespace}
     path.write_text(json.dumps(data, indent=2))
-
-
-def read_stack_file() -> dict[str, str] | None:
-    """What a running ``failover dev`` / ``demo`` wrote about itself, if it still runs."""
-    try:
-        data = json.loads(stack_file().read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    pid = data.get("pid")
-    if isinstance(pid, int) and not _alive(pid):
-        return None  # left behind by a stack that was killed: ignore it
-    return data
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

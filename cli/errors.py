@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import sys
 import traceback
 from collections.abc import Callable
 from typing import NoReturn, TypeVar
@@ -82,9 +83,8 @@ def _describe_local(exc: BaseException) -> str:
     from redis.exceptions import ConnectionError as RedisConnectionError
 
     from agent_failover.stores.embedded_redis import EmbeddedRedisError
-    from agent_failover.testing.servers import DevServerError, MissingBinary
 
-    if isinstance(exc, DevServerError | MissingBinary | EmbeddedRedisError):
+    if isinstance(exc, (*_dev_server_errors(), EmbeddedRedisError)):
         return _first(str(exc))  # already phrased for the user
     if isinstance(exc, ValidationError):
         return "; ".join(validation_lines(exc))
@@ -96,6 +96,16 @@ def _describe_local(exc: BaseException) -> str:
         target = f" {exc.filename}" if exc.filename else ""
         return f"{exc.strerror or type(exc).__name__}{target}"
     return f"unexpected error: {type(exc).__name__}: {_first(str(exc))}"
+
+
+def _dev_server_errors() -> tuple[type[BaseException], ...]:
+    """The dev server's own errors (phrased for the user), if a dev command loaded them.
+
+    Looked up, never imported: production commands do not load the test helpers, and
+    where they are not loaded none of their errors can have been raised.
+    """
+    servers = sys.modules.get("agent_failover.testing.servers")
+    return (servers.DevServerError, servers.MissingBinary) if servers is not None else ()
 
 
 def _is_timeout(exc: BaseException) -> bool:

@@ -1,4 +1,4 @@
-"""``failover escalations list|show`` and ``failover webhook-receiver``.
+"""``failover escalations list|show``: the pipelines waiting for a human.
 
 ``list`` asks Temporal's visibility store for the pipelines waiting for a human
 (``EscalationState = "pending"``, still running), then asks each one's ``status`` query
@@ -249,44 +249,3 @@ def _answer(pe: PendingEscalation) -> str:
     out = pe.output
     route = out.route or "-"
     return f"{route} (tier {out.tier}, {out.capability.value}, confidence {out.confidence:.2f})"
-
-
-# -- the local receiver ---------------------------------------------------------------
-
-
-def received_line(r) -> str:
-    """One line per notification: event, run, what it says, and the signature check."""
-    p = r.payload or {}
-    check = {None: "unsigned", True: "signature ok", False: f"REFUSED: {r.error}"}[r.verified]
-    if r.status >= 300 and r.verified is not False:
-        check = f"answered {r.status}: {r.error}"
-    what = p.get("reason", "") if p.get("event") == "escalation.opened" else p.get("outcome", "")
-    return f"{r.event} {p.get('workflow_id', '?')} round {p.get('round', '?')}: {what} ({check})"
-
-
-async def serve_receiver(console, host: str, port: int, path: str) -> None:
-    """Run :class:`WebhookReceiver` until Ctrl-C or SIGTERM, printing what arrives."""
-    import os
-
-    from agent_failover.activities.notify import WEBHOOK_SECRET_ENV, WEBHOOK_URL_ENV
-    from agent_failover.cli.lifecycle import until_signalled
-
-    try:
-        from agent_failover.testing.webhook_receiver import WebhookReceiver
-    except ImportError:
-        raise CliError("the receiver needs aiohttp: pip install 'agent-failover[sim]'") from None
-    secret = os.environ.get(WEBHOOK_SECRET_ENV) or None
-    receiver = WebhookReceiver(
-        secret, path=path, on_receive=lambda r: console.print(received_line(r), markup=False)
-    )
-    url = await receiver.start(host, port)
-    console.print(
-        f"receiving escalation notifications at {url} "
-        f"({'checking signatures' if secret else f'unsigned: {WEBHOOK_SECRET_ENV} is not set'})"
-        f"; point workers at it with {WEBHOOK_URL_ENV}={url} · Ctrl-C to stop",
-        highlight=False,
-    )
-    try:
-        await until_signalled(asyncio.Event().wait())
-    finally:
-        await receiver.stop()

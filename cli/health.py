@@ -40,7 +40,8 @@ async def table_from_store(
     """The health table read straight from the shared store (needs Redis access)."""
     from agent_failover.activities.health_models import HealthTable, context_windows
     from agent_failover.activities.shadow import quality_rows
-    from agent_failover.cli.devstack import load_policy_for_cli, read_stack_file
+    from agent_failover.cli.policyfile import load_policy_for_cli
+    from agent_failover.cli.stackfile import read_stack_file
     from agent_failover.config import DEFAULT_POLICY_PATH
     from agent_failover.resilience.budget import all_scopes
     from agent_failover.stores.factory import connect_stores

@@ -91,8 +91,8 @@ async def run_pipeline(
 
 
 def _ui_link(address: str | None, namespace: str, wid: str) -> str:
+    from agent_failover.cli.stackfile import ui_url
     from agent_failover.connect import connect_config
-    from agent_failover.testing.servers import ui_url
 
     ui = ui_url(address or connect_config()["target_host"])
     return f"Temporal UI: {ui}/namespaces/{namespace}/workflows/{wid}" if ui else ""

@@ -12,7 +12,7 @@ The breaker-state gauge is observable: activities note every state they see
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,74 +111,90 @@ def instruments() -> Instruments:
     return built
 
 
+@dataclass(frozen=True)
+class _Spec:
+    """One instrument as data: its metric name, description, unit and bucket advice."""
+
+    name: str
+    description: str
+    unit: str = ""
+    buckets: Sequence[float] | None = None  # histograms only
+
+
+#: ``Instruments`` field -> histogram.
+_HISTOGRAMS = {
+    "duration": _Spec(
+        names.GEN_AI_CLIENT_OPERATION_DURATION, "GenAI operation duration", "s", DURATION_BUCKETS
+    ),
+    "tokens": _Spec(
+        names.GEN_AI_CLIENT_TOKEN_USAGE,
+        "Number of input and output tokens used",
+        "{token}",
+        TOKEN_BUCKETS,
+    ),
+    "ttfc": _Spec(
+        names.GEN_AI_CLIENT_TIME_TO_FIRST_CHUNK,
+        "Time to the first streamed chunk",
+        "s",
+        DURATION_BUCKETS,
+    ),
+    "cascade_depth": _Spec(
+        names.CASCADE_DEPTH, "Attempts one call took", "{attempt}", [1, 2, 3, 4, 5, 6, 8, 10]
+    ),
+    "restoration": _Spec(
+        names.RESTORATION_TIME,
+        "From a breaker opening to its closing again",
+        "s",
+        [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
+    ),
+    "cache_age": _Spec(names.CACHE_AGE, "Age of cached answers served", "s"),
+    "shadow_agreement": _Spec(
+        names.SHADOW_AGREEMENT,
+        "Agreement of shadowed answers with the reference route",
+        "1",
+        [0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0],
+    ),
+}
+#: ``Instruments`` field -> counter.
+_COUNTERS = {
+    "attempts": _Spec(names.ATTEMPTS, "Model call attempts by route and outcome"),
+    "substitutions": _Spec(names.SUBSTITUTIONS, "Failovers from a failed attempt"),
+    "answers": _Spec(names.ANSWERS, "Answers by served tier and capability"),
+    "transitions": _Spec(names.BREAKER_TRANSITIONS, "Breaker transitions"),
+    "validations": _Spec(names.VALIDATIONS, "Semantic validation results"),
+    "hedges": _Spec(names.HEDGES, "Hedges fired, won and cancelled"),
+    "probes": _Spec(names.PROBES, "Health probes"),
+    "probes_skipped": _Spec(names.PROBES_SKIPPED, "Probe rounds that sent nothing"),
+    "cache_lookups": _Spec(names.CACHE_LOOKUPS, "Response cache lookups"),
+    "compensations": _Spec(names.COMPENSATIONS, "Saga compensations"),
+    "escalations": _Spec(names.ESCALATIONS, "Human escalations"),
+    "store_degraded": _Spec(names.STORE_DEGRADED, "Shared store degradations"),
+    "cost": _Spec(names.COST, "Cost of answered attempts", "USD"),
+    "shadow_samples": _Spec(names.SHADOW_SAMPLES, "Shadow-evaluation samples"),
+    "quality_regressions": _Spec(names.QUALITY_REGRESSIONS, "Quality regressions found and lifted"),
+    "reruns": _Spec(names.RERUNS, "Degraded re-runs by outcome"),
+    "budget_refusals": _Spec(names.RATE_BUDGET_REFUSALS, "Calls refused by a shared rate budget"),
+}
+
+
 def _build(m: metrics.Meter) -> Instruments:
-    hist = m.create_histogram
-    count = m.create_counter
     m.create_observable_gauge(
         names.BREAKER_STATE,
         callbacks=[_observe_breakers],
         description="Breaker state per route: 0 closed, 1 half-open, 2 open",
     )
-    return Instruments(
-        duration=hist(
-            names.GEN_AI_CLIENT_OPERATION_DURATION,
-            unit="s",
-            description="GenAI operation duration",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
-        ),
-        tokens=hist(
-            names.GEN_AI_CLIENT_TOKEN_USAGE,
-            unit="{token}",
-            description="Number of input and output tokens used",
-            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
-        ),
-        ttfc=hist(
-            names.GEN_AI_CLIENT_TIME_TO_FIRST_CHUNK,
-            unit="s",
-            description="Time to the first streamed chunk",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
-        ),
-        attempts=count(names.ATTEMPTS, description="Model call attempts by route and outcome"),
-        substitutions=count(names.SUBSTITUTIONS, description="Failovers from a failed attempt"),
-        answers=count(names.ANSWERS, description="Answers by served tier and capability"),
-        cascade_depth=hist(
-            names.CASCADE_DEPTH,
-            unit="{attempt}",
-            description="Attempts one call took",
-            explicit_bucket_boundaries_advisory=[1, 2, 3, 4, 5, 6, 8, 10],
-        ),
-        transitions=count(names.BREAKER_TRANSITIONS, description="Breaker transitions"),
-        restoration=hist(
-            names.RESTORATION_TIME,
-            unit="s",
-            description="From a breaker opening to its closing again",
-            explicit_bucket_boundaries_advisory=[1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
-        ),
-        validations=count(names.VALIDATIONS, description="Semantic validation results"),
-        hedges=count(names.HEDGES, description="Hedges fired, won and cancelled"),
-        probes=count(names.PROBES, description="Health probes"),
-        probes_skipped=count(names.PROBES_SKIPPED, description="Probe rounds that sent nothing"),
-        cache_lookups=count(names.CACHE_LOOKUPS, description="Response cache lookups"),
-        cache_age=hist(names.CACHE_AGE, unit="s", description="Age of cached answers served"),
-        compensations=count(names.COMPENSATIONS, description="Saga compensations"),
-        escalations=count(names.ESCALATIONS, description="Human escalations"),
-        store_degraded=count(names.STORE_DEGRADED, description="Shared store degradations"),
-        cost=count(names.COST, unit="USD", description="Cost of answered attempts"),
-        shadow_samples=count(names.SHADOW_SAMPLES, description="Shadow-evaluation samples"),
-        shadow_agreement=hist(
-            names.SHADOW_AGREEMENT,
-            unit="1",
-            description="Agreement of shadowed answers with the reference route",
-            explicit_bucket_boundaries_advisory=[0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0],
-        ),
-        quality_regressions=count(
-            names.QUALITY_REGRESSIONS, description="Quality regressions found and lifted"
-        ),
-        reruns=count(names.RERUNS, description="Degraded re-runs by outcome"),
-        budget_refusals=count(
-            names.RATE_BUDGET_REFUSALS, description="Calls refused by a shared rate budget"
-        ),
-    )
+    built: dict[str, Any] = {
+        field: m.create_histogram(
+            s.name,
+            unit=s.unit,
+            description=s.description,
+            explicit_bucket_boundaries_advisory=s.buckets,
+        )
+        for field, s in _HISTOGRAMS.items()
+    }
+    for field, s in _COUNTERS.items():
+        built[field] = m.create_counter(s.name, unit=s.unit, description=s.description)
+    return Instruments(**built)
 
 
 def note_breaker_state(route: str, state: str, *, at: float | None = None) -> float | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_failover.telemetry.setup import TelemetryConfigError
+from agent_failover.telemetry.config import TelemetryConfigError
 
 
 def prometheus_reader(registry: Any) -> Any:

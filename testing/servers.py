@@ -237,14 +237,3 @@ async def start_time_skipping() -> WorkflowEnvironment:
         )
     )
     return env
-
-
-def ui_url(address: str, ui_port: int | None = None) -> str | None:
-    """Best guess at the Web UI for a Temporal address (dev server: gRPC port + 1000)."""
-    env = os.environ.get("TEMPORAL_UI_URL")
-    if env:
-        return env.rstrip("/")
-    host, _, port = address.rpartition(":")
-    if not port.isdigit():
-        return None
-    return f"http://{host or '127.0.0.1'}:{ui_port or int(port) + 1000}"

@@ -3,7 +3,7 @@
 Workflow code registers a compensation (an activity and its input, with its own retry
 policy and timeout) after each side effect that succeeded::
 
-    from agent_failover import Saga
+    from agent_failover.saga import Saga
 
     saga = Saga()
     saga.attach_query()  # the log, as the "compensation_log" query

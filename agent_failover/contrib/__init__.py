@@ -8,3 +8,6 @@
 
 Nothing in the core imports this package: ``import agent_failover`` never pulls a framework in.
 """
+
+#: Nothing at this level: each integration is its own submodule, with its own ``__all__``.
+__all__: list[str] = []

@@ -15,7 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 
 class Effect(BaseModel):
-    key: str  # the idempotency key (agent_failover.idempotency_key)
+    key: str  # the idempotency key (agent_failover.saga.idempotency_key)
     order_id: str
     sku: str = ""
     amount_cents: int = 0

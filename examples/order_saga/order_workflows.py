@@ -1,6 +1,6 @@
 """``PlaceOrderWorkflow``: reserve stock, charge the card, ship — or undo in reverse.
 
-Each side effect that succeeds registers its compensation in an ``agent_failover.Saga``;
+Each side effect that succeeds registers its compensation in an ``agent_failover.saga.Saga``;
 when a later step fails (or the run is cancelled) ``async with saga`` undoes them newest
 first, each with its own retry policy, then re-raises. A compensation that still fails
 ends the run as ``COMPENSATION_FAILED`` with the list, after the others ran.
@@ -17,7 +17,7 @@ from temporalio.common import RetryPolicy
 with workflow.unsafe.imports_passed_through():
     from order_activities import Effect, OrderActivities, Undo
 
-    from agent_failover import Saga
+    from agent_failover.saga import Saga
 
 STEP_TIMEOUT = timedelta(seconds=30)
 NO_RETRY = RetryPolicy(maximum_attempts=1)

@@ -22,8 +22,8 @@ with workflow.unsafe.imports_passed_through():
         ChatRequest,
         Message,
         resilient_complete,
-        upsert_failover_search_attributes,
     )
+    from agent_failover.visibility import upsert_failover_search_attributes
 
 
 class TicketInput(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from agent_failover.cli import demo
+from agent_failover.cli import demo, demo_phases
 from agent_failover.resilience.pipeline import FailoverSummary
 from agent_failover.resilience.saga import CompensationLog, SideEffect
 from agent_failover.workflows.models import (
@@ -51,7 +51,7 @@ def _result(*, rolled_back: bool) -> PipelineResult:
 
 
 def test_rollback_phase_gives_specialists_a_tool_and_fails_the_action() -> None:
-    [phase] = [p for p in demo.phases() if p.name.startswith("1b")]
+    [phase] = [p for p in demo_phases.phases() if p.name.startswith("1b")]
     opts = PipelineOptions(**phase.options)
     assert {t.role for t in opts.agent_tools} == {"researcher", "analyst"}
     assert [t.name for t in opts.agent_tools] == ["create_ticket", "create_ticket"]

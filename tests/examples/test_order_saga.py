@@ -83,7 +83,7 @@ async def test_order_ships_when_nothing_fails(ts_env: WorkflowEnvironment) -> No
 @pytest.mark.parametrize("step", ["reserve", "charge"])
 def test_keys_are_per_step(step: str) -> None:
     """The example's effects carry distinct, stable keys (workflow id + step + tool + args)."""
-    from agent_failover import idempotency_key
+    from agent_failover.saga import idempotency_key
 
     args = {"order_id": "o1", "sku": "lamp-42", "amount_cents": 4_900}
     assert idempotency_key("w", step, "t", args) == idempotency_key("w", step, "t", dict(args))

@@ -15,8 +15,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.connect import tracing_interceptors
 from agent_failover.resilience.config import PolicyConfig
+from agent_failover.telemetry.config import TelemetryConfig
 from agent_failover.telemetry.instruments import reset_breaker_states
-from agent_failover.telemetry.setup import Telemetry, TelemetryConfig, setup_telemetry
+from agent_failover.telemetry.setup import Telemetry, setup_telemetry
 from agent_failover.testing.harness import Harness, build_harness, running
 from agent_failover.testing.sim.admin import SimAdmin
 

@@ -15,7 +15,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from agent_failover.service import workflow_runner
-from agent_failover.telemetry.setup import TelemetryConfig, setup_telemetry, tracer
+from agent_failover.telemetry.config import TelemetryConfig
+from agent_failover.telemetry.setup import setup_telemetry, tracer
 from agent_failover.telemetry.spans import event
 from tests.telemetry.conftest import Captured
 from tests.workflows.test_replay import REPLAY_WORKFLOWS, fresh_worker_policies

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from agent_failover.cli.report_fetch import fetch_breakers
-from agent_failover.service import ensure_monitor
+from agent_failover.supervisor import ensure_monitor
 from agent_failover.telemetry import names
 from agent_failover.testing.harness import Harness
 from agent_failover.testing.sim.admin import SimAdmin

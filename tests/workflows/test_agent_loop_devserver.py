@@ -26,18 +26,16 @@ from agent_failover.stores.health import MemoryHealthStore
 from agent_failover.testing.sim.admin import SimAdmin
 
 with workflow.unsafe.imports_passed_through():
-    from agent_failover import (
+    from agent_failover import ChatRequest, Message, ToolSpec
+    from agent_failover.resilience.saga import CompensationLog
+    from agent_failover.saga import (
         AgentLoopResult,
         AgentTool,
-        ChatRequest,
-        Message,
         Saga,
         ToolCallInput,
         ToolCallResult,
-        ToolSpec,
         run_agent_loop,
     )
-    from agent_failover.resilience.saga import CompensationLog
 
 pytestmark = pytest.mark.devserver
 

@@ -21,7 +21,7 @@ from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.contracts import AgentOutput, BreakerState
 from agent_failover.resilience.models import ChatRequest, Message
-from agent_failover.service import keep_monitor_running
+from agent_failover.supervisor import keep_monitor_running
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import (
     EscalationAction,

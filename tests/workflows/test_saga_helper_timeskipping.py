@@ -1,4 +1,4 @@
-"""``agent_failover.Saga`` in a user workflow (time-skipping server): compensations run in
+"""``agent_failover.saga.Saga`` in a user workflow (time-skipping server): compensations run in
 reverse, each with its own retry policy; one that still fails is never dropped (the run
 ends ``COMPENSATION_FAILED`` with the list, the others still ran); cancellation and the
 query work."""
@@ -19,8 +19,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
-    from agent_failover import Saga, idempotency_key
     from agent_failover.resilience.saga import CompensationLog, CompensationStatus
+    from agent_failover.saga import Saga, idempotency_key
     from agent_failover.workflows.saga import COMPENSATION_FAILED
 
 #: What the activities did, in order (in-process worker, so tests read it directly).

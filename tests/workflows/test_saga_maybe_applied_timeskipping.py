@@ -19,8 +19,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
-    from agent_failover import Saga
     from agent_failover.resilience.saga import CompensationLog, CompensationStatus
+    from agent_failover.saga import Saga
     from agent_failover.workflows.saga import maybe_applied_failure
 
 #: Effects in place, by idempotency key (in-process worker: tests read it directly).
