@@ -47,6 +47,12 @@ def build_tree(root: Path = ROOT, tree: Path = TREE) -> Path:
 
 
 def on_config(config: Any) -> Any:
-    """MkDocs hook: the tree exists before mkdocstrings reads its first object."""
+    """MkDocs hook: the tree is current before mkdocstrings reads its first object."""
     build_tree()
     return config
+
+
+# Built on import too: MkDocs imports hooks while it validates the configuration, before
+# any plugin's on_config, and mkdocstrings drops a ``paths`` entry that does not exist yet
+# (a fresh clone's first build would then find ``agent_failover`` without its folders).
+build_tree()
