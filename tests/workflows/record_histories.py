@@ -88,13 +88,15 @@ async def main(only: set[str], force: bool) -> None:
     env = await start_dev_server(ui=False)
     admin = SimAdmin(sim.url)
     policy = with_quality_roles(with_test_roles(load_policy(DEFAULT_POLICY_PATH)))
-    h, workers = await make_harness(env.client, policy)
     OUT.mkdir(exist_ok=True)
     try:
-        async with running(workers):
-            for names, record in RECORDERS:
-                if only and not only & set(names):
-                    continue
+        for names, record in RECORDERS:
+            if only and not only & set(names):
+                continue
+            # A fresh harness (its own stores) per recorder: breakers a recorder opened on
+            # purpose (every route down) must not degrade the next recorder's runs.
+            h, workers = await make_harness(env.client, policy)
+            async with running(workers):
                 for run in await record(h, admin):
                     await _write(h, run, force)
     finally:
