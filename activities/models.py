@@ -41,8 +41,6 @@ class RoleContextInput(BaseModel):
     now: float
     #: A per-call roster override's routes (``CallOptions.roster``); None: the role's roster.
     routes: list[str] | None = None
-    #: Unused since policies travel by ref only (kept so older callers still validate).
-    known_policies: list[str] = Field(default_factory=list)
     #: Keep each route's newest observation in history even when no SLA streak reads it:
     #: a degraded re-run asks whether the primary is back (``primary_restored``).
     newest_observation: bool = False
@@ -54,8 +52,6 @@ class RoleContextInput(BaseModel):
 #: ``task_queue`` / ``overflow_queue`` of a context whose history left out the workflow's
 #: own queue: :meth:`RoleContext.on_queue` fills them in.
 OWN_QUEUE = ""
-#: The workflow rules role contexts written by this code ask for (see ``RoleContext.rules``).
-CURRENT_RULES = 2
 
 
 def llm_task_queue(base: str, bulkhead: str) -> str:
@@ -75,11 +71,6 @@ class RoleContext(BaseModel):
     defaults, the routes' repeated names, the fields planning does not read and float
     digits beyond :data:`SNAPSHOT_DECIMALS` (:mod:`activities.snapshot_history`). Decoding
     restores the values planning reads.
-
-    Older shapes decode too: the full policy inline (before issue 10), and the issue-10
-    shape (policy inline on a run's first call for a role, by ref on later ones).
-    ``policy_ref`` set means the issue-10 rules: those of the ``decisions-issue-8`` and
-    ``cache-in-call-issue-10`` patches apply without their markers.
     """
 
     role: RolePolicy
@@ -89,12 +80,7 @@ class RoleContext(BaseModel):
     #: Eager dispatch: ``task_queue`` is the workflow's own and this is the bulkhead's
     #: queue, where an attempt goes when the worker's bulkhead is full. None: queue dispatch.
     overflow_queue: str | None = None
-    policy_ref: str | None = None
-    #: Which workflow rules a run follows from this call on, carried by the data (not a
-    #: patch marker): 1 before, 2 since the hedge timer starts in its attempt's own step
-    #: (a patch marker cannot gate it: a replay may resolve the role context one workflow
-    #: task before the marker, see ``ResilientCall._hedge_due``). Written only when not 1.
-    rules: int = 1
+    policy_ref: str
     _newest_observation: bool = PrivateAttr(default=True)
     _own_queue: str | None = PrivateAttr(default=None)
 
@@ -123,8 +109,7 @@ class RoleContext(BaseModel):
         if "policy" not in data and data.get("policy_ref"):
             known = POLICY_REGISTRY.lookup(data["policy_ref"], data.get("role"))
             data = {**data, "policy": known}
-        if data.get("policy_ref"):
-            data = _implied_by_ref(data)
+        data = _implied_by_ref(data)
         if isinstance(data.get("role"), str):
             policy = data.get("policy")
             roles = policy.get("roles", {}) if isinstance(policy, dict) else policy.roles
@@ -133,7 +118,7 @@ class RoleContext(BaseModel):
             role = RolePolicy.model_validate(data["role"])
             data = {**data, "overflow_queue": llm_task_queue(data["task_queue"], role.bulkhead)}
         snap = data.get("snapshot")
-        if isinstance(snap, dict) and (data.get("policy_ref") or "window_s" in snap):
+        if isinstance(snap, dict):
             policy = data["policy"]
             eps = policy.get("endpoints", {}) if isinstance(policy, dict) else policy.endpoints
             window = RolePolicy.model_validate(data["role"]).sla.window_s
@@ -142,8 +127,7 @@ class RoleContext(BaseModel):
 
     @model_validator(mode="after")
     def _remember_policy(self) -> RoleContext:
-        if self.policy_ref is not None:
-            POLICY_REGISTRY.register(self.policy_ref, self.policy)
+        POLICY_REGISTRY.register(self.policy_ref, self.policy)
         return self
 
     @field_serializer("role", when_used="json")
@@ -152,30 +136,19 @@ class RoleContext(BaseModel):
             return role.name
         return role.model_dump(mode="json")
 
-    @field_serializer("policy", when_used="json")
-    def _without_defaults(self, value: BaseModel) -> Any:
-        return value.model_dump(mode="json", exclude_defaults=True)
-
     @field_serializer("snapshot", when_used="json")
     def _compact_snapshot(self, snap: HealthSnapshot) -> Any:
-        if self.policy_ref is None:  # the pre-issue-10 shape
-            return snap.model_dump(mode="json", exclude_defaults=True)
         return compact_snapshot(snap, self._newest_observation)
 
     @model_serializer(mode="wrap", when_used="json")
     def _by_ref(self, handler: Any) -> Any:
         out = handler(self)
-        if out.get("rules") == 1:
-            del out["rules"]
         if out.get("overflow_queue") is None:
             out.pop("overflow_queue", None)
         elif self.overflow_queue == llm_task_queue(self.task_queue, self.role.bulkhead):
             out["overflow_queue"] = True  # derived again from the queue and the role
-        if out.get("policy_ref") is None:
-            out.pop("policy_ref", None)
-        else:  # the policy travels by ref: the store holds it
-            out.pop("policy", None)
-            _leave_out_implied(self, out)
+        del out["policy"]  # the policy travels by ref: the store holds it
+        _leave_out_implied(self, out)
         return out
 
 
@@ -366,20 +339,11 @@ class CacheLookupResult(BaseModel):
     """What ``cache_lookup`` found: a hit with its answer, or an explicit miss and why.
 
     A miss is a value, not a null payload, so the Temporal UI shows what happened.
-    Histories written before this type hold a bare :class:`CachedAnswer` (a hit) or null;
-    the first still decodes here (as a hit), the second decodes as ``None``.
     """
 
     hit: bool
     answer: CachedAnswer | None = None
     miss_reason: str | None = Field(default=None, description="'no entry' or 'stale: ...'")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy_answer(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "hit" not in data and "content" in data:
-            return {"hit": True, "answer": data}
-        return data
 
 
 class CacheStoreInput(BaseModel):

@@ -2,9 +2,9 @@
 
 A role context names its policy subset by ``policy_ref`` only (a content hash,
 :func:`policy_ref`). :data:`POLICY_REGISTRY` holds the subsets this worker built, those
-loaded from the policy store (:mod:`activities.policy_versions`) at start, and those decoded
-inline from older histories; content addressed (a ref names one subset), so sharing it
-across runs and workers is safe. It is the one process-global of the activities, with a
+loaded from the policy store (:mod:`activities.policy_versions`) at start or fetched after
+a decode missed them; content addressed (a ref names one subset), so sharing it across runs
+and workers is safe. It is the one process-global of the activities, with a
 public :meth:`PolicyRegistry.reset` for tests that need a fresh worker's view.
 """
 

@@ -36,7 +36,7 @@ MISSING_POLL_S = 2.0
 
 def _decode(ref: str, body: str) -> PolicyConfig:
     check_version(ref, body)
-    # Validated like the inline policy of older histories: JSON parsed, then the model.
+    # Parsed, then validated in Python mode, as a policy file is (config.parse).
     return PolicyConfig.model_validate(json.loads(body))
 
 

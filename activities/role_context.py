@@ -18,7 +18,6 @@ from temporalio.exceptions import ApplicationError
 from agent_failover.activities.deps import ActivityDeps
 from agent_failover.activities.failures import POLICY_ERROR
 from agent_failover.activities.models import (
-    CURRENT_RULES,
     PipelineRoles,
     PipelineRolesInput,
     RoleContext,
@@ -123,7 +122,6 @@ class RoleContextActivities:
                 task_queue=deps.task_queue_for(inp.role),
                 overflow_queue=overflow,
                 policy_ref=ref,
-                rules=CURRENT_RULES,
             ).for_history(inp.newest_observation, own_queue=inp.workflow_queue)
         except (PolicyError, ValidationError) as exc:
             # A policy this worker cannot express is a configuration error: retrying the
