@@ -184,8 +184,7 @@ class RedisOutcomes:
         from the horizon and the hourly buckets and cached."""
         if raw:
             value, _, at = raw.decode().rpartition("|")
-            if value.startswith("{") and now - float(at) < self._ctx.baseline_refresh_s:
-                # Anything else is the older bare-number encoding: recompute it.
+            if now - float(at) < self._ctx.baseline_refresh_s:
                 return LatencyBaseline.model_validate_json(value)
         keys, scripts = self._ctx.keys, self._ctx.scripts
         minutes = minute_buckets(now, self._ctx.horizon_s)

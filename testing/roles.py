@@ -48,7 +48,7 @@ QUALITY_SCHEMA = {
 def with_quality_roles(
     base: PolicyConfig, *, small_window: int = 2_000, summarize_budget_ms: float = 5_000.0
 ) -> PolicyConfig:
-    """The policy plus two roles for the prompt registry and summarization (issue 14).
+    """The policy plus two roles for the prompt registry and summarization.
 
     ``quality``: structured (``QUALITY_SCHEMA``), tier 0 anthropic-us-east, tier 1
     openai-us with a gpt-4.1 prompt variant, tier 2 cheap-mini declared without native

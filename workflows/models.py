@@ -154,7 +154,7 @@ class EscalationAction(StrEnum):
 
 
 class EscalationDecision(BaseModel):
-    """What a human decided about a paused pipeline (the ``resolve_escalation`` signal)."""
+    """What a human decided about a paused pipeline (the ``resolve`` update's input)."""
 
     action: EscalationAction
     output: str | None = None
@@ -331,8 +331,7 @@ class MonitorInput(BaseModel):
 class ForceRouteSignal(BaseModel):
     """An operator override of one route: forced open/closed, or released (``state`` null).
 
-    The input of the monitor's ``override_route`` update (and of the older
-    ``force_route`` signal, kept so running monitors keep accepting it).
+    The input of the monitor's ``override_route`` update.
     """
 
     route: str

@@ -14,10 +14,8 @@ latency-demoted route earns its way back the same way. It
 continues-as-new every ``iterations_per_run`` rounds or when the server suggests it, so
 its history stays bounded. The ``override_route`` update forces a route open or closed
 or releases it; its validator refuses a route the monitor does not probe (naming the
-known ones) before anything reaches history, and nothing an operator sends can fail the
-monitor: the older ``force_route`` signal, kept so running monitors keep replaying,
-ignores unknown routes and a failed override is logged. Signals pause or resume probing;
-the ``health`` query returns the table.
+known ones) before anything reaches history, and an override that fails fails the update,
+never the monitor. Signals pause or resume probing; the ``health`` query returns the table.
 """
 
 from __future__ import annotations
@@ -87,7 +85,6 @@ class HealthMonitorWorkflow:
         self._interval_s = float(interval) if isinstance(interval, int | float) else None
         self._paused = False
         self._results: dict[str, ProbeResult] = {}
-        self._forces: list[ForceRouteSignal] = []
         self._rounds = 0
         self._wake = False
         self._table: HealthTable | None = None
@@ -106,7 +103,6 @@ class HealthMonitorWorkflow:
             # must still cut the following wait short.
             self._wake = False
             started = workflow.now()
-            await self._apply_forces()
             if not self._paused:
                 await self._probe_all(inp.routes, inp.interval_s, _fast(inp))
                 self._rounds += 1
@@ -125,7 +121,6 @@ class HealthMonitorWorkflow:
                     pass
             if workflow.info().is_continue_as_new_suggested():
                 break
-        await self._apply_forces()
         # Wait for signal handlers to finish so nothing is lost across the boundary.
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(
@@ -194,15 +189,6 @@ class HealthMonitorWorkflow:
             summary=f"operator: {sig.route} → {target}",
         )
 
-    async def _apply_forces(self) -> None:
-        while self._forces:
-            sig = self._forces.pop(0)
-            try:
-                await self._force(sig)
-            except ActivityError as exc:
-                # An operator's override must never end the monitor: log it and go on.
-                workflow.logger.warning("override of %s failed: %s", sig.route, exc.cause or exc)
-
     @workflow.update(name="override_route")
     async def override_route(self, req: ForceRouteSignal) -> RouteOverride:
         """Force a route open/closed (``state``) or release it (``state`` null); wait until
@@ -230,19 +216,6 @@ class HealthMonitorWorkflow:
             raise ValueError(
                 f"unknown route {req.route!r}; known routes: {', '.join(self._routes)}"
             )
-
-    @workflow.signal(name="force_route")
-    def force_route(self, sig: ForceRouteSignal) -> None:
-        """Older signal form of ``override_route`` (unknown routes are ignored, logged)."""
-        if sig.route not in self._routes:
-            workflow.logger.warning(
-                "ignored override of unknown route %r (known: %s)",
-                sig.route,
-                ", ".join(self._routes),
-            )
-            return
-        self._forces.append(sig)
-        self._wake = True
 
     @workflow.signal(name="pause")
     def pause(self) -> None:

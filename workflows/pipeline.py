@@ -9,11 +9,10 @@ pipeline pauses for a human with its state serialized and waits for a decision: 
 escalation per run, which every blocked step joins (:mod:`workflows.escalation`). The
 decision arrives through the ``resolve`` update, whose validator refuses one that does not
 apply (nothing pending, already decided, ``provide_output`` without text or for a failed
-compensation) before it reaches history; the older ``resolve_escalation`` signal is kept
-for running workflows and ignores what does not apply. Nobody answering within the
-timeout ends the run the way ``escalation_timeout_action`` says: fail with the reason
-(default), accept degraded, or abort with compensation. A static critic never approves:
-its verdict is ``unreviewed``.
+compensation) before it reaches history. Nobody answering within the timeout ends the
+run the way ``escalation_timeout_action`` says: fail with the reason (default), accept
+degraded, or abort with compensation. A static critic never approves: its verdict is
+``unreviewed``.
 
 With ``options.actions`` the pipeline then applies side effects as a saga, undone newest
 first on a hard failure, an abort, or a run that fails or is cancelled with effects still
@@ -147,11 +146,6 @@ class AgentPipelineWorkflow:
     @resolve.validator
     def _decision_applies(self, decision: EscalationDecision) -> None:
         self._escalations.check(decision)
-
-    @workflow.signal(name="resolve_escalation")
-    def resolve_escalation(self, decision: EscalationDecision) -> None:
-        """Older signal form of ``resolve`` (ignored when nothing is pending)."""
-        self._state.desk.resolve(decision)
 
     @workflow.query(name="status")
     def status(self) -> PipelineStatus:

@@ -22,6 +22,6 @@ async def drive_escalations(handle: Any, decisions: list[Any]) -> list[Any]:
         st = await handle.query(AgentPipelineWorkflow.status, result_type=PipelineStatus)
         if st.escalation is EscalationState.PENDING and decisions:
             seen.append(st)
-            await handle.signal(AgentPipelineWorkflow.resolve_escalation, decisions.pop(0))
+            await handle.execute_update(AgentPipelineWorkflow.resolve, decisions.pop(0))
         await asyncio.wait([result], timeout=0.1)
     return seen

@@ -89,27 +89,6 @@ async def test_override_update_refuses_unknown_route_and_applies_known(harness: 
         await handle.terminate()
 
 
-async def test_old_signal_with_unknown_route_no_longer_fails_the_monitor(
-    harness: Harness,
-) -> None:
-    """The legacy signal ignores an unknown route (it used to fail the whole monitor)."""
-    handle = await _monitor(harness)
-    try:
-        await handle.signal(HealthMonitorWorkflow.force_route, ForceRouteSignal(route="gpt-x"))
-        await handle.signal(
-            HealthMonitorWorkflow.force_route,
-            ForceRouteSignal(route="cheap-mini", state=BreakerState.FORCED_OPEN),
-        )
-
-        async def forced() -> bool:
-            return (await harness.health.breaker("cheap-mini")).state is BreakerState.FORCED_OPEN
-
-        await eventually(forced)
-        assert await _running(handle)
-    finally:
-        await handle.terminate()
-
-
 async def test_monitor_is_restarted_when_it_ends(harness: Harness) -> None:
     """The worker's supervisor starts the monitor, and starts it again once terminated."""
     stop = asyncio.Event()

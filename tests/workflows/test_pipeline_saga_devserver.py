@@ -146,8 +146,8 @@ async def test_retry_after_the_tool_recovers_completes_the_compensation(
         await asyncio.wait([result_task], timeout=0.1)
         assert not result_task.done(), "the pipeline ended without escalating"
     await sim_admin.clear_tool_faults("close_ticket")
-    await handle.signal(
-        AgentPipelineWorkflow.resolve_escalation,
+    await handle.execute_update(
+        AgentPipelineWorkflow.resolve,
         EscalationDecision(action=EscalationAction.RETRY, operator="carol"),
     )
     result: PipelineResult = await result_task

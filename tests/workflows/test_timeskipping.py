@@ -105,13 +105,13 @@ async def test_monitor_continues_as_new_and_keeps_its_state(
     await latest.terminate()
 
 
-async def test_force_open_and_release_through_signals(
+async def test_force_open_and_release_through_the_override_update(
     ts_env: WorkflowEnvironment, ts_harness: Harness, sim_admin: SimAdmin
 ) -> None:
-    """Operator signals force a route open (no probes reach it) and release it."""
+    """Operator overrides force a route open (no probes reach it) and release it."""
     handle = await _start_monitor(ts_harness, routes=[PRIMARY], interval_s=10, paused=True)
-    await handle.signal(
-        HealthMonitorWorkflow.force_route,
+    await handle.execute_update(
+        HealthMonitorWorkflow.override_route,
         ForceRouteSignal(route=PRIMARY, state=BreakerState.FORCED_OPEN),
     )
     await ts_env.sleep(1)
@@ -119,7 +119,9 @@ async def test_force_open_and_release_through_signals(
     await handle.signal(HealthMonitorWorkflow.resume)
     await ts_env.sleep(21)
     assert await _probes(sim_admin, PRIMARY) == 0
-    await handle.signal(HealthMonitorWorkflow.force_route, ForceRouteSignal(route=PRIMARY))
+    await handle.execute_update(
+        HealthMonitorWorkflow.override_route, ForceRouteSignal(route=PRIMARY)
+    )
     await ts_env.sleep(11)
     assert (await ts_harness.health.breaker(PRIMARY)).state is BreakerState.CLOSED
     assert await _probes(sim_admin, PRIMARY) >= 1
