@@ -13,7 +13,7 @@ import asyncio
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import httpx
 from temporalio.client import Client
@@ -23,12 +23,23 @@ from temporalio.worker import Worker
 from agent_failover.activities.llm import LLMActivitySet
 from agent_failover.plugin import FailoverPlugin
 from agent_failover.resilience.config import PolicyConfig
+from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache
 from agent_failover.stores.factory import Stores
 from agent_failover.stores.health import MemoryHealthStore, RedisHealthStore
 from agent_failover.stores.policies import MemoryPolicyStore, PolicyVersionStore
 from agent_failover.stores.redis_link import fail_fast_client
-from agent_failover.testing.workflows import ResilientCallWorkflow, ResilientTextWorkflow
+from agent_failover.testing.workflows import (
+    CallInput,
+    ResilientCallWorkflow,
+    ResilientTextWorkflow,
+)
+
+if TYPE_CHECKING:
+    from temporalio.testing import WorkflowEnvironment
+
+    from agent_failover.resilience.options import CallOptions
 
 
 @dataclass
@@ -41,6 +52,42 @@ class Harness:
     policy: PolicyConfig
     #: Where the workers keep policy versions (what role contexts name by ref).
     policy_store: PolicyVersionStore = field(default_factory=MemoryPolicyStore)
+
+    async def call(
+        self,
+        role: str = "plain",
+        request: ChatRequest | str | None = None,
+        *,
+        options: CallOptions | None = None,
+        max_tokens: int | None = None,
+        workflow_id: str | None = None,
+        env: WorkflowEnvironment | None = None,
+    ) -> AgentOutput:
+        """One ``resilient_complete`` call of ``role`` in :class:`ResilientCallWorkflow` on
+        this harness's worker, its result as the workflow returned it.
+
+        ``request`` may be a whole :class:`ChatRequest`, a user message's text, or None (a
+        unique user message, so no two calls share a cache entry); ``max_tokens`` caps a
+        request built from text. ``env``: a time-skipping
+        environment, whose automatic skipping is held off while the call runs (so timers
+        elsewhere, such as the monitor's, do not move time under the call).
+        """
+        if not isinstance(request, ChatRequest):
+            text = request if request is not None else f"task {uuid.uuid4().hex}"
+            request = ChatRequest(messages=[Message(role="user", content=text)])
+            if max_tokens is not None:
+                request = request.model_copy(update={"max_tokens": max_tokens})
+        run = self.client.execute_workflow(
+            ResilientCallWorkflow.run,
+            CallInput(role=role, request=request, options=options),
+            id=workflow_id or f"call-{uuid.uuid4().hex[:10]}",
+            task_queue=self.task_queue,
+            result_type=AgentOutput,
+        )
+        if env is None:
+            return await run
+        with env.auto_time_skipping_disabled():
+            return await run
 
 
 def _workers(client: Client, plugin: FailoverPlugin, tq: str) -> list[Worker]:

@@ -10,8 +10,6 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.resilience.config import PolicyConfig
-from agent_failover.resilience.contracts import AgentOutput
-from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.testing.chaos_proxy import ProxyIdentity, ProxyScenario, start_chaos_proxy
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.clock import FakeClock
@@ -19,7 +17,6 @@ from agent_failover.testing.sim.server import RunningSimulator
 from tests.chaos.conftest import build_worker
 from tests.chaos.helpers import PRIMARY
 from tests.workflows.conftest import running
-from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
 pytestmark = [pytest.mark.chaos, pytest.mark.devserver]
 
@@ -30,20 +27,6 @@ OUTAGE = ProxyScenario.model_validate(
         "events": [{"from": 10, "to": 20, "organisation": "anthropic", "answers": 529}],
     }
 )
-
-
-async def _call(client, task_queue: str) -> AgentOutput:
-    request = ChatRequest(
-        messages=[Message(role="user", content=f"summarise {uuid.uuid4().hex[:6]}")],
-        max_tokens=64,
-    )
-    return await client.execute_workflow(
-        ResilientCallWorkflow.run,
-        CallInput(role="plain", request=request),
-        id=f"proxy-{uuid.uuid4().hex[:10]}",
-        task_queue=task_queue,
-        result_type=AgentOutput,
-    )
 
 
 async def test_resilient_call_fails_over_when_the_proxy_injects_an_outage(
@@ -63,9 +46,9 @@ async def test_resilient_call_fails_over_when_the_proxy_injects_an_outage(
     h, workers = build_worker(dev_env.client, proxied)
     try:
         async with running(workers):
-            healthy = await _call(dev_env.client, h.task_queue)
+            healthy = await h.call("plain", f"summarise {uuid.uuid4().hex[:6]}", max_tokens=64)
             clock.advance(12.0)
-            during = await _call(dev_env.client, h.task_queue)
+            during = await h.call("plain", f"summarise {uuid.uuid4().hex[:6]}", max_tokens=64)
             status = proxy.state.status()
     finally:
         await proxy.stop()

@@ -21,19 +21,6 @@ pytestmark = pytest.mark.devserver
 PRIMARY = "anthropic-us-east"
 
 
-async def _call(h: Harness, role: str = "plain") -> AgentOutput:
-    request = ChatRequest(
-        messages=[Message(role="user", content=f"task {uuid.uuid4().hex[:6]}")], max_tokens=80
-    )
-    return await h.client.execute_workflow(
-        ResilientCallWorkflow.run,
-        CallInput(role=role, request=request),
-        id=f"call-{uuid.uuid4().hex[:10]}",
-        task_queue=h.task_queue,
-        result_type=AgentOutput,
-    )
-
-
 def points(captured: Captured) -> dict[str, list]:
     """Every data point the in-memory reader holds, by instrument name."""
     data = captured.reader.get_metrics_data()
@@ -57,7 +44,7 @@ async def test_failover_metrics_after_a_primary_outage(
     by tier, cascade depth, the GenAI duration/tokens/TTFC, the breaker's transition and
     gauge."""
     await sim_admin.set_faults(PRIMARY, [{"kind": "auth_error"}])
-    outs = [await _call(traced) for _ in range(2)]
+    outs = [await traced.call(max_tokens=80) for _ in range(2)]
     assert [o.tier for o in outs] == [1, 1]
     pts = points(captured)
     assert _sum(pts[names.ATTEMPTS], route=PRIMARY, outcome="auth") == 1
@@ -103,7 +90,7 @@ async def test_hedge_cache_and_static_metrics(
         task_queue=traced.task_queue,
         result_type=AgentOutput,
     )
-    static = await _call(traced, "hedged")
+    static = await traced.call("hedged", max_tokens=80)
     assert cached.route != "static" and cached.tier == 3
     assert static.capability.value == "static"
     pts = points(captured)
@@ -121,7 +108,7 @@ async def test_prometheus_endpoint_serves_the_series_over_http(
     """The worker's scrape endpoint (127.0.0.1, a free port) serves our series and the
     GenAI ones in Prometheus' text format after a failover."""
     await sim_admin.set_faults(PRIMARY, [{"kind": "auth_error"}])
-    await _call(traced)
+    await traced.call(max_tokens=80)
     port = captured.telemetry.metrics_port
     assert port
     async with httpx.AsyncClient() as http:

@@ -7,8 +7,6 @@ import uuid
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
-from agent_failover.resilience.contracts import AgentOutput
-from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.telemetry import names
 from agent_failover.testing.harness import Harness
 from agent_failover.testing.sim.admin import SimAdmin
@@ -16,24 +14,10 @@ from agent_failover.workflows.models import PipelineInput, PipelineResult
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from tests.shipped import ALL_ENDPOINTS
 from tests.telemetry.conftest import Captured
-from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
 pytestmark = pytest.mark.devserver
 PRIMARY = "anthropic-us-east"
 ALL = ALL_ENDPOINTS
-
-
-async def _call(h: Harness, role: str = "plain") -> AgentOutput:
-    request = ChatRequest(
-        messages=[Message(role="user", content=f"task {uuid.uuid4().hex[:6]}")], max_tokens=80
-    )
-    return await h.client.execute_workflow(
-        ResilientCallWorkflow.run,
-        CallInput(role=role, request=request),
-        id=f"call-{uuid.uuid4().hex[:10]}",
-        task_queue=h.task_queue,
-        result_type=AgentOutput,
-    )
 
 
 def _attempt_spans(spans: list[ReadableSpan]) -> list[ReadableSpan]:
@@ -97,7 +81,7 @@ async def test_hedge_events_fired_won_cancelled(
     """A slow primary on a hedged role: hedge fired on its span, the loser's span ends
     cancelled with its event, and the call's span says the hedge won."""
     await sim_admin.set_faults(PRIMARY, [{"kind": "slow_first_token", "seconds": 1.5}])
-    out = await _call(traced, "hedged")
+    out = await traced.call("hedged", max_tokens=80)
     assert out.route != PRIMARY
     spans = list(captured.spans.get_finished_spans())
     assert _events(spans, names.EV_HEDGE_FIRED)
@@ -117,7 +101,7 @@ async def test_every_route_down_serves_static_with_breaker_events(
     trips are span events of the attempts' activities."""
     for route in ALL:
         await sim_admin.set_faults(route, [{"kind": "auth_error"}])
-    outs = [await _call(traced) for _ in range(3)]
+    outs = [await traced.call(max_tokens=80) for _ in range(3)]
     assert all(o.capability.value in ("static", "degraded") for o in outs)
     spans = list(captured.spans.get_finished_spans())
     served = _events(spans, names.EV_STATIC_SERVED) + _events(spans, names.EV_CACHE_SERVED)

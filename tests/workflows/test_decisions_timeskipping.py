@@ -18,17 +18,14 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.resilience.config import DEFAULT_PROBE_INTERVAL_S, PolicyConfig
 from agent_failover.resilience.contracts import (
-    AgentOutput,
     BreakerState,
     CallOutcome,
     ReasonCode,
 )
-from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import MonitorInput
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from tests.workflows.conftest import Harness, make_harness, running
-from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
 PRIMARY, OTHER_REGION = "anthropic-us-east", "anthropic-eu-west"
 INTERVAL = DEFAULT_PROBE_INTERVAL_S  # 12 s, the code's default
@@ -48,25 +45,6 @@ async def ts(
     h, workers = await make_harness(ts_env.client, p)
     async with running(workers):
         yield h
-
-
-async def _call(env: WorkflowEnvironment, h: Harness, role: str = "plain") -> AgentOutput:
-    """One resilient call at the current workflow time.
-
-    Auto time-skipping is off while waiting: otherwise the server jumps to the monitor's
-    next timer during the call, so each call would also advance time by a probe interval.
-    """
-    with env.auto_time_skipping_disabled():
-        return await h.client.execute_workflow(
-            ResilientCallWorkflow.run,
-            CallInput(
-                role=role,
-                request=ChatRequest(messages=[Message(role="user", content=uuid.uuid4().hex)]),
-            ),
-            id=f"call-{uuid.uuid4().hex[:10]}",
-            task_queue=h.task_queue,
-            result_type=AgentOutput,
-        )
 
 
 async def _monitor(h: Harness, routes: list[str]) -> WorkflowHandle:
@@ -92,13 +70,13 @@ async def test_demoted_route_is_restored_within_four_intervals_at_defaults(
     for i in range(12):
         slow = CallOutcome(route=PRIMARY, at=now - 12 + i, ok=True, latency_ms=2000.0)
         await ts.health.record(slow, settings)
-    first = await _call(ts_env, ts, "sla")
+    first = await ts.call("sla", env=ts_env)
     assert first.route != PRIMARY and ReasonCode.SLA_DEMOTED in first.reason_codes
     monitor = await _monitor(ts, [PRIMARY])
     restored_at = None
     for step in range(1, 9):
         await ts_env.sleep(INTERVAL / 2)
-        out = await _call(ts_env, ts, "sla")
+        out = await ts.call("sla", env=ts_env)
         if out.route == PRIMARY and restored_at is None:
             restored_at = step * INTERVAL / 2
         if restored_at is not None:
@@ -106,7 +84,7 @@ async def test_demoted_route_is_restored_within_four_intervals_at_defaults(
     assert restored_at is not None and restored_at <= INTERVAL * (3 + 1)
     for _ in range(10):  # a further minute of traffic: no flapping on the old window
         await ts_env.sleep(INTERVAL / 2)
-        assert (await _call(ts_env, ts, "sla")).route == PRIMARY
+        assert (await ts.call("sla", env=ts_env)).route == PRIMARY
     await monitor.terminate()
 
 
@@ -115,12 +93,12 @@ async def test_route_with_real_traffic_is_not_probed(
 ) -> None:
     """A call every 6 s keeps the primary out of the probe rounds; the idle standby is
     probed every round (before: both probed every round)."""
-    await _call(ts_env, ts)
+    await ts.call(env=ts_env)
     monitor = await _monitor(ts, [PRIMARY, OTHER_REGION])
     calls = 1
     for _ in range(6):
         await ts_env.sleep(INTERVAL / 2)
-        await _call(ts_env, ts)
+        await ts.call(env=ts_env)
         calls += 1
     seen = await _seen(sim_admin)
     assert seen[PRIMARY] == calls, "the primary got probes on top of its real calls"
@@ -153,9 +131,9 @@ async def test_rate_limited_route_is_back_after_retry_after(
     """429 with Retry-After 4 s (> max_wait_ms): fail over now; 5 s later the primary
     answers again (before: the breaker kept it out for its 8 s open duration, then trials)."""
     await sim_admin.set_faults(PRIMARY, [{"kind": "rate_limit", "retry_after": 4}])
-    first = await _call(ts_env, ts)
+    first = await ts.call(env=ts_env)
     assert first.route != PRIMARY and ReasonCode.RATE_LIMITED in first.reason_codes
     await sim_admin.clear()
     await ts_env.sleep(5)
-    again = await _call(ts_env, ts)
+    again = await ts.call(env=ts_env)
     assert again.route == PRIMARY and again.tier == 0

@@ -18,12 +18,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.plugin import FailoverPlugin, llm_task_queue
 from agent_failover.resilience.config import PolicyConfig
-from agent_failover.resilience.contracts import AgentOutput
-from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.options import CallOptions, RosterOverride
 from agent_failover.testing.sim.admin import SimAdmin
 from tests.workflows.conftest import Harness, make_harness, running
-from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
 pytestmark = pytest.mark.devserver
 
@@ -35,15 +32,8 @@ SLOW_CALLS = 6
 
 
 async def _call(h: Harness, role: str, wf_id: str, options: CallOptions | None = None):
-    req = ChatRequest(
-        messages=[Message(role="user", content=f"bulkhead {uuid.uuid4().hex[:6]}")], max_tokens=120
-    )
-    return await h.client.execute_workflow(
-        ResilientCallWorkflow.run,
-        CallInput(role=role, request=req, options=options),
-        id=wf_id,
-        task_queue=h.task_queue,
-        result_type=AgentOutput,
+    return await h.call(
+        role, f"bulkhead {uuid.uuid4().hex[:6]}", options=options, max_tokens=120, workflow_id=wf_id
     )
 
 

@@ -47,17 +47,7 @@ async def _call(
     options: CallOptions | None = None,
 ):
     t0 = time.monotonic()
-    out: AgentOutput = await h.client.execute_workflow(
-        ResilientCallWorkflow.run,
-        CallInput(
-            role=role,
-            request=request or _request(f"task {uuid.uuid4().hex[:6]}"),
-            options=options,
-        ),
-        id=f"call-{uuid.uuid4().hex[:10]}",
-        task_queue=h.task_queue,
-        result_type=AgentOutput,
-    )
+    out = await h.call(role, request or _request(f"task {uuid.uuid4().hex[:6]}"), options=options)
     return out, time.monotonic() - t0
 
 

@@ -24,13 +24,11 @@ from agent_failover.resilience.config import (
     PolicyConfig,
 )
 from agent_failover.resilience.contracts import AgentOutput, ReasonCode
-from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.testing.drill import load_drill
 from agent_failover.testing.fault_transport import FaultTransport
 from agent_failover.testing.harness import Harness, build_harness, running
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.scenario import Scenario
-from agent_failover.testing.workflows import CallInput, ResilientCallWorkflow
 from agent_failover.workflows.models import MonitorInput
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
 
@@ -53,21 +51,6 @@ async def timeline(
             yield h, transport, start
     finally:
         await http.aclose()
-
-
-async def _call(env: WorkflowEnvironment, h: Harness, role: str) -> AgentOutput:
-    # Auto-skipping off while the call runs, so the monitor's timers do not move time.
-    with env.auto_time_skipping_disabled():
-        return await h.client.execute_workflow(
-            ResilientCallWorkflow.run,
-            CallInput(
-                role=role,
-                request=ChatRequest(messages=[Message(role="user", content=uuid.uuid4().hex)]),
-            ),
-            id=f"ts-call-{uuid.uuid4().hex[:10]}",
-            task_queue=h.task_queue,
-            result_type=AgentOutput,
-        )
 
 
 async def _offset(env: WorkflowEnvironment, start: float) -> float:
@@ -106,7 +89,7 @@ async def test_thirty_minute_outage_with_production_probe_interval(
         )
         answers: list[tuple[float, AgentOutput]] = []
         while (t := await _offset(ts_env, start)) < OUTAGE_TO + 600:
-            answers.append((t, await _call(ts_env, h, "plain")))
+            answers.append((t, await h.call("plain", env=ts_env)))
             await ts_env.sleep(150)
         await monitor.terminate()
     assert answers[0][1].route == PRIMARY  # healthy minute
@@ -151,7 +134,7 @@ async def test_twenty_minute_latency_ramp_demotes_the_primary_past_its_sla(
     async with timeline(ts_env, policy, scenario) as (h, _transport, start):
         answers: list[tuple[float, AgentOutput]] = []
         while (t := await _offset(ts_env, start)) < 1200:
-            answers.append((t, await _call(ts_env, h, "ramp")))
+            answers.append((t, await h.call("ramp", env=ts_env)))
             await ts_env.sleep(40)
     # Under 100 ms of injected latency (t < 240 s) the p95 stays under the line (the
     # measured latency adds the simulator's base latency and the worker's overhead).
@@ -194,7 +177,7 @@ async def test_shipped_drill_timelines_at_production_defaults(
         )
         answers: list[tuple[float, AgentOutput]] = []
         while (t := await _offset(ts_env, start)) < drill.drill.duration_s:
-            answers.append((t, await _call(ts_env, h, "plain")))
+            answers.append((t, await h.call("plain", env=ts_env)))
             await ts_env.sleep(30)
         await monitor.terminate()
 

@@ -25,7 +25,6 @@ from agent_failover.resilience.summarize import SUMMARY_HEADER, SUMMARY_SYSTEM
 from agent_failover.testing.roles import GPT_VARIANT_PROMPT, QUALITY_SCHEMA, with_quality_roles
 from agent_failover.testing.sim.admin import SimAdmin
 from tests.workflows.conftest import Harness, make_harness, running
-from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
 pytestmark = pytest.mark.devserver
 
@@ -56,15 +55,9 @@ async def fast_budget_h(
 
 
 async def _call(h: Harness, role: str, request: ChatRequest) -> tuple[AgentOutput, str]:
+    """One call and its workflow id (the tests read the run's history)."""
     wid = f"prompts-{uuid.uuid4().hex[:10]}"
-    out: AgentOutput = await h.client.execute_workflow(
-        ResilientCallWorkflow.run,
-        CallInput(role=role, request=request),
-        id=wid,
-        task_queue=h.task_queue,
-        result_type=AgentOutput,
-    )
-    return out, wid
+    return await h.call(role, request, workflow_id=wid), wid
 
 
 def _ask(text: str = "Summarize the incident") -> ChatRequest:

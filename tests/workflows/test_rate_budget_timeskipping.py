@@ -11,32 +11,15 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.resilience.config import PolicyConfig, RateBudget, RateBudgets
-from agent_failover.resilience.contracts import AgentOutput, ReasonCode
-from agent_failover.resilience.models import ChatRequest, Message
+from agent_failover.resilience.contracts import ReasonCode
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.health import RedisHealthStore
 from agent_failover.stores.redis_link import fail_fast_client
 from agent_failover.testing.sim.admin import SimAdmin
 from tests.stores.conftest import _delete_namespace, redis_url  # noqa: F401  (fixture)
 from tests.workflows.conftest import Harness, make_harness, running
-from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
 PRIMARY = "anthropic-us-east"
-
-
-async def _call(env: WorkflowEnvironment, h: Harness) -> AgentOutput:
-    """One call of the non-critical role ``plain`` on ``h``'s worker."""
-    with env.auto_time_skipping_disabled():
-        return await h.client.execute_workflow(
-            ResilientCallWorkflow.run,
-            CallInput(
-                role="plain",
-                request=ChatRequest(messages=[Message(role="user", content=uuid.uuid4().hex)]),
-            ),
-            id=f"call-{uuid.uuid4().hex[:10]}",
-            task_queue=h.task_queue,
-            result_type=AgentOutput,
-        )
 
 
 @pytest.fixture
@@ -71,15 +54,15 @@ async def test_out_of_budget_primary_fails_over_then_returns(
     answered by the standby with RATE_BUDGET (the primary not called again), and a minute
     later the primary answers B."""
     a, b = two_workers
-    first = await _call(ts_env, a)
+    first = await a.call(env=ts_env)
     assert (first.route, first.tier) == (PRIMARY, 0)
-    second = await _call(ts_env, b)
+    second = await b.call(env=ts_env)
     assert second.route != PRIMARY and second.tier == 1
     assert ReasonCode.RATE_BUDGET in second.reason_codes
     assert [a.route for a in second.attempts if a.outcome != "skipped"] == [second.route]
     calls = await sim_admin.attempts(endpoint=PRIMARY)
     assert len(calls) == 1
     await ts_env.sleep(61)
-    third = await _call(ts_env, b)
+    third = await b.call(env=ts_env)
     assert (third.route, third.tier) == (PRIMARY, 0)
     assert ReasonCode.RATE_BUDGET not in third.reason_codes

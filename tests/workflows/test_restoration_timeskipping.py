@@ -22,14 +22,12 @@ from agent_failover.resilience.config import (
     PolicyConfig,
     ProbeSettings,
 )
-from agent_failover.resilience.contracts import AgentOutput, BreakerState
-from agent_failover.resilience.models import ChatRequest, Message
+from agent_failover.resilience.contracts import BreakerState
 from agent_failover.testing.servers import start_time_skipping
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import MonitorInput
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from tests.workflows.conftest import Harness, make_harness, running
-from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
 PRIMARY = "anthropic-us-east"
 INTERVAL = DEFAULT_PROBE_INTERVAL_S  # 12 s
@@ -55,20 +53,6 @@ async def ts(ts_env: WorkflowEnvironment, policy: PolicyConfig) -> AsyncIterator
         yield h
 
 
-async def _call(env: WorkflowEnvironment, h: Harness) -> AgentOutput:
-    with env.auto_time_skipping_disabled():
-        return await h.client.execute_workflow(
-            ResilientCallWorkflow.run,
-            CallInput(
-                role="plain",
-                request=ChatRequest(messages=[Message(role="user", content=uuid.uuid4().hex)]),
-            ),
-            id=f"call-{uuid.uuid4().hex[:10]}",
-            task_queue=h.task_queue,
-            result_type=AgentOutput,
-        )
-
-
 async def _monitor(h: Harness) -> WorkflowHandle:
     return await h.client.start_workflow(
         HealthMonitorWorkflow.run,
@@ -88,7 +72,7 @@ async def test_healed_primary_returns_within_two_intervals(
     """Ten minutes down, then healed: closed and answering within 2 x 12 s, and it stays."""
     await sim_admin.set_faults(PRIMARY, [{"kind": "server_error"}])
     for _ in range(6):  # real traffic trips the breaker
-        await _call(ts_env, ts)
+        await ts.call(env=ts_env)
     assert await _state(ts) is BreakerState.OPEN
     monitor = await _monitor(ts)
     for _ in range(10):  # ten minutes, in steps: one long skip can outlast the RPC timeout
@@ -105,10 +89,10 @@ async def test_healed_primary_returns_within_two_intervals(
             closed_after = (await ts_env.get_current_time()).timestamp() - healed_at
             break
     assert closed_after is not None and closed_after <= 2 * INTERVAL, closed_after
-    assert (await _call(ts_env, ts)).route == PRIMARY
+    assert (await ts.call(env=ts_env)).route == PRIMARY
     for _ in range(8):  # another minute and a half: no flapping back
         await ts_env.sleep(INTERVAL)
-        assert (await _call(ts_env, ts)).route == PRIMARY
+        assert (await ts.call(env=ts_env)).route == PRIMARY
         assert await _state(ts) is BreakerState.CLOSED
     await monitor.terminate()
 
@@ -119,7 +103,7 @@ async def test_failed_probes_while_open_do_not_extend_it(
     """Probes run every interval while open, and failing ones leave open_until alone."""
     await sim_admin.set_faults(PRIMARY, [{"kind": "server_error"}])
     for _ in range(6):
-        await _call(ts_env, ts)
+        await ts.call(env=ts_env)
     tripped = await ts.health.breaker(PRIMARY)
     monitor = await _monitor(ts)
     await ts_env.sleep(2 * INTERVAL + 1)  # two rounds inside the 30 s open duration
@@ -144,7 +128,7 @@ async def test_flapping_primary_never_closes(
     assert BreakerSettings().close_after_consecutive_successes >= 3  # probes are >= fast apart
     await sim_admin.set_faults(PRIMARY, [{"kind": "server_error"}])
     for _ in range(6):
-        await _call(ts_env, ts)
+        await ts.call(env=ts_env)
     monitor = await _monitor(ts)
     states = []
     for i in range(20):
@@ -177,7 +161,7 @@ async def test_a_brownout_is_probed_every_interval_and_left_within_two(
     interval = demo_ts.policy.probes.interval_s
     await sim_admin.set_faults(PRIMARY, [{"kind": "server_error"}])
     for _ in range(6):
-        await _call(ts_env, demo_ts)
+        await demo_ts.call(env=ts_env)
     assert await _state(demo_ts) is BreakerState.OPEN
     await sim_admin.set_faults(PRIMARY, [{"kind": "slow_first_token", "seconds": 4}])
     await sim_admin.clear_attempts()
