@@ -1,4 +1,4 @@
-"""Benchmark: how each liveness scenario of issue 8 ends, and how long it takes.
+"""Benchmark: how each liveness scenario (a run that could hang) ends, and how long it takes.
 
 Four runs against the simulator, each with a budget after which it is terminated and
 reported as still running:

@@ -307,7 +307,7 @@ def test_retry_after_extends_an_open_breaker(clock: FakeClock) -> None:
     assert d.breaker.state is BreakerState.OPEN
 
 
-# --- opening fast: failures in a row, probation after a close (issue 10) -----------------
+# --- opening fast: failures in a row, probation after a close ---------------------------
 
 IN_A_ROW = BreakerSettings(consecutive_failures=5, consecutive_timeouts=None)
 

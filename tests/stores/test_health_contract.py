@@ -440,7 +440,7 @@ async def test_closed_breaker_starts_from_a_clean_window(health_store: HealthSto
     assert (await health_store.breaker(ROUTE)).state is BreakerState.OPEN
 
 
-# --- shadow evaluation (issue 14) ----------------------------------------------------------
+# --- shadow evaluation -------------------------------------------------------------------
 
 
 async def test_quality_samples_are_per_role_oldest_first_and_capped(

@@ -154,7 +154,7 @@ async def demo_ts(ts_env: WorkflowEnvironment, policy: PolicyConfig) -> AsyncIte
 async def test_a_brownout_is_probed_every_interval_and_left_within_two(
     ts_env: WorkflowEnvironment, demo_ts: Harness, sim_admin: SimAdmin
 ) -> None:
-    """Issue 10: a probe into a slow first token gives up at the TTFT budget (not the 5 s
+    """A probe into a slow first token gives up at the TTFT budget (not the 5 s
     probe timeout), rounds start an interval apart and the probe is stamped when sent, so
     an open primary is probed every round (before: every other one, 7-8 s apart) and a
     healed one is closed within 2 intervals."""
