@@ -1,4 +1,4 @@
-"""Benchmark: the failover decisions (breakers, SLA demotion, trials), measured alike on any version.
+"""Benchmark: the failover decisions (breakers, SLA demotion, trials), alike on any version.
 
 Run it with this checkout's interpreter for "after", and with an interpreter whose
 ``agent_failover`` is an older commit for "before" (it only uses APIs both have), then
