@@ -15,7 +15,7 @@ from agent_failover.telemetry import names
 from agent_failover.testing.harness import Harness
 from agent_failover.testing.sim.admin import SimAdmin
 from tests.telemetry.conftest import Captured
-from tests.telemetry.test_metrics_devserver import _call, points
+from tests.telemetry.test_metrics_devserver import points
 
 pytestmark = pytest.mark.devserver
 PRIMARY = "anthropic-us-east"
@@ -27,7 +27,7 @@ async def test_restoration_series_after_the_monitor_closes_the_primary(
     traced: Harness, sim_admin: SimAdmin, captured: Captured
 ) -> None:
     await sim_admin.set_faults(PRIMARY, [{"kind": "auth_error"}])  # opens on the first one
-    assert (await _call(traced)).tier == 1
+    assert (await traced.call(max_tokens=80)).tier == 1
     opened = time.monotonic()
     await sim_admin.set_faults(PRIMARY, [])
     monitor = await ensure_monitor(traced.client, traced.policy, task_queue=traced.task_queue)
