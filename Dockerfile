@@ -14,6 +14,7 @@ COPY stores ./stores
 COPY telemetry ./telemetry
 COPY cli ./cli
 COPY config ./config
+COPY datasets ./datasets
 COPY testing ./testing
 RUN pip install --no-cache-dir '/src[sim,otlp,prometheus,crypto,clouds]'
 # Run outside the source tree so `import agent_failover` is the installed package.

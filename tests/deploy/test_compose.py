@@ -194,3 +194,15 @@ def test_interpolation_rules() -> None:
     assert interpolate("$${sa}", {}) == "${sa}"
     with pytest.raises(ValueError, match="required"):
         interpolate("${A:?set A}", {})
+
+
+def test_image_copies_every_folder_the_package_maps() -> None:
+    """`pip install /src` builds from the folders pyproject's package-dir names; a folder
+    the Dockerfile does not copy fails the image build, so every one is copied."""
+    import tomllib
+
+    package_dir = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-dir"
+    ]
+    copied = set(re.findall(r"^COPY (\S+) \./\S+$", (ROOT / "Dockerfile").read_text(), re.M))
+    assert set(package_dir.values()) - copied == set()
