@@ -94,8 +94,15 @@ def namespace() -> str:
     return f"test-stores-{uuid.uuid4().hex[:12]}"
 
 
+#: Cleanup is not under test: it may wait for a loopback server a busy machine is slow to
+#: accept on (the stores' fail-fast timeouts made a passed test error in its teardown).
+CLEANUP_TIMEOUT_S = 10.0
+
+
 async def _delete_namespace(url: str, namespace: str) -> None:
-    cleaner = fail_fast_client(url)
+    cleaner = fail_fast_client(
+        url, socket_timeout_s=CLEANUP_TIMEOUT_S, connect_timeout_s=CLEANUP_TIMEOUT_S
+    )
     try:
         keys = [k async for k in cleaner.scan_iter(match=f"{namespace}:*", count=1000)]
         if keys:
