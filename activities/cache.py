@@ -1,9 +1,8 @@
-"""The response cache as activities: the degraded tier's lookup, and an explicit write.
+"""The response cache as an activity: the degraded tier's lookup.
 
 ``cache_lookup`` serves a cached answer younger than the staleness budget (or says why it
-missed); ``cache_store`` writes one. A model call asked to caches its own answer
-(:mod:`activities.model_call`); ``cache_store`` is the separate write of runs that
-started before it did.
+missed). Writes happen in the model call that produced the answer
+(:mod:`activities.model_call`), so no workflow schedules a write of its own.
 """
 
 from __future__ import annotations
@@ -15,14 +14,12 @@ from agent_failover.activities.models import (
     CachedAnswer,
     CacheLookupInput,
     CacheLookupResult,
-    CacheStoreInput,
 )
-from agent_failover.stores.cache import CachedEntry
 from agent_failover.telemetry import record
 
 
 class CacheActivities:
-    """``cache_lookup`` and ``cache_store`` over one worker's :class:`ActivityDeps`."""
+    """``cache_lookup`` over one worker's :class:`ActivityDeps`."""
 
     def __init__(self, deps: ActivityDeps) -> None:
         self._deps = deps
@@ -53,16 +50,3 @@ class CacheActivities:
                 age_s=age_s,
             ),
         )
-
-    @activity.defn(name="cache_store")
-    async def cache_store(self, inp: CacheStoreInput) -> None:
-        """Remember a full-capability answer for the degraded tier."""
-        entry = CachedEntry(
-            role=inp.role,
-            content=inp.content,
-            data=inp.data,
-            model=inp.model,
-            route=inp.route,
-            stored_at=inp.now,
-        )
-        await self._deps.cache.put(inp.key, entry, ttl_s=inp.ttl_s)

@@ -7,7 +7,7 @@ HTTP client, stores, task queues, bulkhead slots) once and the per-concern class
 * :class:`~activities.model_call.ModelCallActivities`: ``call_model``
 * :class:`~activities.probes.ProbeActivities`: ``probe_endpoint``
 * :class:`~activities.health.HealthActivities`: ``force_route``, ``health_table``
-* :class:`~activities.cache.CacheActivities`: ``cache_lookup``, ``cache_store``
+* :class:`~activities.cache.CacheActivities`: ``cache_lookup``
 
 Workflows call them by reference (``RoleContextActivities.role_context``); a worker
 registers :meth:`LLMActivitySet.all`, a bulkhead's worker :meth:`LLMActivitySet.bulkhead`.
@@ -88,9 +88,8 @@ class LLMActivitySet:
             self.health.force_route,
             self.health.health_table,
             self.cache.cache_lookup,
-            self.cache.cache_store,
         ]
 
     def bulkhead(self) -> list[Callable[..., Any]]:
         """What a bulkhead queue serves: the model calls and the cache around them."""
-        return [self.calls.call_model, self.cache.cache_lookup, self.cache.cache_store]
+        return [self.calls.call_model, self.cache.cache_lookup]

@@ -346,17 +346,6 @@ class CacheLookupResult(BaseModel):
     miss_reason: str | None = Field(default=None, description="'no entry' or 'stale: ...'")
 
 
-class CacheStoreInput(BaseModel):
-    key: str
-    role: str
-    content: str
-    data: Any = None
-    model: str | None = None
-    route: str | None = None
-    now: float
-    ttl_s: float
-
-
 class PipelineRolesInput(BaseModel):
     """No fields: the worker's policy decides (kept as a model so it can grow)."""
 

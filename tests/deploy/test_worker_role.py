@@ -78,7 +78,7 @@ async def test_plugin_bulkhead_selection(
         assert worker.task_queue == f"{dep}-llm-specialists"
         config = worker.config(active_config=True)
         names = sorted(a.__name__ for a in config["activities"])
-        assert names == ["cache_lookup", "cache_store", "call_model"]
+        assert names == ["cache_lookup", "call_model"]
         assert not config.get("workflows") and config["max_concurrent_activities"] == 32
 
 
