@@ -43,6 +43,7 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from agent_failover.providers.client import default_ssl_context
 from agent_failover.resilience.notify import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -88,6 +89,7 @@ def build_webhook_client() -> httpx.AsyncClient:
     """
     return httpx.AsyncClient(
         trust_env=True,
+        verify=default_ssl_context(),  # the process's shared context (same CA settings)
         timeout=httpx.Timeout(WEBHOOK_TIMEOUT_S),
         follow_redirects=False,
         limits=httpx.Limits(max_connections=WEBHOOK_MAX_CONNECTIONS, max_keepalive_connections=2),

@@ -88,24 +88,27 @@ PLUGIN_NAME = "agent_failover.FailoverPlugin"
 DEFAULT_BULKHEAD_SLOTS = {"core": 16, "specialists": 32}
 #: Activity slots of the shadow queue: shadow evaluation is best effort, kept small.
 DEFAULT_SHADOW_SLOTS = 4
-#: Our deterministic modules, shared with activities: passed through the sandbox so
-#: pydantic classes are identical inside and outside workflows. Workflow definition
-#: modules are deliberately not listed: the sandbox reloads them per run.
+#: Passed through the workflow sandbox: imported once per process instead of once per
+#: workflow run (and per workflow validated at worker start), and pydantic classes stay
+#: identical inside and outside workflows. The whole ``agent_failover`` package qualifies:
+#: importing it has no side effect a workflow could see, and no module keeps state that
+#: workflow code mutates (``tests/workflows/test_sandbox.py`` checks both, and replays
+#: every committed history under the strict sandbox, where our own workflow code is
+#: re-imported per run and every restriction applies to it). A user's modules are never
+#: passed through: a package of theirs that happens to be called ``activities`` stays
+#: sandboxed.
 PASSTHROUGH_MODULES = (
     "pydantic",
     "pydantic_core",
     "annotated_types",
     "httpx",
     "jsonschema",
-    "agent_failover.providers",
-    "agent_failover.resilience",
-    "agent_failover.activities",
-    "agent_failover.stores",
-    "agent_failover.telemetry",
-    "agent_failover.config",
-    "agent_failover.workflows.models",
     "opentelemetry",
+    "agent_failover",
 )
+#: The sandbox before this project's modules were passed through: our third-party
+#: dependencies only. Replays under it hold our workflow code to every restriction.
+STRICT_PASSTHROUGH_MODULES = PASSTHROUGH_MODULES[:-1]
 
 StoresArg = Stores | Literal["redis", "memory"]
 DispatchArg = Literal["eager", "queue"] | None
@@ -114,16 +117,16 @@ SDK_DEFAULT_ACTIVITY_SLOTS = 100
 CodecArg = PayloadCodec | bool | None
 
 
-def with_passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
+def with_passthrough(
+    runner: WorkflowRunner | None, modules: tuple[str, ...] = PASSTHROUGH_MODULES
+) -> WorkflowRunner:
     """The sandboxed runner (the user's, if any) with our modules passed through."""
     if runner is None:
         return SandboxedWorkflowRunner(
-            restrictions=SandboxedWorkflowRunner().restrictions.with_passthrough_modules(
-                *PASSTHROUGH_MODULES
-            )
+            restrictions=SandboxedWorkflowRunner().restrictions.with_passthrough_modules(*modules)
         )
     if isinstance(runner, SandboxedWorkflowRunner):
-        restrictions = runner.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
+        restrictions = runner.restrictions.with_passthrough_modules(*modules)
         return dataclasses.replace(runner, restrictions=restrictions)
     return runner  # unsandboxed: nothing to pass through
 

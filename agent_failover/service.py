@@ -43,6 +43,7 @@ from agent_failover.config.loader import load_policy_or_exit
 from agent_failover.connect import connect_client, connect_config, run_and_exit
 from agent_failover.plugin import (
     PASSTHROUGH_MODULES,
+    STRICT_PASSTHROUGH_MODULES,
     FailoverPlugin,
     llm_task_queue,
     with_passthrough,
@@ -117,9 +118,15 @@ def parse_worker_role(text: str | None, policy: PolicyConfig) -> WorkerRole:
     return WorkerRole(main=main, bulkheads=tuple(dict.fromkeys(bulkheads)), shadow=shadow)
 
 
-def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox with our deterministic modules passed through."""
-    runner = with_passthrough(None)
+def workflow_runner(*, strict: bool = False) -> SandboxedWorkflowRunner:
+    """The sandbox with our deterministic modules passed through.
+
+    ``strict=True``: only our third-party dependencies are passed through, so our own
+    workflow code is imported afresh for every run and every sandbox restriction applies
+    to it (the replay tests use it to hold our code to the sandbox's rules).
+    """
+    modules = STRICT_PASSTHROUGH_MODULES if strict else PASSTHROUGH_MODULES
+    runner = with_passthrough(None, modules)
     assert isinstance(runner, SandboxedWorkflowRunner)
     return runner
 

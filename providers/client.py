@@ -23,6 +23,9 @@ them around every chunk itself (see :mod:`providers.pump`).
 from __future__ import annotations
 
 import asyncio
+import functools
+import os
+import ssl
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 
@@ -126,6 +129,23 @@ def _origin(endpoint: EndpointConfig) -> str:
     return f"{url.scheme}://{url.host}{port}"
 
 
+def default_ssl_context() -> ssl.SSLContext:
+    """One verifying TLS context shared by every pool of the process.
+
+    httpx builds a context per transport, reading the CA bundle each time (about 20 ms,
+    once per provider origin per client). A context is safe to share between connections
+    and clients, and nothing changes it once built. ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``
+    are honoured as httpx honours them, and a change of either builds a new context.
+    """
+    return _ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.cache
+def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    del cert_file, cert_dir  # the cache key: httpx reads both from the environment
+    return httpx.create_ssl_context()
+
+
 def build_http_client(
     endpoints: Iterable[EndpointConfig] = (),
     *,
@@ -169,12 +189,13 @@ def build_http_client(
     per_origin: dict[str, int] = {}
     for e in eps:
         per_origin[_origin(e)] = per_origin.get(_origin(e), 0) + e.max_connections
+    ssl_context = default_ssl_context()
     mounts: dict[str, httpx.AsyncBaseTransport | None] = {
-        origin: httpx.AsyncHTTPTransport(retries=0, limits=limits(size))
+        origin: httpx.AsyncHTTPTransport(retries=0, limits=limits(size), verify=ssl_context)
         for origin, size in per_origin.items()
     }
     return FailoverHTTPClient(
-        transport=httpx.AsyncHTTPTransport(retries=0, limits=limits(total)),
+        transport=httpx.AsyncHTTPTransport(retries=0, limits=limits(total), verify=ssl_context),
         mounts=mounts,
         trust_env=False,
         **common,

@@ -45,9 +45,16 @@ def _collect_garbage_before_workers(request: pytest.FixtureRequest) -> None:
     run inside the workflow sandbox's module lock and fail validation with ``KeyError:
     <thread id>`` (temporalio/sdk-python#585, fix pending in #1833). Collecting first keeps
     such finalizers out of the sandbox's imports.
+
+    A full collection walks every tracked object (about a million once the SDK, the
+    simulator and the official clients are loaded): half a second per test, half of the
+    workflow tier's CPU. So what survives a collection is frozen (``gc.freeze``) and the
+    next collection walks only what has been allocated since: the garbage the previous
+    test left is still finalized here, before the next worker's validation.
     """
     if any(part in _WORKER_TIERS for part in request.node.path.parts):
         gc.collect()
+        gc.freeze()
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -82,12 +89,19 @@ async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
     await env.shutdown()
 
 
+@pytest.fixture(scope="session")
+def session_demo_policy(simulator: RunningSimulator) -> PolicyConfig:
+    """The demo policy pointed at this session's simulator, parsed once per session
+    (parsing and validating the file takes 0.1 s; hundreds of tests ask for it)."""
+    return load_policy(DEFAULT_POLICY_PATH, env={**os.environ, "SIM_URL": simulator.url})
+
+
 @pytest.fixture
-def policy(simulator: RunningSimulator) -> PolicyConfig:
+def policy(session_demo_policy: PolicyConfig) -> PolicyConfig:
     """The demo policy pointed at this session's simulator, plus two test roles.
 
     ``plain`` is the analyst without hedging (one route at a time, so conduct is exact);
     ``hedged`` hedges after 200 ms; ``tight-sla`` is ``plain`` with a 250/400 ms p95/p99 SLA.
+    A deep copy: a test that changes its policy changes only its own.
     """
-    base = load_policy(DEFAULT_POLICY_PATH, env={**os.environ, "SIM_URL": simulator.url})
-    return with_test_roles(base)
+    return with_test_roles(session_demo_policy.model_copy(deep=True))

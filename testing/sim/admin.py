@@ -19,6 +19,7 @@ from typing import Any, Self
 import httpx
 from pydantic import BaseModel
 
+from agent_failover.providers.client import default_ssl_context
 from agent_failover.testing.sim.config import DEFAULT_LOAD_THRESHOLD, AccuracySettings
 from agent_failover.testing.sim.faults import Fault
 from agent_failover.testing.sim.scenario import Scenario, load_scenario
@@ -70,7 +71,7 @@ class AdminTransport:
     def __init__(self, url: str, *, timeout: float = 10.0, client: httpx.AsyncClient | None = None):
         self.url = url.rstrip("/")
         self._own_client = client is None
-        self._client = client or httpx.AsyncClient(timeout=timeout)
+        self._client = client or httpx.AsyncClient(timeout=timeout, verify=default_ssl_context())
 
     async def __aenter__(self) -> Self:
         return self

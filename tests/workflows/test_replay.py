@@ -149,16 +149,19 @@ def test_the_patch_scan_sees_literals_and_constants(tmp_path: Path) -> None:
     assert set(_patch_ids(root)) == {"inline-id", "own-id", "shared-id"}
 
 
+@pytest.mark.parametrize("strict", [False, True], ids=["passthrough", "strict-sandbox"])
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
-async def test_history_replays_deterministically(path: Path) -> None:
-    """Replaying a recorded run with the current code raises no non-determinism error."""
+async def test_history_replays_deterministically(path: Path, strict: bool) -> None:
+    """Replaying a recorded run with the current code raises no non-determinism error,
+    with our modules passed through (as workers run) and under the strict sandbox (our
+    workflow code re-imported for the run, every sandbox restriction applied to it)."""
     await fresh_worker_policies()
     data = json.loads(path.read_text())  # noqa: ASYNC240 - a small local file
     history = WorkflowHistory.from_json(path.stem, data)
     replayer = Replayer(
         workflows=REPLAY_WORKFLOWS,
         data_converter=pydantic_data_converter,
-        workflow_runner=workflow_runner(),
+        workflow_runner=workflow_runner(strict=strict),
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
