@@ -270,7 +270,12 @@ async def test_hedge_races_a_slow_primary_and_cancels_the_loser(
     assert by_route[PRIMARY].outcome == "cancelled"
     assert by_route[OTHER_PROVIDER].hedge is True
     assert by_route[OTHER_PROVIDER].started_at - by_route[PRIMARY].started_at >= 0.2
-    assert waited < 2.0, f"hedging should answer before the TTFT budget ({waited:.2f}s)"
+    # Won before the primary's own TTFT budget ended it (read from the attempt records,
+    # not from the wall clock around the whole call, which a busy machine stretches).
+    budget_s = harness.policy.role("hedged").ttft_budget_ms / 1000
+    won_at = by_route[OTHER_PROVIDER].finished_at
+    assert won_at is not None and won_at - by_route[PRIMARY].started_at < budget_s
+    assert waited >= 0.2  # the hedge delay was waited out, not skipped
     seen = await _per_route(sim_admin)
     assert seen[PRIMARY] == 1 and seen[OTHER_PROVIDER] == 1
 
