@@ -52,7 +52,7 @@ def run_chaos_proxy(
     console: Console,
     *,
     upstream: str,
-    scenario_path: Path,
+    scenario_path: Path | None,
     host: str,
     port: int,
     endpoint: str | None,
@@ -62,12 +62,26 @@ def run_chaos_proxy(
     seed: int,
     start_at: str | None,
     quiet: bool,
+    record: Path | None = None,
 ) -> None:
-    """Validate everything, then serve in the foreground until SIGINT/SIGTERM."""
-    from agent_failover.testing.chaos_proxy import ProxyIdentity, serve_chaos_proxy
+    """Validate everything, then serve in the foreground until SIGINT/SIGTERM
+    (``record``: every exchange also goes, redacted, to a cassette in that folder)."""
+    from agent_failover.testing.chaos_proxy import (
+        ProxyIdentity,
+        pass_through_scenario,
+        serve_chaos_proxy,
+    )
 
     check_upstream(upstream)
-    scenario = _checked_scenario(scenario_path, provider)
+    if scenario_path is None and record is None:
+        raise CliError(
+            "give --scenario FILE (faults to inject), --record DIR, or both", EXIT_BAD_INPUT
+        )
+    if scenario_path is None:
+        scenario = pass_through_scenario()
+    else:
+        scenario = _checked_scenario(scenario_path, provider)
+    recorder = _recorder(record, upstream, endpoint)
     for name in ("httpx", "httpcore"):
         # Their request lines carry the full upstream URL (Gemini's ?key=) even with -v.
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -76,19 +90,46 @@ def run_chaos_proxy(
         # (-v lowers the root to DEBUG, which adds the forwarded headers, redacted.)
         logging.getLogger().setLevel(min(logging.getLogger().level, logging.INFO))
     identity = ProxyIdentity(endpoint=endpoint, organisation=organisation, region=region)
-    asyncio.run(
-        serve_chaos_proxy(
-            upstream,
-            scenario,
-            announce=lambda line: console.print(line, markup=False, highlight=False),
-            host=host,
-            port=port,
-            identity=identity,
-            provider=provider,
-            seed=seed,
-            start_at=parse_start_at(start_at),
+    announce = lambda line: console.print(line, markup=False, highlight=False)  # noqa: E731
+    if recorder is not None:
+        announce(f"  recording to {recorder.path} (redacted)")
+    try:
+        asyncio.run(
+            serve_chaos_proxy(
+                upstream,
+                scenario,
+                announce=announce,
+                host=host,
+                port=port,
+                identity=identity,
+                provider=provider,
+                seed=seed,
+                start_at=parse_start_at(start_at),
+                recorder=recorder,
+            )
         )
-    )
+    finally:
+        if recorder is not None:
+            recorder.close()
+            announce(f"recorded {recorder.count} exchange(s) to {recorder.path}")
+
+
+def _recorder(folder: Path | None, upstream: str, endpoint: str | None):
+    """The cassette recorder for ``--record`` (None without it); a folder that cannot be
+    written is one CLI error."""
+    if folder is None:
+        return None
+    from agent_failover.testing.chaos_proxy.server import safe_origin
+    from agent_failover.testing.replay.record import Recorder
+
+    if folder.exists() and not folder.is_dir():
+        raise CliError(f"--record {folder}: not a folder", EXIT_BAD_INPUT)
+    try:
+        return Recorder(folder, upstream=safe_origin(upstream), endpoint=endpoint)
+    except OSError as exc:
+        raise CliError(
+            f"--record {folder}: cannot write there ({exc.strerror})", EXIT_BAD_INPUT
+        ) from None
 
 
 def _checked_scenario(path: Path, provider: str | None):
