@@ -263,7 +263,7 @@ def _note_injected(rec: Any, resp: web.StreamResponse, outcome: str) -> None:
     """Record what the proxy answered itself (a fault of the scenario) as the client saw it."""
     if outcome in ("reset", "server_shutdown"):
         rec.fail("reset", "injected by the chaos proxy")
-    elif rec.status is None and isinstance(resp, web.Response):
+    elif rec.status is None and rec.end is None and isinstance(resp, web.Response):
         rec.answered(resp.status, resp.reason, list(resp.headers.items()), resp.body or b"")
 
 
