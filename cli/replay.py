@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -24,12 +25,12 @@ from agent_failover.cli.drill import (
     report_table,
     write_json,
 )
-from agent_failover.cli.errors import EXIT_BAD_INPUT, CliError
+from agent_failover.cli.errors import EXIT_BAD_INPUT, CliError, validation_lines
 from agent_failover.testing.drill import DrillSettings, Sample
 from agent_failover.testing.drill_run import run_open_loop
 from agent_failover.testing.replay.cassette import Cassette, CassetteError, load_cassette
 from agent_failover.testing.replay.report import replay_settings, summarise_replay
-from agent_failover.testing.replay.server import start_replay
+from agent_failover.testing.replay.server import UNMATCHED_STATUS, start_replay
 from agent_failover.testing.servers import start_dev_server
 
 #: The side-by-side rows: (label, overall figure key).
@@ -101,6 +102,16 @@ def _count(settings: DrillSettings) -> int:
     return min(settings.max_requests, int(settings.rate_per_s * settings.duration_s))
 
 
+async def replay_policies(
+    client: Any, cassette: Cassette, policies: list[Path], settings: DrillSettings, console: Console
+) -> dict[str, tuple[dict[str, Any], list[Sample]]]:
+    """Each policy in turn against a fresh replay of ``cassette``, by label."""
+    return {
+        label: await replay_one(client, cassette, path, settings, console)
+        for label, path in zip(policy_labels(policies), policies, strict=True)
+    }
+
+
 async def run_replay_command(
     cassette: Cassette,
     console: Console,
@@ -111,16 +122,18 @@ async def run_replay_command(
     png_path: Path | None,
 ) -> dict[str, dict[str, Any]]:
     """The whole ``failover replay``: dev server, each policy in turn, tables, JSON, PNG."""
-    labels = policy_labels(policies)
-    runs: dict[str, tuple[dict[str, Any], list[Sample]]] = {}
     env = await start_dev_server(ui=False)
     try:
-        for label, path in zip(labels, policies, strict=True):
-            runs[label] = await replay_one(env.client, cassette, path, settings, console)
+        runs = await replay_policies(env.client, cassette, policies, settings, console)
     finally:
         await env.shutdown()
     for label, (report, _) in runs.items():
         console.print(report_table(report, f"replay {cassette.name} · {label}"))
+        if report["unmatched_requests"]:
+            console.print(
+                f"{label}: {report['unmatched_requests']} request(s) went to paths the "
+                f"cassette never saw (answered {UNMATCHED_STATUS})"
+            )
     reports = {label: report for label, (report, _) in runs.items()}
     if len(runs) > 1:
         console.print(compare_table(reports, f"replay {cassette.name}: side by side"))
@@ -141,6 +154,6 @@ def load_settings(cassette: Cassette, **overrides: Any) -> DrillSettings:
     """The replay's load, or one CLI error saying which option is out of range."""
     try:
         return replay_settings(cassette, **overrides)
-    except ValueError as exc:
-        lines = str(exc).strip().splitlines() or [type(exc).__name__]
-        raise CliError("invalid replay load: " + "\n  ".join(lines), EXIT_BAD_INPUT) from None
+    except ValidationError as exc:
+        problems = "; ".join(validation_lines(exc))
+        raise CliError(f"invalid replay load: {problems}", EXIT_BAD_INPUT) from None

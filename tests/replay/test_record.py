@@ -7,6 +7,7 @@ body chunks, is absent from the file)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -126,7 +127,7 @@ async def test_chunk_timing_binary_bodies_and_resets_are_kept(
     paced, binary, reset = load_cassette(tmp_path).exchanges
     offsets = [t for t, _ in paced.response.chunks]
     assert len(offsets) == 3
-    gaps = [b - a for a, b in zip(offsets, offsets[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(offsets)]
     assert all(GAP_S * 0.8 <= g <= GAP_S * 3 for g in gaps), gaps
     assert b"".join(c for _, c in paced.response.chunk_bytes()) == bodies[0]
     assert paced.response.headers_s is not None and paced.response.headers_s <= offsets[0]

@@ -46,7 +46,9 @@ def cassette(tmp_path: Path) -> Path:
     )
 
 
-async def _timed_stream(client: httpx.AsyncClient, url: str, **kw) -> tuple[int, list[float], bytes]:
+async def _timed_stream(
+    client: httpx.AsyncClient, url: str, **kw
+) -> tuple[int, list[float], bytes]:
     t0 = time.monotonic()
     arrivals: list[float] = []
     body = b""
