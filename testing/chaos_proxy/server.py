@@ -202,13 +202,11 @@ class ChaosProxyHandler:
             return await answer_with_faulty_reply(request, info, parsed, plan, st.clock)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("forwarding headers %s", redact_headers(request.headers.items()))
-        headers = end_to_end(request.headers, "host", "content-length", "expect")
-        if rec is not None:
-            # A recording is redacted, which needs the body readable: ask for it unencoded.
-            headers = [(k, v) for k, v in headers if k.lower() != "accept-encoding"]
-            headers.append(("accept-encoding", "identity"))
         upstream_req = httpx.Request(
-            request.method, st.upstream_url(request.raw_path), headers=headers, content=body
+            request.method,
+            st.upstream_url(request.raw_path),
+            headers=_forwarded_headers(request, recording=rec is not None),
+            content=body,
         )
         try:
             upstream = await st.http.send(upstream_req, stream=True)
@@ -257,6 +255,16 @@ class ChaosProxyHandler:
 
     async def _hold(self, seconds: float | None) -> bool:
         return await hold(self.state.shutdown, self.state.clock, seconds)
+
+
+def _forwarded_headers(request: web.Request, *, recording: bool) -> list[tuple[str, str]]:
+    """The client's end-to-end headers; a recording asks for an unencoded body (it is
+    redacted, which needs it readable)."""
+    headers = end_to_end(request.headers, "host", "content-length", "expect")
+    if recording:
+        headers = [(k, v) for k, v in headers if k.lower() != "accept-encoding"]
+        headers.append(("accept-encoding", "identity"))
+    return headers
 
 
 def _note_injected(rec: Any, resp: web.StreamResponse, outcome: str) -> None:
