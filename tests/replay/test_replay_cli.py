@@ -1,13 +1,24 @@
 """``failover replay`` and ``chaos-proxy --record`` refuse bad input before starting
 anything: one ``error:`` line naming the folder or the file (and line), exit 2, no
-traceback."""
+traceback; ``chaos-proxy --record`` as a real process writes a redacted cassette."""
 
 from __future__ import annotations
 
+import asyncio
+import re
+import signal
+import subprocess
 from pathlib import Path
 
-from tests.cli.conftest import assert_one_line_error, invoke
+import httpx
+
+from agent_failover.testing.replay import load_cassette
+from agent_failover.testing.sim.server import RunningSimulator
+from tests.cli.conftest import FAILOVER, assert_one_line_error, invoke
+from tests.cli.test_chaos_proxy_cli import _read_until
 from tests.replay.helpers import write_cassette
+
+SENTINEL = "SENTINEL-c0ffee1234"
 
 
 async def test_missing_folder(tmp_path: Path) -> None:
@@ -56,3 +67,42 @@ async def test_chaos_proxy_needs_a_scenario_or_a_record_folder(tmp_path: Path) -
         ["chaos-proxy", "--upstream", "http://127.0.0.1:9", "--record", str(tmp_path / "file")]
     )
     assert_one_line_error(result, 2, "--record", "not a folder")
+
+
+async def test_record_as_a_real_process(simulator: RunningSimulator, tmp_path: Path) -> None:
+    """``failover chaos-proxy --record DIR`` in front of the simulator: the exchange is in
+    the cassette (status, streaming, chunks), the sentinel key is not, SIGTERM says how
+    many exchanges were recorded."""
+    proc = await asyncio.create_subprocess_exec(
+        FAILOVER, "chaos-proxy", "--upstream", simulator.url, "--record", str(tmp_path),
+        "--port", "0", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    out: list[str] = []
+    try:
+        line = await _read_until(proc.stdout, "listening on", out)  # type: ignore[arg-type]
+        url = re.search(r"http://127\.0\.0\.1:\d+", line).group(0)  # type: ignore[union-attr]
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 8, "stream": True,
+                "messages": [{"role": "user", "content": f"hi {SENTINEL}"}]}  # fmt: skip
+        async with httpx.AsyncClient() as c:
+            r = await c.post(
+                f"{url}/anthropic-us-east/v1/messages",
+                json=body,
+                headers={"x-api-key": SENTINEL, "anthropic-version": "2023-06-01"},
+            )
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = await asyncio.wait_for(proc.communicate(), 15)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert r.status_code == 200 and proc.returncode == 0
+    assert "recorded 1 exchange(s)" in rest.decode()
+    assert SENTINEL not in _only_file_text(tmp_path)
+    (ex,) = load_cassette(tmp_path).exchanges
+    assert ex.response.status == 200 and ex.request.stream and len(ex.response.chunks) > 2
+    assert "".join(d for _, d in ex.response.chunks).encode() == r.content
+
+
+def _only_file_text(folder: Path) -> str:
+    (path,) = folder.glob("*.jsonl")
+    return path.read_text()
