@@ -15,9 +15,13 @@ import httpx
 import pytest_asyncio
 from aiohttp import web
 
+from agent_failover.cli.drill import recording_front
 from agent_failover.testing.chaos_proxy import pass_through_scenario, start_chaos_proxy
+from agent_failover.testing.drill import load_drill
 from agent_failover.testing.replay.cassette import load_cassette
 from agent_failover.testing.replay.record import Recorder
+from agent_failover.testing.sim.admin import SimAdmin
+from tests.structure import ROOT
 
 SENTINEL = "SENTINEL-7f3a9c2e1d"  # not key-shaped: only the literal match can catch it
 GAP_S = 0.3
@@ -134,3 +138,24 @@ async def test_chunk_timing_binary_bodies_and_resets_are_kept(
     assert binary.response.encoding == "base64"
     assert b"".join(c for _, c in binary.response.chunk_bytes()) == bytes(range(256))
     assert reset.response.status is None and reset.response.end == "reset"
+
+
+async def test_drill_records_through_a_proxy_and_marks_the_load(
+    sim_admin: SimAdmin, tmp_path: Path
+) -> None:
+    """``failover drill --record``'s front: requests reach the simulator through a
+    recording proxy, and the mark carries the drill's load and fault windows."""
+    drill = load_drill(ROOT / "bench/cassettes/short_outage.yaml")
+    async with recording_front(sim_admin, drill, tmp_path) as (url, mark):
+        assert mark is not None
+        mark()
+        async with httpx.AsyncClient() as client:
+            r = await client.post(
+                f"{url}/openai-us/v1/chat/completions",
+                json={"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]},
+            )
+    tape = load_cassette(tmp_path)
+    assert r.status_code == 200 and [e.response.status for e in tape.exchanges] == [200]
+    assert tape.exchanges[0].request.path == "/openai-us/v1/chat/completions"
+    assert tape.mark is not None and tape.mark.load == drill.drill.model_dump()
+    assert tape.mark.events == [(5.0, 11.0, "primary overloaded")]
