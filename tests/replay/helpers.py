@@ -15,17 +15,23 @@ T0 = 1_800_000_000.0
 
 
 def write_cassette(
-    folder: Path, exchanges: list[dict[str, Any]], *, mark: dict[str, Any] | None = None
+    folder: Path,
+    exchanges: list[dict[str, Any]],
+    *,
+    mark: dict[str, Any] | None = None,
+    name: str = "test",
+    started_at: float = T0,
 ) -> Path:
-    """A cassette file in ``folder`` holding ``exchanges`` (dicts or Exchange models)."""
+    """A cassette file ``name.jsonl`` in ``folder`` holding ``exchanges`` (dicts or
+    Exchange models)."""
     folder.mkdir(parents=True, exist_ok=True)
-    lines = [header_line(T0, "http://upstream.test", None)]
+    lines = [header_line(started_at, "http://upstream.test", None)]
     for ex in exchanges:
         doc = ex.model_dump(mode="json") if isinstance(ex, Exchange) else ex
         lines.append(json.dumps(doc))
     if mark is not None:
         lines.append(json.dumps({"mark": mark}))
-    path = folder / "test.jsonl"
+    path = folder / f"{name}.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder
 

@@ -7,6 +7,7 @@ body chunks, is absent from the file)."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -58,6 +59,13 @@ async def _binary(request: web.Request) -> web.Response:
     return web.Response(body=bytes(range(256)), content_type="application/vnd.amazon.eventstream")
 
 
+async def _gzip(request: web.Request) -> web.Response:
+    """An upstream that compresses although the proxy asked for an unencoded body."""
+    assert request.headers["accept-encoding"] == "identity"
+    body = gzip.compress(b'{"echo": "' + request.headers["x-api-key"].encode() + b'"}')
+    return web.Response(body=body, headers={"content-encoding": "gzip"})
+
+
 async def _reset(request: web.Request) -> web.Response:
     assert request.transport is not None
     request.transport.abort()
@@ -71,6 +79,7 @@ async def upstream() -> AsyncIterator[str]:
     app.router.add_post("/v1/paced", _paced)
     app.router.add_post("/v1/binary", _binary)
     app.router.add_post("/v1/reset", _reset)
+    app.router.add_post("/v1/gzip", _gzip)
     runner = web.AppRunner(app)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
@@ -138,6 +147,20 @@ async def test_chunk_timing_binary_bodies_and_resets_are_kept(
     assert binary.response.encoding == "base64"
     assert b"".join(c for _, c in binary.response.chunk_bytes()) == bytes(range(256))
     assert reset.response.status is None and reset.response.end == "reset"
+
+
+async def test_compressed_answer_is_stored_decoded_and_redacted(
+    upstream: str, tmp_path: Path
+) -> None:
+    """A gzip body (sent despite ``accept-encoding: identity``) is decoded, so the key in
+    it can be found and redacted; the stored headers drop the encoding."""
+    call = {"headers": {"x-api-key": SENTINEL, "accept-encoding": "gzip"}}
+    (body,) = await _record(upstream, tmp_path, [("/v1/gzip", call)])
+    assert SENTINEL.encode() in body  # the client got (and httpx decoded) the real answer
+    assert SENTINEL not in (tmp_path / "rec.jsonl").read_text()
+    (ex,) = load_cassette(tmp_path).exchanges
+    assert "".join(d for _, d in ex.response.chunks) == '{"echo": "<redacted>"}'
+    assert "content-encoding" not in {k.lower() for k, _ in ex.response.headers}
 
 
 async def test_drill_records_through_a_proxy_and_marks_the_load(

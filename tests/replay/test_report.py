@@ -71,3 +71,13 @@ def test_load_from_the_mark_else_estimated(tmp_path: Path) -> None:
     assert fault_events(marked) == [(1.0, 2.0, "drill fault")]
     assert replay_settings(marked).rate_per_s == 3.0
     assert replay_settings(marked, rate_per_s=1.0, role=None).rate_per_s == 1.0
+
+
+def test_files_of_one_folder_are_one_cassette(tmp_path: Path) -> None:
+    """Two proxies' files (one per endpoint) merge by arrival; the earliest header is t=0."""
+    write_cassette(tmp_path, [_ex(5, "a", 200), _ex(7, "a", 529)], name="a")
+    write_cassette(tmp_path, [_ex(6, "b", 200)], name="b", started_at=T0 - 2)
+    tape = load_cassette(tmp_path)
+    assert [(e.route, e.at - T0) for e in tape.exchanges] == [("a", 5), ("b", 6), ("a", 7)]
+    assert tape.start == T0 - 2
+    assert fault_events(tape) == [(9.0, 9.5, "a: 529")]
