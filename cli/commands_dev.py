@@ -117,6 +117,13 @@ def drill(
         float, typer.Option(help="Multiply every time in the file (0.5: twice as fast).")
     ] = 1.0,
     policy: Annotated[Path, typer.Option(help="Policy file.")] = DEFAULT_POLICY_PATH,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also record what the simulator answered as a cassette in this folder "
+            "(replay it with `failover replay`)."
+        ),
+    ] = None,
 ) -> None:
     """Replay an outage timeline at a fixed request rate and report what callers saw."""
     from agent_failover.cli.drill import run_drill_command
@@ -141,7 +148,9 @@ def drill(
     spec = guard(load)
     guard(
         lambda: asyncio.run(
-            run_drill_command(spec, console, policy_path=policy, json_path=out, png_path=png)
+            run_drill_command(
+                spec, console, policy_path=policy, json_path=out, png_path=png, record=record
+            )
         )
     )
 
@@ -152,9 +161,12 @@ def chaos_proxy(
         str, typer.Option(help="The real endpoint to front, e.g. https://api.anthropic.com.")
     ],
     scenario: Annotated[
-        Path,
-        typer.Option(help="Fault timeline: a simulator scenario or drill file (bench/scenarios)."),
-    ],
+        Path | None,
+        typer.Option(
+            help="Fault timeline: a simulator scenario or drill file (bench/scenarios); "
+            "optional with --record (then nothing is injected)."
+        ),
+    ] = None,
     port: Annotated[int, typer.Option(help="Port to listen on (0 = any free port).")] = 8410,
     host: Annotated[
         str, typer.Option(help="Interface to listen on (keep loopback unless you must).")
@@ -183,6 +195,13 @@ def chaos_proxy(
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No per-request log lines.")] = False,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write every exchange (redacted, with its timing) to a cassette file in "
+            "this folder, for `failover replay`."
+        ),
+    ] = None,
 ) -> None:
     """Put the simulator's fault timeline in front of a real endpoint (staging only): the
     scenario's faults are injected into live traffic, everything else passes unchanged."""
@@ -203,6 +222,56 @@ def chaos_proxy(
                 seed=seed,
                 start_at=start_at,
                 quiet=quiet,
+                record=record,
             )
 
     guard(body)
+
+
+@commands.command("replay")
+def replay(
+    cassette: Annotated[
+        Path,
+        typer.Argument(help="Cassette folder (from `chaos-proxy --record` or `drill --record`)."),
+    ],
+    policy: Annotated[
+        list[Path] | None,
+        typer.Option(help="Policy file; give it twice to compare two policies side by side."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--json", help="Write the reports (and every sample) here.")
+    ] = None,
+    png: Annotated[Path | None, typer.Option(help="Draw the timelines here.")] = None,
+    rate: Annotated[
+        float | None, typer.Option(help="Requests per second (default: the cassette's load).")
+    ] = None,
+    duration: Annotated[
+        float | None, typer.Option(help="Seconds of load (default: the cassette's length).")
+    ] = None,
+    role: Annotated[str | None, typer.Option(help="Role to call (default: plain).")] = None,
+    primary: Annotated[
+        str | None, typer.Option(help="The primary endpoint, for detection and cost.")
+    ] = None,
+) -> None:
+    """Serve a recorded incident as a provider, with its timing, and report what a policy
+    (or two, side by side) would have done: answered, tiers, p50/p99, attempts, cost."""
+    from agent_failover.cli.replay import checked_cassette, load_settings, run_replay_command
+
+    policies = policy or [DEFAULT_POLICY_PATH]
+    for path in policies:
+        if not path.is_file():
+            guard(lambda p=path: _no_file(p))
+    tape = guard(lambda: checked_cassette(cassette))
+    overrides = {"rate_per_s": rate, "duration_s": duration, "role": role, "primary": primary}
+    settings = guard(lambda: load_settings(tape, **overrides))
+    guard(
+        lambda: asyncio.run(
+            run_replay_command(
+                tape, console, policies=policies, settings=settings, json_path=out, png_path=png
+            )
+        )
+    )
+
+
+def _no_file(path: Path) -> None:
+    raise CliError(f"--policy {path}: no such file", EXIT_BAD_INPUT)

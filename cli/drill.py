@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,11 @@ from temporalio.client import Client
 
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.config import PolicyConfig
+from agent_failover.testing.chaos_proxy import pass_through_scenario, start_chaos_proxy
 from agent_failover.testing.drill import DrillFile, Sample, summarise
 from agent_failover.testing.drill_run import AgentFailoverArm, Arm, run_drill
 from agent_failover.testing.harness import make_harness, running
+from agent_failover.testing.replay.record import Recorder
 from agent_failover.testing.roles import with_test_roles
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
@@ -51,7 +53,7 @@ _COLUMNS = (
 )
 
 
-def _cell(key: str, value: Any) -> str:
+def figure_cell(key: str, value: Any) -> str:
     if value is None:
         return "-"
     if key == "tier_share":
@@ -69,7 +71,7 @@ def report_table(report: dict[str, Any], title: str) -> Table:
         table.add_column(header, justify="right")
     rows = [*report["phases"].items(), ("overall", report["overall"])]
     for name, fig in rows:
-        table.add_row(name, *(_cell(k, fig.get(k)) for k, _ in _COLUMNS))
+        table.add_row(name, *(figure_cell(k, fig.get(k)) for k, _ in _COLUMNS))
     return table
 
 
@@ -153,11 +155,9 @@ async def agent_failover_arm(client: Client, policy: PolicyConfig, role: str) ->
     await h.activities.deps.http.aclose()
 
 
-async def drill_arm(
-    drill: DrillFile, arm: Arm, admin: SimAdmin, policy: PolicyConfig, console: Console
-) -> tuple[dict[str, Any], list[Sample]]:
-    """Run one arm through the drill with a progress bar; its report and samples."""
-    prices = {name: ep.prices for name, ep in policy.endpoints.items()}
+@contextmanager
+def progress_bar(console: Console, label: str, total: int) -> Iterator[Callable[[int], None]]:
+    """A transient progress bar; yields the ``on_done`` callback that advances it."""
     with Progress(
         "[bold]{task.description}",
         BarColumn(),
@@ -166,9 +166,24 @@ async def drill_arm(
         console=console,
         transient=True,
     ) as bar:
-        task = bar.add_task(f"{drill.scenario.name} · {arm.name}", total=drill.requests)
+        task = bar.add_task(label, total=total)
+        yield lambda _i: bar.advance(task)
+
+
+async def drill_arm(
+    drill: DrillFile,
+    arm: Arm,
+    admin: SimAdmin,
+    policy: PolicyConfig,
+    console: Console,
+    on_start: Callable[[], Any] | None = None,
+) -> tuple[dict[str, Any], list[Sample]]:
+    """Run one arm through the drill with a progress bar; its report and samples."""
+    prices = {name: ep.prices for name, ep in policy.endpoints.items()}
+    label = f"{drill.scenario.name} · {arm.name}"
+    with progress_bar(console, label, drill.requests) as tick:
         samples, arrivals = await run_drill(
-            drill, arm, admin, prices, on_done=lambda _i: bar.advance(task)
+            drill, arm, admin, prices, on_done=tick, on_start=on_start
         )
     report = summarise(drill, samples, arrivals, background_calls=arm.background_calls)
     report["arm"] = arm.name
@@ -181,6 +196,28 @@ def write_json(path: str | Path, payload: dict[str, Any]) -> None:
     Path(path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 
 
+@asynccontextmanager
+async def recording_front(
+    admin: SimAdmin, drill: DrillFile, folder: str | Path | None
+) -> AsyncIterator[tuple[str, Callable[[], Any] | None]]:
+    """Without ``folder``: the simulator's URL. With it: a recording proxy in front of
+    the simulator (its URL, and the hook that marks the load's start in the cassette)."""
+    if folder is None:
+        yield admin.url, None
+        return
+    recorder = Recorder(folder, upstream=admin.url, name=drill.scenario.name)
+    proxy = await start_chaos_proxy(admin.url, pass_through_scenario(), recorder=recorder)
+
+    def mark() -> None:
+        recorder.mark(load=drill.drill.model_dump(), events=drill.fault_events())
+
+    try:
+        yield proxy.url, mark
+    finally:
+        await proxy.stop()
+        recorder.close()
+
+
 async def run_drill_command(
     drill: DrillFile,
     console: Console,
@@ -188,15 +225,17 @@ async def run_drill_command(
     policy_path: str | Path,
     json_path: str | Path | None,
     png_path: str | Path | None,
+    record: str | Path | None = None,
 ) -> dict[str, Any]:
-    """The whole ``failover drill``: stack up, drill, table, JSON, PNG, stack down."""
-    async with simulator_admin() as admin:
-        policy = drill_policy(policy_path, admin.url)
+    """The whole ``failover drill``: stack up, drill, table, JSON, PNG, stack down
+    (``record``: the providers' side of it written as a cassette to that folder)."""
+    async with simulator_admin() as admin, recording_front(admin, drill, record) as (url, mark):
+        policy = drill_policy(policy_path, url)
         policy.role(drill.drill.role)  # a clear error before anything starts
         env = await start_dev_server(ui=False)
         try:
             async with agent_failover_arm(env.client, policy, drill.drill.role) as arm:
-                report, samples = await drill_arm(drill, arm, admin, policy, console)
+                report, samples = await drill_arm(drill, arm, admin, policy, console, mark)
         finally:
             await env.shutdown()
     console.print(report_table(report, f"drill {drill.scenario.name} · agent-failover"))
@@ -207,4 +246,6 @@ async def run_drill_command(
     if png_path:
         draw_timelines({"agent-failover": (report, samples)}, png_path, drill.scenario.name)
         console.print(f"PNG: {png_path}")
+    if record:
+        console.print(f"cassette: {record}")
     return report

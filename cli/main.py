@@ -34,7 +34,7 @@ app.add_typer(commands_ops.escalations_app, name="escalations")
 #: `failover --help` lists the commands in this order, whichever module declares them.
 HELP_ORDER = (
     "sim", "worker", "codec-server", "dev", "run", "status", "report", "qualify", "force",
-    "resolve", "webhook-receiver", "demo", "drill", "chaos-proxy",
+    "resolve", "webhook-receiver", "demo", "drill", "chaos-proxy", "replay",
 )  # fmt: skip
 _declared = {
     info.name: info

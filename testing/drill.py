@@ -85,9 +85,14 @@ class DrillFile(BaseModel):
 
     def phases(self) -> list[tuple[str, float, float]]:
         """``before`` the first fault, ``fault`` until the last ends, ``after`` to the end."""
-        start, end = self.fault_window()
-        out = [("before", 0.0, start), ("fault", start, end), ("after", end, self.drill.duration_s)]
-        return [p for p in out if p[2] > p[1]]
+        return timeline_phases(self.fault_window(), self.drill.duration_s)
+
+    def fault_events(self) -> list[tuple[float, float, str]]:
+        """Each event's window and label (its note, else its faults)."""
+        return [
+            (e.start_s, e.end_s or 0.0, e.note or ",".join(f.label for f in e.faults))
+            for e in self.scenario.events
+        ]
 
     def scaled(self, factor: float) -> DrillFile:
         """The same drill with every time (faults and duration) multiplied by ``factor``."""
@@ -100,6 +105,17 @@ class DrillFile(BaseModel):
                 ev["to"] = ev["to"] * factor
         data["drill"]["duration_s"] *= factor
         return DrillFile.model_validate(data)
+
+
+def timeline_phases(
+    window: tuple[float, float] | None, duration_s: float
+) -> list[tuple[str, float, float]]:
+    """``before``/``fault``/``after`` around a fault window (``all`` without one)."""
+    if window is None:
+        return [("all", 0.0, duration_s)]
+    start, end = window
+    out = [("before", 0.0, start), ("fault", start, end), ("after", end, duration_s)]
+    return [p for p in out if p[2] > p[1]]
 
 
 def load_drill(path: str | Path) -> DrillFile:
@@ -233,37 +249,54 @@ def summarise(
     ``upstream_arrivals`` are the simulator's attempt arrival times (seconds after load),
     probes included; the difference to the requests' own attempts is the probe load.
     """
-    start, end = drill.fault_window()
-    primary = drill.drill.primary
-    phases = drill.phases()
-    return {
-        "scenario": drill.scenario.name,
-        "description": drill.scenario.description.strip(),
-        "settings": drill.drill.model_dump(),
-        "fault_window_s": [start, end],
-        "fault_events": [
-            [e.start_s, e.end_s, e.note or ",".join(f.label for f in e.faults)]
-            for e in drill.scenario.events
-        ],
-        "phases": {
-            name: phase_figures(
-                samples,
-                upstream_arrivals,
-                a,
-                b,
-                upstream_until=math.inf if last else None,
-                background_calls=background_calls,
-            )
-            for (name, a, b), last in zip(phases, _last_flags(phases), strict=True)
-        },
-        "overall": phase_figures(
+    return summarise_timeline(
+        name=drill.scenario.name,
+        description=drill.scenario.description,
+        settings=drill.drill,
+        events=drill.fault_events(),
+        samples=samples,
+        upstream_arrivals=upstream_arrivals,
+        background_calls=background_calls,
+    )
+
+
+def summarise_timeline(
+    *,
+    name: str,
+    description: str,
+    settings: DrillSettings,
+    events: list[tuple[float, float, str]],
+    samples: list[Sample],
+    upstream_arrivals: list[float],
+    background_calls: bool = True,
+) -> dict[str, Any]:
+    """Per-phase figures (around the fault ``events``' window) plus detection and
+    restoration times: the report of a drill, or of a recorded incident's replay."""
+    window = (min(e[0] for e in events), max(e[1] for e in events)) if events else None
+    phases = timeline_phases(window, settings.duration_s)
+    primary = settings.primary
+
+    def figures(a: float, b: float, last: bool) -> dict[str, Any]:
+        return phase_figures(
             samples,
             upstream_arrivals,
-            0.0,
-            drill.drill.duration_s,
-            upstream_until=math.inf,
+            a,
+            b,
+            upstream_until=math.inf if last else None,
             background_calls=background_calls,
-        ),
-        "detection_s": detection_s(samples, start, primary),
-        "restoration_s": restoration_s(samples, end, primary),
+        )
+
+    return {
+        "scenario": name,
+        "description": description.strip(),
+        "settings": settings.model_dump(),
+        "fault_window_s": list(window) if window else None,
+        "fault_events": [list(e) for e in events],
+        "phases": {
+            p: figures(a, b, last)
+            for (p, a, b), last in zip(phases, _last_flags(phases), strict=True)
+        },
+        "overall": figures(0.0, settings.duration_s, True),
+        "detection_s": None if window is None else detection_s(samples, window[0], primary),
+        "restoration_s": None if window is None else restoration_s(samples, window[1], primary),
     }

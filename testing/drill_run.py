@@ -25,7 +25,7 @@ from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.resilience.endpoint import Prices
 from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.outcomes import BREAKER_REJECTED, RATE_BUDGET
-from agent_failover.testing.drill import DrillFile, Outcome, Sample
+from agent_failover.testing.drill import DrillFile, DrillSettings, Outcome, Sample
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.workflows import CallInput, ResilientCallWorkflow
 from agent_failover.workflows.errors import FAILOVER_EXHAUSTED
@@ -145,20 +145,44 @@ def to_sample(
 
 
 async def _one(
-    arm: Arm, index: int, at: float, t0: float, drill: DrillFile
+    arm: Arm, index: int, at: float, t0: float, settings: DrillSettings
 ) -> tuple[float, float, ArmResult]:
     await asyncio.sleep(max(0.0, t0 + at - time.monotonic()))
     started = time.monotonic()
     try:
         res = await asyncio.wait_for(
-            arm.call(index, drill_request(index, drill.drill.max_tokens)),
-            drill.drill.request_timeout_s,
+            arm.call(index, drill_request(index, settings.max_tokens)),
+            settings.request_timeout_s,
         )
     except TimeoutError:
         res = ArmResult("failed", error="timeout")
     except Exception as exc:  # an arm's bug must not end the drill; it is counted
         res = ArmResult("failed", error=f"{type(exc).__name__}: {exc}"[:200])
     return started - t0, time.monotonic() - started, res
+
+
+async def run_open_loop(
+    settings: DrillSettings,
+    arm: Arm,
+    prices: Mapping[str, Prices],
+    *,
+    on_done: Callable[[int], Any] | None = None,
+) -> list[Sample]:
+    """Start request *i* at ``i / rate`` seconds from now through ``arm``, wait for all,
+    then for the rest of ``duration_s``; the samples (``start_s`` counts from the call)."""
+    t0 = time.monotonic()
+    requests = min(settings.max_requests, int(settings.rate_per_s * settings.duration_s))
+    rate = settings.rate_per_s
+    tasks = [asyncio.create_task(_one(arm, i, i / rate, t0, settings)) for i in range(requests)]
+    samples: list[Sample] = []
+    for i, fut in enumerate(tasks):
+        start_s, waited, res = await fut
+        samples.append(to_sample(i, start_s, waited, res, prices, settings.primary))
+        if on_done is not None:
+            on_done(i)
+    # Let the timeline run out even if the last requests answered early.
+    await asyncio.sleep(max(0.0, t0 + settings.duration_s - time.monotonic()))
+    return samples
 
 
 async def run_drill(
@@ -168,27 +192,21 @@ async def run_drill(
     prices: Mapping[str, Prices],
     *,
     on_done: Callable[[int], Any] | None = None,
+    on_start: Callable[[], Any] | None = None,
 ) -> tuple[list[Sample], list[float]]:
     """Replay ``drill`` against the simulator through ``arm``; samples and arrivals.
 
     Arrival times are seconds after the scenario was loaded (the simulator's clock), so
-    they line up with the samples' ``start_s`` (both count from the load).
+    they line up with the samples' ``start_s`` (both count from the load). ``on_start``
+    runs right after the load (a recording proxy marks the start there).
     """
     await admin.clear()
     await admin.clear_attempts()
     await admin.load_scenario(drill.scenario)
     loaded_at = float((await admin.scenario_status())["loaded_at"])
-    t0 = time.monotonic()
-    rate = drill.drill.rate_per_s
-    tasks = [asyncio.create_task(_one(arm, i, i / rate, t0, drill)) for i in range(drill.requests)]
-    samples: list[Sample] = []
-    for i, fut in enumerate(tasks):
-        start_s, waited, res = await fut
-        samples.append(to_sample(i, start_s, waited, res, prices, drill.drill.primary))
-        if on_done is not None:
-            on_done(i)
-    # Let the timeline run out even if the last requests answered early.
-    await asyncio.sleep(max(0.0, t0 + drill.drill.duration_s - time.monotonic()))
+    if on_start is not None:
+        on_start()
+    samples = await run_open_loop(drill.drill, arm, prices, on_done=on_done)
     arrivals = [a.arrival - loaded_at for a in await admin.attempts()]
     await admin.clear_scenario()
     return samples, arrivals

@@ -12,6 +12,7 @@ from agent_failover.testing.chaos_proxy.scenario import (
     ProxyIdentity,
     ProxyScenario,
     load_proxy_scenario,
+    pass_through_scenario,
 )
 from agent_failover.testing.chaos_proxy.server import (
     RunningChaosProxy,
@@ -24,6 +25,7 @@ __all__ = [
     "ProxyScenario",
     "RunningChaosProxy",
     "load_proxy_scenario",
+    "pass_through_scenario",
     "serve_chaos_proxy",
     "start_chaos_proxy",
 ]

@@ -101,6 +101,11 @@ class ProxyScenario(Scenario):
     events: list[ProxyEvent] = Field(min_length=1)  # type: ignore[assignment]
 
 
+def pass_through_scenario() -> ProxyScenario:
+    """A timeline without any fault: a recording proxy run without ``--scenario``."""
+    return ProxyScenario.model_construct(name="pass-through", description="", events=[])
+
+
 def load_proxy_scenario(path: str | Path) -> ProxyScenario:
     """Read a scenario or drill file; errors name the file and the field."""
     p = Path(path)

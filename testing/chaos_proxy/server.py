@@ -104,6 +104,8 @@ class ChaosProxyState:
     rng: random.Random = field(default_factory=lambda: random.Random(1234))
     stats: ProxyStats = field(default_factory=ProxyStats)
     shutdown: asyncio.Event = field(default_factory=asyncio.Event)
+    #: A :class:`agent_failover.testing.replay.record.Recorder` (``--record``), or None.
+    recorder: Any = None
 
     def upstream_url(self, raw_path: str) -> str:
         """The upstream URL for ``raw_path`` (path and query exactly as received)."""
@@ -152,11 +154,21 @@ class ChaosProxyHandler:
         st.stats.inflight += 1
         st.stats.faults.update(plan.labels)
         outcome, status = "client_disconnected", "-"
+        rec = None
+        if st.recorder is not None:
+            headers = request.headers.items()
+            rec = st.recorder.start(
+                request.method, request.path, request.query_string, headers, info, len(body)
+            )
         try:
-            resp, outcome = await self._answer(request, body, info, plan, parsed)
+            resp, outcome = await self._answer(request, body, info, plan, parsed, rec)
             status = "-" if outcome in _NO_STATUS else str(resp.status)
+            if rec is not None:
+                _note_injected(rec, resp, outcome)
             return resp
         finally:
+            if rec is not None:
+                rec.finish(client_left=outcome == "client_disconnected")
             st.stats.inflight -= 1
             st.stats.outcomes[outcome] += 1
             st.stats.statuses[status] += 1
@@ -179,6 +191,7 @@ class ChaosProxyHandler:
         info: RequestInfo,
         plan: AttemptPlan,
         parsed: ParsedRequest | None,
+        rec: Any = None,
     ) -> tuple[web.StreamResponse, str]:
         st = self.state
         if plan.latency_s:
@@ -192,14 +205,18 @@ class ChaosProxyHandler:
         upstream_req = httpx.Request(
             request.method,
             st.upstream_url(request.raw_path),
-            headers=end_to_end(request.headers, "host", "content-length", "expect"),
+            headers=_forwarded_headers(request, recording=rec is not None),
             content=body,
         )
         try:
             upstream = await st.http.send(upstream_req, stream=True)
         except httpx.HTTPError as exc:
             st.stats.upstream_errors += 1
+            if rec is not None:
+                rec.fail("reset", type(exc).__name__)
             return _bad_gateway(st.upstream, exc), "upstream_error"
+        if rec is not None:
+            rec.tee(upstream)
         try:
             ctx = RelayContext(st.clock, info.wire or FALLBACK_WIRE, info.model, self._hold)
             return await relay(request, upstream, plan, ctx)
@@ -210,6 +227,8 @@ class ChaosProxyHandler:
             # The upstream broke mid-answer: drop the client too, as the upstream did.
             st.stats.upstream_errors += 1
             log.warning("upstream failed mid-answer: %s", type(exc).__name__)
+            if rec is not None:
+                rec.fail("reset", type(exc).__name__)
             reset_connection(request.transport)
             return web.Response(status=502), "upstream_error"
         finally:
@@ -236,6 +255,24 @@ class ChaosProxyHandler:
 
     async def _hold(self, seconds: float | None) -> bool:
         return await hold(self.state.shutdown, self.state.clock, seconds)
+
+
+def _forwarded_headers(request: web.Request, *, recording: bool) -> list[tuple[str, str]]:
+    """The client's end-to-end headers; a recording asks for an unencoded body (it is
+    redacted, which needs it readable)."""
+    headers = end_to_end(request.headers, "host", "content-length", "expect")
+    if recording:
+        headers = [(k, v) for k, v in headers if k.lower() != "accept-encoding"]
+        headers.append(("accept-encoding", "identity"))
+    return headers
+
+
+def _note_injected(rec: Any, resp: web.StreamResponse, outcome: str) -> None:
+    """Record what the proxy answered itself (a fault of the scenario) as the client saw it."""
+    if outcome in ("reset", "server_shutdown"):
+        rec.fail("reset", "injected by the chaos proxy")
+    elif rec.status is None and rec.end is None and isinstance(resp, web.Response):
+        rec.answered(resp.status, resp.reason, list(resp.headers.items()), resp.body or b"")
 
 
 def _bad_gateway(upstream: str, exc: httpx.HTTPError) -> web.Response:
@@ -316,6 +353,7 @@ async def start_chaos_proxy(
     seed: int = 1234,
     start_at: float | None = None,
     http: httpx.AsyncClient | None = None,
+    recorder: Any = None,
 ) -> RunningChaosProxy:
     """Start the proxy in the running loop (``port=0``: a free port); t=0 is now or
     ``start_at`` (epoch seconds on ``clock``)."""
@@ -328,6 +366,7 @@ async def start_chaos_proxy(
         provider=provider,
         clock=clk,
         rng=random.Random(seed),
+        recorder=recorder,
     )
     runner = web.AppRunner(
         build_proxy_app(state),

@@ -145,7 +145,7 @@ class Scenario(BaseModel):
         ends = [e.end_s for e in self.events]
         if any(e is None for e in ends):
             return None
-        return max(e for e in ends if e is not None)
+        return max((e for e in ends if e is not None), default=0.0)
 
     def check_endpoints(self, known: list[str]) -> None:
         """Reject events naming endpoints the simulator does not host."""

@@ -21,7 +21,9 @@ PRODUCTION_COMMANDS = [
     ["qualify"], ["escalations"], ["escalations", "list"], ["escalations", "show"],
     ["config"], ["config", "check"],
 ]  # fmt: skip
-DEV_COMMANDS = [["sim"], ["dev"], ["demo"], ["drill"], ["chaos-proxy"], ["webhook-receiver"]]
+DEV_COMMANDS = [
+    ["sim"], ["dev"], ["demo"], ["drill"], ["chaos-proxy"], ["replay"], ["webhook-receiver"],
+]  # fmt: skip
 #: The modules that implement the production commands (main itself is checked apart: it
 #: also registers the dev commands, whose module imports the helpers inside each body).
 PRODUCTION_MODULES = [
