@@ -10,9 +10,11 @@ Streaming uses ``:streamGenerateContent?alt=sse``: every event is a whole
 * ``json_schema`` → ``generationConfig.responseMimeType: application/json`` plus
   ``responseSchema``, converted to Gemini's OpenAPI subset by :func:`to_gemini_schema`.
 * ``prefill`` is a trailing ``model`` turn, which Gemini continues.
-* ``finishReason`` SAFETY / RECITATION / BLOCKLIST / PROHIBITED_CONTENT / SPII and
-  ``promptFeedback.blockReason`` raise :class:`ContentFilterError`;
-  MALFORMED_FUNCTION_CALL raises :class:`MalformedToolCallError`; thinking parts
+* ``finishReason`` SAFETY / RECITATION / BLOCKLIST / PROHIBITED_CONTENT / SPII / LANGUAGE /
+  IMAGE_* / MODEL_ARMOR and ``promptFeedback.blockReason`` raise :class:`ContentFilterError`;
+  MALFORMED_FUNCTION_CALL / UNEXPECTED_TOOL_CALL / TOO_MANY_TOOL_CALLS raise
+  :class:`MalformedToolCallError`; any other reason than STOP / MAX_TOKENS (OTHER, a
+  reason added after this was written) raises :class:`MalformedStreamError` naming it; thinking parts
   (``thought: true``) are not part of the answer, but their tokens are billed as output.
 """
 
@@ -37,7 +39,16 @@ from agent_failover.resilience.errors import (
 )
 from agent_failover.resilience.models import TOOL_CHOICE_MODES, ChatRequest, FinishReason, ToolCall
 
-_BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
+# Every documented finishReason (Gemini API ``Candidate.FinishReason`` and Vertex AI's,
+# which adds MODEL_ARMOR), by the decision it gets: a refusal, a bad tool call, or an
+# ordinary ending. Anything else is an error that names the reason, never a quiet "stop".
+_BLOCKED = frozenset(
+    {
+        "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "LANGUAGE", "MODEL_ARMOR",
+    }
+)  # fmt: skip
+_BAD_TOOL_CALL = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"})
 _FINISH = {"STOP": FinishReason.STOP, "MAX_TOKENS": FinishReason.LENGTH}
 # JSON Schema keywords Gemini's Schema object understands; everything else is dropped
 # because the API rejects unknown fields (additionalProperties, $schema, $defs, ...).
@@ -224,11 +235,16 @@ class _Fold:
         kw: dict[str, Any] = {"endpoint": self.call.name, "status": 200, "partial_text": partial}
         if reason in _BLOCKED:
             raise ContentFilterError(f"output blocked (finishReason={reason})", **kw)
-        if reason == "MALFORMED_FUNCTION_CALL":
-            raise MalformedToolCallError("the model produced a malformed function call", **kw)
+        if reason in _BAD_TOOL_CALL:
+            raise MalformedToolCallError(f"the model's function call failed ({reason})", **kw)
+        if reason not in _FINISH:
+            raise MalformedStreamError(
+                f"generation ended with finishReason={reason}, which is not a usable ending",
+                **kw,
+            )
         if self.calls and reason == "STOP":
             return FinishReason.TOOL_CALLS
-        return _FINISH.get(reason, FinishReason.STOP)
+        return _FINISH[reason]
 
 
 def parse_reply(call: Attempt, payload: Any) -> ReplyParts:

@@ -8,8 +8,11 @@ Ollama). Mapping choices:
   required, and validation happens on our side anyway (:mod:`providers.validate`).
 * ``max_tokens`` is sent as ``max_completion_tokens`` to OpenAI itself (the field its
   current models require) and as ``max_tokens`` to compatible servers, which know only that.
-* ``stream_options.include_usage`` is requested from OpenAI itself; compatible servers
-  that reject unknown fields send usage in their last chunk anyway.
+* ``stream_options.include_usage`` is requested on every streamed call (compatible servers
+  report usage only when asked); ``capabilities.stream_usage: false`` turns it off for a
+  server that rejects the field.
+* A tool call with an empty ``id`` (Gemini's OpenAI-compatible endpoint sends ``""``) gets
+  a generated ``call_N`` id, so its result can be matched to it.
 * ``prefill`` is a trailing assistant message with ``prefix: true`` (Mistral / DeepSeek
   style) and is sent only to endpoints declaring ``assistant_prefill``; others fail fast
   with an :class:`InvalidRequestError` whose decision is FAILOVER (another route can).
@@ -128,7 +131,7 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) 
             )
     if stream:
         body["stream"] = True
-        if _is_openai(endpoint):
+        if endpoint.capabilities.stream_usage:
             body["stream_options"] = {"include_usage": True}
     return body
 
@@ -175,9 +178,11 @@ def parse_reply(call: Attempt, payload: Any) -> ReplyParts:
     finish = _finish(call, choice.get("finish_reason"), text)
     calls = [
         parse_tool_arguments(
-            tc.get("id", ""), tc["function"].get("name", ""), tc["function"].get("arguments")
+            tc.get("id") or f"call_{i}",
+            tc["function"].get("name", ""),
+            tc["function"].get("arguments"),
         )
-        for tc in message.get("tool_calls") or []
+        for i, tc in enumerate(message.get("tool_calls") or [])
     ]
     usage = payload.get("usage") or {}
     return ReplyParts(
@@ -251,8 +256,8 @@ class OpenAIStream(StreamState):
     def tool_calls(self) -> list[ToolCall]:
         """Tool calls assembled from their streamed fragments."""
         return [
-            parse_tool_arguments(t["id"], t["name"], t["args"])
-            for _, t in sorted(self._tools.items())
+            parse_tool_arguments(t["id"] or f"call_{i}", t["name"], t["args"])
+            for i, (_, t) in enumerate(sorted(self._tools.items()))
         ]
 
 
