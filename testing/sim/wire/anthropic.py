@@ -14,6 +14,7 @@ the model answers: an agent loop.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from agent_failover.resilience.endpoint import ProviderKind
@@ -114,6 +115,15 @@ class AnthropicWire(WireFormat):
     def authenticated(self, headers: Any, query: dict[str, str]) -> bool:
         """Anthropic takes the key in ``x-api-key`` (or a bearer token)."""
         return bool(headers.get("x-api-key") or headers.get("authorization"))
+
+    def reset_headers(self, seconds: float, now: float) -> dict[str, str]:
+        """``anthropic-ratelimit-requests-*``: the reset is an RFC 3339 timestamp."""
+        at = datetime.fromtimestamp(now + seconds, tz=UTC).isoformat().replace("+00:00", "Z")
+        return {
+            "anthropic-ratelimit-requests-limit": "50",
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-requests-reset": at,
+        }
 
     def request_id_header(self) -> str:
         """Anthropic's request id header."""

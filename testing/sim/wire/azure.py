@@ -69,6 +69,10 @@ class AzureOpenAIWire(OpenAIWire):
         payload = {**body, "model": model} if isinstance(body, dict) else body
         return super().parse(payload, op, endpoint)
 
+    def reset_headers(self, seconds: float, now: float) -> dict[str, str]:
+        """Azure OpenAI says the wait as ``retry-after-ms`` (no ``x-ratelimit-reset-*``)."""
+        return {"retry-after-ms": str(int(seconds * 1000))}
+
     def error_body(self, err: SimError, status: int, model: str | None) -> dict[str, Any]:
         """Azure's error object: string codes, ``innererror`` for content filters."""
         body = super().error_body(err, status, model)

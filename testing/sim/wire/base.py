@@ -49,6 +49,7 @@ class SimError(Exception):
         retry_after: float | None = None,
         param: str | None = None,
         detail: dict[str, Any] | None = None,
+        reset_only: bool = False,
     ) -> None:
         super().__init__(message)
         self.detail = detail or {}
@@ -57,6 +58,10 @@ class SimError(Exception):
         self.status = status
         self.retry_after = retry_after
         self.param = param
+        #: Say ``retry_after`` only in the vendor's rate-limit reset headers.
+        self.reset_only = reset_only
+        #: The server's clock when the error is answered (for reset timestamps).
+        self.now = 0.0
 
 
 _STATUS_CATEGORY = {
@@ -112,7 +117,13 @@ def error_from_fault(fault: Fault) -> SimError:
         category = _FAULT_CATEGORY[fault.kind]
         status = None
     message = fault.message or _DEFAULT_MESSAGES[category]
-    return SimError(category, message, status=status, retry_after=fault.retry_after)
+    return SimError(
+        category,
+        message,
+        status=status,
+        retry_after=fault.retry_after,
+        reset_only=fault.hint == "reset",
+    )
 
 
 def stream_error_from_fault(fault: Fault) -> SimError:
@@ -228,10 +239,23 @@ class WireFormat(ABC):
         """Name of the header the provider uses for its request id."""
         return "x-request-id"
 
+    def reset_headers(self, seconds: float, now: float) -> dict[str, str]:
+        """The wait said only in the vendor's rate-limit headers; OpenAI's spelling
+        (``x-ratelimit-reset-requests`` as a duration) unless the wire overrides it."""
+        return {
+            "x-ratelimit-limit-requests": "60",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": f"{seconds:g}s",
+            "x-ratelimit-remaining-tokens": "1000",
+            "x-ratelimit-reset-tokens": "0s",
+        }
+
     def error_headers(self, err: SimError) -> dict[str, str]:
         """Headers sent with an error answer (Retry-After when known)."""
         if err.retry_after is None:
             return {}
+        if err.reset_only:
+            return self.reset_headers(err.retry_after, err.now)
         # Retry-After is whole seconds by RFC 9110; the ms variant keeps sub-second values.
         return {
             "retry-after": str(max(0, math.ceil(err.retry_after))),

@@ -140,6 +140,10 @@ class _AwsErrors:
         headers["x-amzn-ErrorType"] = self.error_type(err) + _TYPE_URL
         return headers
 
+    def reset_headers(self, seconds: float, now: float) -> dict[str, str]:
+        """AWS says no wait in any header: a ThrottlingException is all there is."""
+        return {}
+
     def request_id_header(self) -> str:
         """AWS's request id header."""
         return "x-amzn-RequestId"

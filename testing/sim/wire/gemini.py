@@ -37,6 +37,15 @@ _FINISH = {
     Finish.TOOL: "STOP",
     Finish.REFUSAL: "SAFETY",
 }
+
+
+def _finish(reply: Reply) -> str:
+    """The reply's ``finishReason``: a fault may name the refusal (Vertex ``MODEL_ARMOR``)."""
+    if reply.finish is Finish.REFUSAL and reply.refusal_reason:
+        return reply.refusal_reason
+    return _FINISH[reply.finish]
+
+
 _STATUS: dict[ErrorCategory, tuple[int, str]] = {
     ErrorCategory.RATE_LIMIT: (429, "RESOURCE_EXHAUSTED"),
     ErrorCategory.QUOTA: (429, "RESOURCE_EXHAUSTED"),
@@ -139,6 +148,10 @@ class GeminiWire(WireFormat):
         """Gemini's status for ``err`` (503 for overload)."""
         return err.status or _STATUS[err.category][0]
 
+    def reset_headers(self, seconds: float, now: float) -> dict[str, str]:
+        """Google says the wait in the body's ``RetryInfo``, never in a header."""
+        return {}
+
     def error_body(self, err: SimError, status: int, model: str | None) -> dict[str, Any]:
         """``{"error":{"code","message","status"}}`` plus RetryInfo when known."""
         name = _STATUS_NAMES.get(status) or _STATUS[err.category][1]
@@ -193,7 +206,7 @@ class GeminiWire(WireFormat):
     def response(self, reply: Reply) -> dict[str, Any]:
         """A complete GenerateContentResponse (no ``parts`` when the output is empty)."""
         text = reply.text if reply.text else None
-        return self._response(reply, text, _FINISH[reply.finish], reply.output_tokens)
+        return self._response(reply, text, _finish(reply), reply.output_tokens)
 
     def stream_prelude(self, reply: Reply) -> list[bytes]:
         """Gemini sends nothing before the first content."""
@@ -205,7 +218,7 @@ class GeminiWire(WireFormat):
 
     def stream_finale(self, reply: Reply, include_usage: bool) -> list[bytes]:
         """The last response: ``finishReason`` and the final usage."""
-        return [sse(self._response(reply, "", _FINISH[reply.finish], reply.output_tokens))]
+        return [sse(self._response(reply, "", _finish(reply), reply.output_tokens))]
 
     def stream_terminal(self) -> list[bytes]:
         """Gemini has no terminal marker."""
