@@ -8,7 +8,11 @@ Streaming uses ``:streamGenerateContent?alt=sse``: every event is a whole
   ``functionResponse`` parts (whose ``name`` comes from the message, else from the call
   it answers); adjacent same-role turns are merged.
 * ``json_schema`` → ``generationConfig.responseMimeType: application/json`` plus
-  ``responseSchema``, converted to Gemini's OpenAPI subset by :func:`to_gemini_schema`.
+  ``responseJsonSchema``, which takes JSON Schema itself (``$ref``/``$defs``, ``anyOf``,
+  enums of any type, ``additionalProperties``), so recursive models, nested models,
+  discriminated unions and ``dict`` fields keep their structure; :func:`to_json_schema`
+  only spells ``const`` as a one-value ``enum`` and drops ``$schema`` / ``discriminator``.
+  Tool parameters still go through :func:`to_gemini_schema` (the OpenAPI subset).
 * ``prefill`` is a trailing ``model`` turn, which Gemini continues.
 * ``finishReason`` SAFETY / RECITATION / BLOCKLIST / PROHIBITED_CONTENT / SPII / LANGUAGE /
   IMAGE_* / MODEL_ARMOR and ``promptFeedback.blockReason`` raise :class:`ContentFilterError`;
@@ -87,6 +91,40 @@ def to_gemini_schema(schema: Any) -> Any:
     return out
 
 
+#: Keywords ``responseJsonSchema`` does not take; everything else is JSON Schema as is.
+_JSON_SCHEMA_DROP = frozenset({"$schema", "discriminator"})
+
+
+def to_json_schema(schema: Any) -> Any:
+    """A JSON Schema as ``responseJsonSchema`` takes it, structure untouched.
+
+    ``const`` becomes a one-value ``enum`` (the form the API documents), recursively;
+    ``$schema`` and OpenAPI's ``discriminator`` are dropped. ``$ref``/``$defs``, ``anyOf``,
+    ``oneOf``, enums and ``additionalProperties`` pass through.
+    """
+    if isinstance(schema, list):
+        return [to_json_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _JSON_SCHEMA_DROP:
+            continue
+        if key == "const":
+            out["enum"] = [value]
+        elif key in ("properties", "$defs", "definitions", "patternProperties"):
+            out[key] = (
+                {k: to_json_schema(v) for k, v in value.items()}
+                if isinstance(value, dict)
+                else value
+            )
+        elif key in ("enum", "required", "default", "examples", "example"):
+            out[key] = value  # values, not schemas
+        else:
+            out[key] = to_json_schema(value)
+    return out
+
+
 def _contents(request: ChatRequest) -> list[dict[str, Any]]:
     names: dict[str, str] = {}  # tool_call_id -> function name, for functionResponse
     turns: list[dict[str, Any]] = []
@@ -132,7 +170,7 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest) -> dict[str, Any]
         config["stopSequences"] = request.stop
     if request.json_schema is not None:
         config["responseMimeType"] = "application/json"
-        config["responseSchema"] = to_gemini_schema(request.json_schema)
+        config["responseJsonSchema"] = to_json_schema(request.json_schema)
     body: dict[str, Any] = {"contents": _contents(request), "generationConfig": config}
     if request.system:
         body["systemInstruction"] = {"parts": [{"text": request.system}]}
