@@ -8,7 +8,10 @@ Mapping choices:
 * ``json_schema`` is enforced with a forced tool (``tool_choice`` naming
   :data:`JSON_TOOL`): the model must fill the schema as the tool's input, which is more
   reliable than instructions. The input becomes the reply text and is not reported as a
-  tool call. When a ``prefill`` is also given (resuming a cut JSON answer), the schema
+  tool call. With user tools the JSON tool is offered, not forced (``tool_choice`` stays
+  the caller's, ``auto`` by default) and the system prompt says to answer through it:
+  forcing it would stop the model from ever calling the user's tools; a final answer
+  given as text instead is validated against the schema like any other. When a ``prefill`` is also given (resuming a cut JSON answer), the schema
   is stated in the system prompt instead and the prefill continues the text.
 * ``prefill`` is a trailing assistant turn. Anthropic rejects one ending in whitespace,
   so trailing whitespace is trimmed; the returned text is prefill + continuation.
@@ -38,6 +41,10 @@ from agent_failover.resilience.models import ChatRequest, FinishReason, ToolCall
 API_VERSION = "2023-06-01"
 #: Name of the forced tool that carries structured output.
 JSON_TOOL = "structured_output"
+#: Told to the model when the JSON tool is offered beside the user's tools, not forced.
+JSON_TOOL_HINT = (
+    f"Use the other tools as needed; give your final answer by calling the {JSON_TOOL} tool."
+)
 #: Where a non-object schema is nested, since tool inputs must be JSON objects.
 WRAP_KEY = "value"
 
@@ -93,6 +100,12 @@ def _messages(request: ChatRequest) -> list[dict[str, Any]]:
     return turns
 
 
+def force_json_tool(request: ChatRequest) -> bool:
+    """Whether the structured-output tool may be forced: only when no user tool could be
+    called (none declared, or ``tool_choice: none``)."""
+    return not request.tools or request.tool_choice == "none"
+
+
 def prefill_text(request: ChatRequest) -> str:
     """The assistant text the reply continues: the prefill with trailing whitespace trimmed."""
     return (request.prefill or "").rstrip()
@@ -126,7 +139,10 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) 
                     "input_schema": tool_schema(request.json_schema),
                 }
             )
-            body["tool_choice"] = {"type": "tool", "name": JSON_TOOL}
+            if force_json_tool(request):
+                body["tool_choice"] = {"type": "tool", "name": JSON_TOOL}
+            else:
+                system = (f"{system}\n\n" if system else "") + JSON_TOOL_HINT
     if prefill:
         body["messages"].append({"role": "assistant", "content": prefill})
     if system:
@@ -134,6 +150,8 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) 
     if tools:
         body["tools"] = tools
         choice = request.tool_choice
+        if choice is None and request.json_schema is not None and not prefill:
+            choice = "auto"
         if choice is not None and "tool_choice" not in body:
             body["tool_choice"] = _ANTHROPIC_TOOL_CHOICE.get(choice) or {
                 "type": "tool",

@@ -13,7 +13,8 @@ budgets as the SSE wires. Mapping choices:
   ``toolResult`` blocks in a user turn; adjacent same-role turns merge; empty text
   blocks are dropped (Converse rejects blank text).
 * ``json_schema`` → a forced tool (``toolChoice.tool``) whose input is the answer, as
-  for Anthropic; ``tool_choice`` → ``auto`` / ``any`` / ``tool`` (Converse has no
+  for Anthropic; beside user tools it is offered with ``toolChoice.auto`` (or the
+  caller's choice) and the answer validated, so the user's tools can still be called; ``tool_choice`` → ``auto`` / ``any`` / ``tool`` (Converse has no
   ``none``: the tools stay declared); ``prefill`` → a trailing assistant turn (trailing
   whitespace trimmed).
 * Stream events ``messageStart``, ``contentBlockStart`` / ``Delta`` / ``Stop``,
@@ -35,6 +36,8 @@ from urllib.parse import quote
 
 from agent_failover.providers.anthropic import (
     JSON_TOOL,
+    JSON_TOOL_HINT,
+    force_json_tool,
     json_tool_text,
     prefill_text,
     tool_schema,
@@ -111,9 +114,12 @@ def _tool_config(request: ChatRequest, forced: bool) -> dict[str, Any] | None:
     if not tools:
         return None
     config: dict[str, Any] = {"tools": tools}
-    if forced:
+    choice = request.tool_choice
+    if forced and force_json_tool(request):
         config["toolChoice"] = {"tool": {"name": JSON_TOOL}}
-    elif request.tool_choice in ("auto", "required"):
+    elif forced and choice is None:
+        config["toolChoice"] = {"auto": {}}
+    elif choice in ("auto", "required"):
         config["toolChoice"] = {"auto": {}} if request.tool_choice == "auto" else {"any": {}}
     elif request.tool_choice is not None and request.tool_choice != "none":
         config["toolChoice"] = {"tool": {"name": request.tool_choice}}
@@ -142,6 +148,8 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest) -> dict[str, Any]
             "Answer with JSON only, valid against this JSON Schema:\n"
             + json.dumps(request.json_schema)
         )
+    if _forced(request) and not force_json_tool(request):
+        system = (f"{system}\n\n" if system else "") + JSON_TOOL_HINT
     if system:
         body["system"] = [{"text": system}]
     tools = _tool_config(request, _forced(request))
