@@ -32,11 +32,12 @@ from agent_failover.providers.wire import (
     ReplyParts,
     StreamState,
     WireAdapter,
+    carried,
     parse_tool_arguments,
 )
 from agent_failover.resilience.endpoint import EndpointConfig
 from agent_failover.resilience.errors import ContentFilterError
-from agent_failover.resilience.models import ChatRequest, FinishReason, ToolCall
+from agent_failover.resilience.models import ChatRequest, FinishReason, Reasoning, ToolCall
 
 API_VERSION = "2023-06-01"
 #: Name of the forced tool that carries structured output.
@@ -78,7 +79,17 @@ def tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _messages(request: ChatRequest) -> list[dict[str, Any]]:
+#: Content blocks of extended thinking, passed back verbatim (signatures included).
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+
+
+def thinking_reasoning(origin: str, blocks: list[dict[str, Any]]) -> Reasoning | None:
+    """The reply's thinking blocks as :class:`Reasoning` (``None`` when it had none)."""
+    kept = [b for b in blocks if b.get("type") in THINKING_BLOCKS]
+    return Reasoning(origin=origin, blocks=kept) if kept else None
+
+
+def _messages(endpoint: EndpointConfig, request: ChatRequest) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = []
     for m in request.messages:
         if m.role == "tool":
@@ -88,7 +99,11 @@ def _messages(request: ChatRequest) -> list[dict[str, Any]]:
             ]
         else:
             role = m.role
-            blocks = [{"type": "text", "text": m.content}] if m.content else []
+            own = carried(m.reasoning, endpoint) if m.role == "assistant" else None
+            # With extended thinking, an assistant turn that used tools must send its
+            # thinking blocks back first, unchanged; another model's are dropped.
+            blocks = [dict(b) for b in own.blocks] if own is not None else []
+            blocks += [{"type": "text", "text": m.content}] if m.content else []
             blocks += [
                 {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
                 for c in m.tool_calls
@@ -116,7 +131,7 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) 
     body: dict[str, Any] = {
         "model": endpoint.model,
         "max_tokens": min(request.max_tokens, endpoint.max_output_tokens),
-        "messages": _messages(request),
+        "messages": _messages(endpoint, request),
     }
     system = request.system or ""
     prefill = prefill_text(request)
@@ -228,6 +243,7 @@ def parse_reply(call: Attempt, payload: Any) -> ReplyParts:
         input_tokens=_input_tokens(usage),
         output_tokens=usage.get("output_tokens"),
         tool_calls=calls,
+        reasoning=thinking_reasoning(call.origin, payload["content"]),
     )
 
 
@@ -287,6 +303,11 @@ class AnthropicStream(StreamState):
         kind = delta.get("type")
         if kind == "text_delta":
             self.add_text(delta["text"])
+        elif kind == "thinking_delta":
+            block = self._blocks[index]
+            block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+        elif kind == "signature_delta":
+            self._blocks[index]["signature"] = delta.get("signature", "")
         elif kind == "input_json_delta":
             block = self._blocks[index]
             fragment = delta.get("partial_json", "")
@@ -308,6 +329,14 @@ class AnthropicStream(StreamState):
             raw = block["partial_json"] or block.get("input") or {}
             calls.append(parse_tool_arguments(block.get("id", ""), block.get("name", ""), raw))
         return calls
+
+    def reasoning(self) -> Reasoning | None:
+        """The streamed thinking blocks, assembled from their deltas."""
+        blocks = [
+            {k: v for k, v in block.items() if k != "partial_json"}
+            for _, block in sorted(self._blocks.items())
+        ]
+        return thinking_reasoning(self._call.origin, blocks)
 
     def finalize(self) -> None:
         """The forced tool is the answer: unwrap a non-object schema, report it as a stop."""

@@ -170,6 +170,11 @@ def _client_error(status: int, lowered: str, message: str, kw: dict[str, Any]) -
         # The route names a model (or a URL) the provider does not serve: its configuration
         # is wrong, not the request, so another route may answer.
         return ModelNotFoundError(f"this route's model is not served: {message}", **kw)
+    if status == 400 and "thought_signature" in lowered:
+        # Gemini 3 wants its own signature on a call: a route of another model does not.
+        return InvalidRequestError(
+            f"request rejected: {message}", decision=Decision.FAILOVER, **kw
+        )
     if status == 400 and any(w in lowered for w in BAD_TOOL_CALL_WORDS):
         return MalformedToolCallError(f"the model's tool call failed: {message}", **kw)
     if status == 413:

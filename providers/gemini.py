@@ -33,6 +33,7 @@ from agent_failover.providers.wire import (
     ReplyParts,
     StreamState,
     WireAdapter,
+    carried,
     parse_tool_arguments,
 )
 from agent_failover.resilience.endpoint import EndpointConfig
@@ -41,7 +42,13 @@ from agent_failover.resilience.errors import (
     MalformedStreamError,
     MalformedToolCallError,
 )
-from agent_failover.resilience.models import TOOL_CHOICE_MODES, ChatRequest, FinishReason, ToolCall
+from agent_failover.resilience.models import (
+    TOOL_CHOICE_MODES,
+    ChatRequest,
+    FinishReason,
+    Reasoning,
+    ToolCall,
+)
 
 # Every documented finishReason (Gemini API ``Candidate.FinishReason`` and Vertex AI's,
 # which adds MODEL_ARMOR), by the decision it gets: a refusal, a bad tool call, or an
@@ -125,7 +132,32 @@ def to_json_schema(schema: Any) -> Any:
     return out
 
 
-def _contents(request: ChatRequest) -> list[dict[str, Any]]:
+#: Google's documented stand-in for a function call that has no signature of this model's
+#: (a conversation carried over from another model or vendor): Gemini 3 rejects such a
+#: call's part without one ("Function call is missing a thought_signature").
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+_NO_SIGNATURE_MODELS = ("gemini-1", "gemini-2")
+
+
+def _call_parts(endpoint: EndpointConfig, calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """``functionCall`` parts with their ``thoughtSignature``: this model's own, carried
+    back verbatim; a foreign or missing one replaced, on the turn's first call, by
+    :data:`SKIP_SIGNATURE` for models that require signatures (Gemini 3 and later)."""
+    model = endpoint.model.rsplit("/", 1)[-1]
+    needs = not model.startswith(_NO_SIGNATURE_MODELS)
+    parts: list[dict[str, Any]] = []
+    for i, c in enumerate(calls):
+        part: dict[str, Any] = {"functionCall": {"name": c.name, "args": c.arguments}}
+        own = carried(c.reasoning, endpoint)
+        if own is not None and own.signature:
+            part["thoughtSignature"] = own.signature
+        elif needs and i == 0:
+            part["thoughtSignature"] = SKIP_SIGNATURE
+        parts.append(part)
+    return parts
+
+
+def _contents(endpoint: EndpointConfig, request: ChatRequest) -> list[dict[str, Any]]:
     names: dict[str, str] = {}  # tool_call_id -> function name, for functionResponse
     turns: list[dict[str, Any]] = []
     for m in request.messages:
@@ -146,7 +178,7 @@ def _contents(request: ChatRequest) -> list[dict[str, Any]]:
             parts = [{"text": m.content}] if m.content or not m.tool_calls else []
             for c in m.tool_calls:
                 names[c.id] = c.name
-                parts.append({"functionCall": {"name": c.name, "args": c.arguments}})
+            parts += _call_parts(endpoint, m.tool_calls)
         if turns and turns[-1]["role"] == role:
             turns[-1]["parts"].extend(parts)
         else:
@@ -171,7 +203,7 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest) -> dict[str, Any]
     if request.json_schema is not None:
         config["responseMimeType"] = "application/json"
         config["responseJsonSchema"] = to_json_schema(request.json_schema)
-    body: dict[str, Any] = {"contents": _contents(request), "generationConfig": config}
+    body: dict[str, Any] = {"contents": _contents(endpoint, request), "generationConfig": config}
     if request.system:
         body["systemInstruction"] = {"parts": [{"text": request.system}]}
     if request.tools:
@@ -257,7 +289,11 @@ class _Fold:
             if isinstance(part.get("functionCall"), dict):
                 fc = part["functionCall"]
                 call_id = fc.get("id") or f"call_{len(self.calls)}"
-                self.calls.append(parse_tool_arguments(call_id, fc.get("name", ""), fc.get("args")))
+                call = parse_tool_arguments(call_id, fc.get("name", ""), fc.get("args"))
+                if isinstance(part.get("thoughtSignature"), str):
+                    sig = Reasoning(origin=self.call.origin, signature=part["thoughtSignature"])
+                    call = call.model_copy(update={"reasoning": sig})
+                self.calls.append(call)
                 tool_seen = True
         reason = candidate.get("finishReason")
         delta = "".join(text)

@@ -157,7 +157,14 @@ async def run_agent_loop(
                 total_tokens=tokens,
                 cost_usd=cost,
             )
-        messages.append(Message(role="assistant", content=out.content, tool_calls=out.tool_calls))
+        messages.append(
+            Message(
+                role="assistant",
+                content=out.content,
+                tool_calls=out.tool_calls,
+                reasoning=out.reasoning,
+            )
+        )
         for call in out.tool_calls:
             run = await _run_tool(call, by_name.get(call.name), step, turn, seen, saga)
             runs.append(run)

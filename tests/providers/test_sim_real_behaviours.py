@@ -98,3 +98,60 @@ async def test_reset_headers_on_the_wire(simulator):
     assert "retry-after" not in resp.headers
     assert resp.headers["anthropic-ratelimit-requests-remaining"] == "0"
     assert resp.headers["anthropic-ratelimit-requests-reset"].endswith("Z")
+
+
+def _tool_turn(signature: str | None) -> list[dict]:
+    call: dict = {"functionCall": {"name": "get_weather", "args": {}}}
+    if signature is not None:
+        call["thoughtSignature"] = signature
+    return [
+        {"role": "user", "parts": [{"text": "Weather?"}]},
+        {"role": "model", "parts": [call]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {}}}]},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("model", "signature", "status"),
+    [
+        ("gemini-3-flash-preview", None, 400),
+        ("gemini-3-flash-preview", "c2lnbmF0dXJl", 200),
+        ("gemini-2.5-flash", None, 200),
+    ],
+)
+async def test_gemini3_second_tool_turn_needs_its_signature(simulator, model, signature, status):
+    """Like the real API (https://ai.google.dev/gemini-api/docs/thought-signatures), the
+    simulator rejects a Gemini 3 tool turn whose functionCall part lost its signature."""
+    async with simulator.admin() as admin:
+        await admin.reset()
+    ep = simulator.endpoint_config("gemini-flash")
+    async with httpx.AsyncClient() as client:
+        resp = await client.post(
+            f"{ep.base()}/v1beta/models/{model}:generateContent",
+            json={"contents": _tool_turn(signature)},
+            headers={"x-goog-api-key": "k"},
+        )
+    assert resp.status_code == status, resp.text
+    if status == 400:
+        assert "missing a thought_signature" in resp.json()["error"]["message"]
+
+
+async def test_adapter_passes_the_simulators_gemini3_check(simulator):
+    """A conversation failed over from another vendor into Gemini 3 is accepted: the
+    adapter sends the documented stand-in where no Gemini signature exists."""
+    from agent_failover.resilience.models import ToolCall
+
+    ep = simulator.endpoint_config("gemini-flash").model_copy(
+        update={"model": "gemini-3-flash-preview"}
+    )
+    request = ChatRequest(
+        messages=[
+            Message(role="user", content="Weather?"),
+            Message(role="assistant", tool_calls=[ToolCall(id="toolu_1", name="get_weather")]),
+            Message(role="tool", tool_call_id="toolu_1", content="{}"),
+        ],
+        stream=False,
+    )
+    async with build_http_client([ep]) as client:
+        reply = await complete(client, ep, request, BUDGETS)
+    assert reply.text

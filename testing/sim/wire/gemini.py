@@ -8,7 +8,10 @@ as the REST API does. Gemini has no terminal marker, so a cut stream is only vis
 a missing ``finishReason``. Errors are ``{"error":{"code","message","status"}}``, with a
 ``RetryInfo`` detail when a retry delay is known. JSON mode is
 ``generationConfig.responseMimeType = application/json`` with an optional
-``responseSchema`` (OpenAPI subset) or ``responseJsonSchema``.
+``responseSchema`` (OpenAPI subset) or ``responseJsonSchema``. Gemini 3 models
+(``gemini-3*``) require, as the real API does, a ``thoughtSignature`` on the first
+``functionCall`` part of every model step of the current turn, and answer 400
+INVALID_ARGUMENT "Function call is missing a thought_signature" without one.
 """
 
 from __future__ import annotations
@@ -78,6 +81,30 @@ def _invalid(message: str) -> SimError:
     return SimError(ErrorCategory.INVALID_REQUEST, message)
 
 
+def missing_signature(model: str, contents: list[Any]) -> str | None:
+    """Gemini 3's rule: the error message when a model step of the current turn (since the
+    last user text) has a first ``functionCall`` part without ``thoughtSignature``."""
+    if not model.startswith("gemini-3"):
+        return None
+    start = 0
+    for i, c in enumerate(contents):
+        parts = c.get("parts") or []
+        if c.get("role", "user") == "user" and any("text" in p for p in parts):
+            start = i + 1
+    for c in contents[start:]:
+        if c.get("role") != "model":
+            continue
+        calls = [p for p in c.get("parts") or [] if isinstance(p, dict) and "functionCall" in p]
+        if calls and not calls[0].get("thoughtSignature"):
+            name = calls[0]["functionCall"].get("name", "")
+            return (
+                "Function call is missing a thought_signature in functionCall parts. This is "
+                "required for tools to work correctly, and missing thought_signature may lead "
+                f"to degraded model performance. Additional data, function call `{name}`."
+            )
+    return None
+
+
 def _get(d: dict[str, Any], camel: str, snake: str) -> Any:
     # The REST API accepts proto field names in both spellings.
     return d.get(camel, d.get(snake))
@@ -120,6 +147,9 @@ class GeminiWire(WireFormat):
                 raise _invalid(f"* GenerateContentRequest.contents[{i}].parts: must be a list")
             role = {"model": "assistant", "function": "tool"}.get(c.get("role", "user"), "user")
             messages.append((role, text_of_blocks(c["parts"])))
+        problem = missing_signature(op.path_model or endpoint.default_model, contents)
+        if problem is not None:
+            raise _invalid(problem)
         system_inst = _get(body, "systemInstruction", "system_instruction") or {}
         system = text_of_blocks(system_inst.get("parts")) if isinstance(system_inst, dict) else ""
         config = _get(body, "generationConfig", "generation_config") or {}
