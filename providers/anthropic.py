@@ -11,7 +11,8 @@ Mapping choices:
   tool call. With user tools the JSON tool is offered, not forced (``tool_choice`` stays
   the caller's, ``auto`` by default) and the system prompt says to answer through it:
   forcing it would stop the model from ever calling the user's tools; a final answer
-  given as text instead is validated against the schema like any other. When a ``prefill`` is also given (resuming a cut JSON answer), the schema
+  given as text instead is validated against the schema like any other. When a
+  ``prefill`` is also given (resuming a cut JSON answer), the schema
   is stated in the system prompt instead and the prefill continues the text.
 * ``prefill`` is a trailing assistant turn. Anthropic rejects one ending in whitespace,
   so trailing whitespace is trimmed; the returned text is prefill + continuation.
@@ -126,6 +127,37 @@ def prefill_text(request: ChatRequest) -> str:
     return (request.prefill or "").rstrip()
 
 
+def _structured_output(
+    request: ChatRequest,
+    body: dict[str, Any],
+    tools: list[dict[str, Any]],
+    system: str,
+    prefill: str,
+) -> str:
+    """Put ``json_schema`` on the wire (JSON tool into ``tools``, maybe ``tool_choice``
+    into ``body``); returns the system prompt, extended when the schema goes there."""
+    if request.json_schema is None:
+        return system
+    sep = f"{system}\n\n" if system else ""
+    if prefill:
+        return (
+            sep
+            + "Answer with JSON only, valid against this JSON Schema:\n"
+            + json.dumps(request.json_schema)
+        )
+    tools.append(
+        {
+            "name": JSON_TOOL,
+            "description": "Return the final answer as structured data.",
+            "input_schema": tool_schema(request.json_schema),
+        }
+    )
+    if force_json_tool(request):
+        body["tool_choice"] = {"type": "tool", "name": JSON_TOOL}
+        return system
+    return sep + JSON_TOOL_HINT
+
+
 def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
     """The Messages API request body for ``request``."""
     body: dict[str, Any] = {
@@ -133,31 +165,12 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) 
         "max_tokens": min(request.max_tokens, endpoint.max_output_tokens),
         "messages": _messages(endpoint, request),
     }
-    system = request.system or ""
     prefill = prefill_text(request)
     tools = [
         {"name": t.name, "description": t.description, "input_schema": t.parameters}
         for t in request.tools
     ]
-    if request.json_schema is not None:
-        if prefill:
-            system = (
-                (f"{system}\n\n" if system else "")
-                + "Answer with JSON only, valid against this JSON Schema:\n"
-                + json.dumps(request.json_schema)
-            )
-        else:
-            tools.append(
-                {
-                    "name": JSON_TOOL,
-                    "description": "Return the final answer as structured data.",
-                    "input_schema": tool_schema(request.json_schema),
-                }
-            )
-            if force_json_tool(request):
-                body["tool_choice"] = {"type": "tool", "name": JSON_TOOL}
-            else:
-                system = (f"{system}\n\n" if system else "") + JSON_TOOL_HINT
+    system = _structured_output(request, body, tools, request.system or "", prefill)
     if prefill:
         body["messages"].append({"role": "assistant", "content": prefill})
     if system:

@@ -14,7 +14,8 @@ budgets as the SSE wires. Mapping choices:
   blocks are dropped (Converse rejects blank text).
 * ``json_schema`` → a forced tool (``toolChoice.tool``) whose input is the answer, as
   for Anthropic; beside user tools it is offered with ``toolChoice.auto`` (or the
-  caller's choice) and the answer validated, so the user's tools can still be called; ``tool_choice`` → ``auto`` / ``any`` / ``tool`` (Converse has no
+  caller's choice) and the answer validated, so the user's tools can still be called;
+  ``tool_choice`` → ``auto`` / ``any`` / ``tool`` (Converse has no
   ``none``: the tools stay declared); ``prefill`` → a trailing assistant turn (trailing
   whitespace trimmed).
 * Stream events ``messageStart``, ``contentBlockStart`` / ``Delta`` / ``Stop``,

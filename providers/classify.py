@@ -37,8 +37,8 @@ from agent_failover.providers.error_body import (
 from agent_failover.providers.retry_after import parse_retry_after
 from agent_failover.providers.vendor_hints import (
     AWS_TYPES,
-    CONTENT_POLICY_WORDS,
     BAD_TOOL_CALL_WORDS,
+    CONTENT_POLICY_WORDS,
     CONTEXT_WORDS,
     COOLING_WORDS,
     GEMINI_BAD_KEY_WORDS,
@@ -172,9 +172,7 @@ def _client_error(status: int, lowered: str, message: str, kw: dict[str, Any]) -
         return ModelNotFoundError(f"this route's model is not served: {message}", **kw)
     if status == 400 and "thought_signature" in lowered:
         # Gemini 3 wants its own signature on a call: a route of another model does not.
-        return InvalidRequestError(
-            f"request rejected: {message}", decision=Decision.FAILOVER, **kw
-        )
+        return InvalidRequestError(f"request rejected: {message}", decision=Decision.FAILOVER, **kw)
     if status == 400 and any(w in lowered for w in BAD_TOOL_CALL_WORDS):
         return MalformedToolCallError(f"the model's tool call failed: {message}", **kw)
     if status == 413:

@@ -18,7 +18,8 @@ Streaming uses ``:streamGenerateContent?alt=sse``: every event is a whole
   IMAGE_* / MODEL_ARMOR and ``promptFeedback.blockReason`` raise :class:`ContentFilterError`;
   MALFORMED_FUNCTION_CALL / UNEXPECTED_TOOL_CALL / TOO_MANY_TOOL_CALLS raise
   :class:`MalformedToolCallError`; any other reason than STOP / MAX_TOKENS (OTHER, a
-  reason added after this was written) raises :class:`MalformedStreamError` naming it; thinking parts
+  reason added after this was written) raises :class:`MalformedStreamError` naming it;
+  thinking parts
   (``thought: true``) are not part of the answer, but their tokens are billed as output.
 """
 
@@ -59,7 +60,9 @@ _BLOCKED = frozenset(
         "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "LANGUAGE", "MODEL_ARMOR",
     }
 )  # fmt: skip
-_BAD_TOOL_CALL = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"})
+_BAD_TOOL_CALL = frozenset(
+    {"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"}
+)
 _FINISH = {"STOP": FinishReason.STOP, "MAX_TOKENS": FinishReason.LENGTH}
 # JSON Schema keywords Gemini's Schema object understands; everything else is dropped
 # because the API rejects unknown fields (additionalProperties, $schema, $defs, ...).

@@ -24,8 +24,8 @@ The tree (``ErrorClass`` value in brackets, then decision)::
     │   ├── ServerError         [server_error]        RETRY     500/502/504, other 5xx
     │   ├── AuthError           [auth]                COOLDOWN  401/403: bad key for *this* route,
     │   │                                                       non-retryable
-    │   ├── ModelNotFoundError  [model_not_found]     COOLDOWN  404 / unknown model id: this
-    │   │                                                       route is misconfigured, non-retryable
+    │   ├── ModelNotFoundError  [model_not_found]     COOLDOWN  404 / unknown model id: the
+    │   │                                                       route is misconfigured
     │   ├── InvalidRequestError [invalid_request]     STOP      400/422 the caller must fix
     │   ├── ContextLengthError  [context_length]      FAILOVER  to a larger window only; carries
     │   │                                                       the window the provider stated
@@ -298,8 +298,8 @@ ERROR_TYPES: dict[ErrorClass, type[ProviderError]] = {
     for cls in (
         ConnectError, NoResponseError, SlowFirstTokenError, RateLimitedError,
         QuotaExhaustedError, OverloadedError, ServerError, AuthError, InvalidRequestError,
-        ModelNotFoundError, ContextLengthError, ContentFilterError, StreamStalledError, StreamCutError,
-        MalformedStreamError, StreamErrorEvent, EmptyOutputError, TruncatedOutputError,
-        InvalidOutputError, MalformedToolCallError, OversizedOutputError,
+        ModelNotFoundError, ContextLengthError, ContentFilterError, StreamStalledError,
+        StreamCutError, MalformedStreamError, StreamErrorEvent, EmptyOutputError,
+        TruncatedOutputError, InvalidOutputError, MalformedToolCallError, OversizedOutputError,
     )
 }  # fmt: skip

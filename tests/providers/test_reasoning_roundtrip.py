@@ -156,19 +156,27 @@ async def test_anthropic_thinking_blocks_go_back_with_the_tool_results(mock_clie
 
 async def test_anthropic_streamed_thinking_is_assembled(mock_client):
     """``thinking_delta`` and ``signature_delta`` events add up to the block sent back."""
+
+    def ev(kind: str, **fields) -> bytes:
+        return sse(kind, {"type": kind, **fields})
+
+    def delta(index: int, **d) -> bytes:
+        return ev("content_block_delta", index=index, delta=d)
+
+    tool = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}
     events = [
-        sse("message_start", {"type": "message_start", "message": {"model": "c", "usage": {"input_tokens": 5}}}),
-        sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
-        sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Two cities: "}}),
-        sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "call twice."}}),
-        sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQBCgIYAh=="}}),
-        sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        sse("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}}),
-        sse("content_block_delta", {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{}"}}),
-        sse("content_block_stop", {"type": "content_block_stop", "index": 1}),
-        sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
-        sse("message_stop", {"type": "message_stop"}),
-    ]  # fmt: skip
+        ev("message_start", message={"model": "c", "usage": {"input_tokens": 5}}),
+        ev("content_block_start", index=0, content_block={"type": "thinking", "thinking": ""}),
+        delta(0, type="thinking_delta", thinking="Two cities: "),
+        delta(0, type="thinking_delta", thinking="call twice."),
+        delta(0, type="signature_delta", signature="EqQBCgIYAh=="),
+        ev("content_block_stop", index=0),
+        ev("content_block_start", index=1, content_block=tool),
+        delta(1, type="input_json_delta", partial_json="{}"),
+        ev("content_block_stop", index=1),
+        ev("message_delta", delta={"stop_reason": "tool_use"}, usage={"output_tokens": 9}),
+        ev("message_stop"),
+    ]
     reply, _ = await run(mock_client, CLAUDE, stream_response(events), first_turn(), stream=True)
     assert reply.reasoning is not None and reply.reasoning.blocks == [THINKING]
 

@@ -91,7 +91,11 @@ async def test_reset_headers_on_the_wire(simulator):
     async with httpx.AsyncClient() as client:
         resp = await client.post(
             f"{ep.base()}/v1/messages",
-            json={"model": ep.model, "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]},
+            json={
+                "model": ep.model,
+                "max_tokens": 8,
+                "messages": [{"role": "user", "content": "x"}],
+            },
             headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
         )
     assert resp.status_code == 429

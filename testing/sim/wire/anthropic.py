@@ -14,7 +14,6 @@ the model answers: an agent loop.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 from agent_failover.resilience.endpoint import ProviderKind
@@ -102,6 +101,9 @@ def _called_tools(messages: list[Any]) -> tuple[str, ...]:
 class AnthropicWire(WireFormat):
     """Anthropic Messages API."""
 
+    #: How a rate-limit wait is said when only reset headers may say it.
+    reset_style = "anthropic"
+
     kind = ProviderKind.ANTHROPIC
 
     def route(self, method: str, tail: str, query: dict[str, str]) -> Operation | None:
@@ -115,15 +117,6 @@ class AnthropicWire(WireFormat):
     def authenticated(self, headers: Any, query: dict[str, str]) -> bool:
         """Anthropic takes the key in ``x-api-key`` (or a bearer token)."""
         return bool(headers.get("x-api-key") or headers.get("authorization"))
-
-    def reset_headers(self, seconds: float, now: float) -> dict[str, str]:
-        """``anthropic-ratelimit-requests-*``: the reset is an RFC 3339 timestamp."""
-        at = datetime.fromtimestamp(now + seconds, tz=UTC).isoformat().replace("+00:00", "Z")
-        return {
-            "anthropic-ratelimit-requests-limit": "50",
-            "anthropic-ratelimit-requests-remaining": "0",
-            "anthropic-ratelimit-requests-reset": at,
-        }
 
     def request_id_header(self) -> str:
         """Anthropic's request id header."""

@@ -38,6 +38,9 @@ _CODES = {
 class AzureOpenAIWire(OpenAIWire):
     """Azure OpenAI deployments."""
 
+    #: How a rate-limit wait is said when only reset headers may say it.
+    reset_style = "azure"
+
     def route(self, method: str, tail: str, query: dict[str, str]) -> Operation | None:
         """``POST openai/deployments/{deployment}/chat/completions`` with ``api-version``."""
         m = _PATH.match(tail)
@@ -68,10 +71,6 @@ class AzureOpenAIWire(OpenAIWire):
             )
         payload = {**body, "model": model} if isinstance(body, dict) else body
         return super().parse(payload, op, endpoint)
-
-    def reset_headers(self, seconds: float, now: float) -> dict[str, str]:
-        """Azure OpenAI says the wait as ``retry-after-ms`` (no ``x-ratelimit-reset-*``)."""
-        return {"retry-after-ms": str(int(seconds * 1000))}
 
     def error_body(self, err: SimError, status: int, model: str | None) -> dict[str, Any]:
         """Azure's error object: string codes, ``innererror`` for content filters."""

@@ -12,6 +12,7 @@ import json
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -160,10 +161,38 @@ class Operation:
     variant: str | None = None  # which sub-API of a cloud wire (Vertex publisher, Bedrock API)
 
 
+def reset_headers(style: str, seconds: float, now: float) -> dict[str, str]:
+    """A rate-limit wait said only as the vendor says it in headers, by ``style``:
+    ``openai`` (``x-ratelimit-reset-requests`` as a duration, remaining 0), ``anthropic``
+    (``anthropic-ratelimit-requests-reset`` as an RFC 3339 time), ``azure``
+    (``retry-after-ms``) or ``none`` (AWS and Google state no wait in a header)."""
+    if style == "anthropic":
+        at = datetime.fromtimestamp(now + seconds, tz=UTC).isoformat().replace("+00:00", "Z")
+        return {
+            "anthropic-ratelimit-requests-limit": "50",
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-requests-reset": at,
+        }
+    if style == "azure":
+        return {"retry-after-ms": str(int(seconds * 1000))}
+    if style == "none":
+        return {}
+    return {
+        "x-ratelimit-limit-requests": "60",
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": f"{seconds:g}s",
+        "x-ratelimit-remaining-tokens": "1000",
+        "x-ratelimit-reset-tokens": "0s",
+    }
+
+
 class WireFormat(ABC):
     """One provider's HTTP API, request parsing and response rendering."""
 
     kind: ProviderKind
+    #: How a rate-limit wait is said when only the vendor's reset headers may say it
+    #: (:func:`reset_headers`).
+    reset_style = "openai"
     #: Content type of a streamed answer.
     stream_content_type = "text/event-stream; charset=utf-8"
 
@@ -239,23 +268,12 @@ class WireFormat(ABC):
         """Name of the header the provider uses for its request id."""
         return "x-request-id"
 
-    def reset_headers(self, seconds: float, now: float) -> dict[str, str]:
-        """The wait said only in the vendor's rate-limit headers; OpenAI's spelling
-        (``x-ratelimit-reset-requests`` as a duration) unless the wire overrides it."""
-        return {
-            "x-ratelimit-limit-requests": "60",
-            "x-ratelimit-remaining-requests": "0",
-            "x-ratelimit-reset-requests": f"{seconds:g}s",
-            "x-ratelimit-remaining-tokens": "1000",
-            "x-ratelimit-reset-tokens": "0s",
-        }
-
     def error_headers(self, err: SimError) -> dict[str, str]:
         """Headers sent with an error answer (Retry-After when known)."""
         if err.retry_after is None:
             return {}
         if err.reset_only:
-            return self.reset_headers(err.retry_after, err.now)
+            return reset_headers(self.reset_style, err.retry_after, err.now)
         # Retry-After is whole seconds by RFC 9110; the ms variant keeps sub-second values.
         return {
             "retry-after": str(max(0, math.ceil(err.retry_after))),

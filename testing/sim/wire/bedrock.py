@@ -112,6 +112,9 @@ def sigv4_problem(headers: Any, region: str) -> str | None:
 class _AwsErrors:
     """AWS's error rendering, shared by the Converse and InvokeModel wires."""
 
+    #: AWS says no wait in any header: a ThrottlingException is all there is.
+    reset_style = "none"
+
     def status_for(self, err: SimError) -> int:
         """AWS's status for ``err``."""
         return err.status or _ERRORS[err.category][0]
@@ -139,10 +142,6 @@ class _AwsErrors:
         headers = WireFormat.error_headers(self, err)  # type: ignore[arg-type]
         headers["x-amzn-ErrorType"] = self.error_type(err) + _TYPE_URL
         return headers
-
-    def reset_headers(self, seconds: float, now: float) -> dict[str, str]:
-        """AWS says no wait in any header: a ThrottlingException is all there is."""
-        return {}
 
     def request_id_header(self) -> str:
         """AWS's request id header."""

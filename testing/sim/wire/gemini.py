@@ -113,6 +113,9 @@ def _get(d: dict[str, Any], camel: str, snake: str) -> Any:
 class GeminiWire(WireFormat):
     """Google Gemini generateContent."""
 
+    #: How a rate-limit wait is said when only reset headers may say it.
+    reset_style = "none"
+
     kind = ProviderKind.GEMINI
 
     def route(self, method: str, tail: str, query: dict[str, str]) -> Operation | None:
@@ -177,10 +180,6 @@ class GeminiWire(WireFormat):
     def status_for(self, err: SimError) -> int:
         """Gemini's status for ``err`` (503 for overload)."""
         return err.status or _STATUS[err.category][0]
-
-    def reset_headers(self, seconds: float, now: float) -> dict[str, str]:
-        """Google says the wait in the body's ``RetryInfo``, never in a header."""
-        return {}
 
     def error_body(self, err: SimError, status: int, model: str | None) -> dict[str, Any]:
         """``{"error":{"code","message","status"}}`` plus RetryInfo when known."""
