@@ -272,3 +272,57 @@ async def test_missing_signature_400_fails_over(mock_client):
             assert err.decision is E.Decision.FAILOVER
         else:
             raise AssertionError("a 400 must raise")
+
+
+# -- Bedrock Converse -------------------------------------------------------------------------
+
+BEDROCK = endpoint("bedrock-us-west-2")
+REASONING_BLOCK = {
+    "reasoningContent": {"reasoningText": {"text": "Call the tool.", "signature": "EqoBCkgIARAB"}}
+}
+
+
+async def test_bedrock_reasoning_blocks_go_back_first(mock_client):
+    """Converse ``reasoningContent`` (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ReasoningContentBlock.html)
+    is not the answer and goes back first in the assistant turn that used tools
+    (https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-extended-thinking.html)."""
+    from tests.providers.wire import bedrock_json
+
+    blocks = [
+        REASONING_BLOCK,
+        {"toolUse": {"toolUseId": "tooluse_1", "name": "get_weather", "input": {}}},
+    ]
+    reply, _ = await run(
+        mock_client, BEDROCK, bedrock_json("", stop="tool_use", blocks=blocks), first_turn()
+    )
+    assert reply.text == "" and reply.reasoning.blocks == [REASONING_BLOCK]
+    _, body = await run(mock_client, BEDROCK, bedrock_json("Sunny."), follow_up(reply))
+    assert body["messages"][1]["content"][0] == REASONING_BLOCK
+    assert "toolUse" in body["messages"][1]["content"][1]
+
+
+async def test_bedrock_streamed_reasoning_is_assembled(mock_client):
+    """``contentBlockDelta`` ``reasoningContent`` text and signature add up to one block."""
+    from agent_failover.testing.sim.wire import eventstream as es
+
+    def thought(**part) -> bytes:
+        delta = {"contentBlockIndex": 0, "delta": {"reasoningContent": part}}
+        return es.event("contentBlockDelta", delta)
+
+    frames = [
+        es.event("messageStart", {"role": "assistant"}),
+        thought(text="Call "),
+        thought(text="the tool."),
+        thought(signature="EqoBCkgIARAB"),
+        es.event("contentBlockStop", {"contentBlockIndex": 0}),
+        es.event("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"text": "ok"}}),
+        es.event("messageStop", {"stopReason": "end_turn"}),
+        es.event("metadata", {"usage": {"inputTokens": 3, "outputTokens": 2}, "metrics": {}}),
+    ]
+    response = httpx.Response(
+        200,
+        headers={"content-type": "application/vnd.amazon.eventstream"},
+        content=b"".join(frames),
+    )
+    reply, _ = await run(mock_client, BEDROCK, response, first_turn(), stream=True)
+    assert reply.text == "ok" and reply.reasoning.blocks == [REASONING_BLOCK]
