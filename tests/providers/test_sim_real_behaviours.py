@@ -159,3 +159,33 @@ async def test_adapter_passes_the_simulators_gemini3_check(simulator):
     async with build_http_client([ep]) as client:
         reply = await complete(client, ep, request, BUDGETS)
     assert reply.text
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_gemini3_tool_loop_round_trips_its_signature(simulator, stream):
+    """End to end on the simulator: Gemini 3 calls a function with a signature; the next
+    turn carries it back and is accepted (without it the simulator answers 400)."""
+    from agent_failover.resilience.models import ToolSpec
+
+    async with simulator.admin() as admin:
+        await admin.reset()
+    ep = simulator.endpoint_config("gemini-flash").model_copy(
+        update={"model": "gemini-3-flash-preview"}
+    )
+    tool = ToolSpec(name="get_weather", parameters={"type": "object", "properties": {}})
+    messages = [Message(role="user", content="Weather?")]
+    async with build_http_client([ep]) as client:
+        first = await complete(
+            client, ep, ChatRequest(messages=messages, tools=[tool], stream=stream), BUDGETS
+        )
+        assert [c.name for c in first.tool_calls] == ["get_weather"]
+        assert first.tool_calls[0].reasoning is not None
+        call = first.tool_calls[0]
+        messages += [
+            Message(role="assistant", tool_calls=first.tool_calls, reasoning=first.reasoning),
+            Message(role="tool", tool_call_id=call.id, tool_name=call.name, content="{}"),
+        ]
+        second = await complete(
+            client, ep, ChatRequest(messages=messages, tools=[tool], stream=stream), BUDGETS
+        )
+    assert second.text and not second.tool_calls

@@ -11,17 +11,28 @@ a missing ``finishReason``. Errors are ``{"error":{"code","message","status"}}``
 ``responseSchema`` (OpenAPI subset) or ``responseJsonSchema``. Gemini 3 models
 (``gemini-3*``) require, as the real API does, a ``thoughtSignature`` on the first
 ``functionCall`` part of every model step of the current turn, and answer 400
-INVALID_ARGUMENT "Function call is missing a thought_signature" without one.
+INVALID_ARGUMENT "Function call is missing a thought_signature" without one; their
+``functionCall`` parts carry one. Tools are ``functionDeclarations``
+(``parametersJsonSchema`` or ``parameters``); ``toolConfig.functionCallingConfig.mode``
+``ANY`` forces a call (of ``allowedFunctionNames``), ``NONE`` forbids one, and otherwise
+declared functions are called one by one, as the other wires do.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from agent_failover.resilience.endpoint import ProviderKind
 from agent_failover.testing.sim.config import SimEndpoint
-from agent_failover.testing.sim.content import Finish, ParsedRequest, Reply
+from agent_failover.testing.sim.content import (
+    Finish,
+    ForcedTool,
+    ParsedRequest,
+    Reply,
+    first_uncalled,
+)
 from agent_failover.testing.sim.wire.base import (
     ErrorCategory,
     Operation,
@@ -79,6 +90,81 @@ _STATUS_NAMES = {
 
 def _invalid(message: str) -> SimError:
     return SimError(ErrorCategory.INVALID_REQUEST, message)
+
+
+def _lower_types(schema: Any) -> Any:
+    """An OpenAPI-subset schema (``type: OBJECT``) read as JSON Schema."""
+    if isinstance(schema, list):
+        return [_lower_types(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _lower_types(v) for k, v in schema.items()}
+    if isinstance(out.get("type"), str):
+        out["type"] = out["type"].lower()
+    return out
+
+
+def _called(contents: list[Any]) -> tuple[str, ...]:
+    """Functions the model called since the last user text."""
+    called: list[str] = []
+    for c in contents:
+        parts = [p for p in c.get("parts") or [] if isinstance(p, dict)]
+        if c.get("role", "user") == "user" and any("text" in p for p in parts):
+            called = []
+        elif c.get("role") == "model":
+            called += [p["functionCall"].get("name", "") for p in parts if "functionCall" in p]
+    return tuple(called)
+
+
+def _tools(body: dict[str, Any]) -> tuple[ForcedTool | None, tuple[ForcedTool, ...]]:
+    """(the forced function, the functions the model may call on its own)."""
+    tools = [
+        ForcedTool(
+            str(d.get("name", "")),
+            d.get("parametersJsonSchema")
+            or _lower_types(d.get("parameters"))
+            or {"type": "object"},
+        )
+        for group in body.get("tools") or []
+        if isinstance(group, dict)
+        for d in _get(group, "functionDeclarations", "function_declarations") or []
+        if isinstance(d, dict)
+    ]
+    config = (
+        _get(
+            body.get("toolConfig") or body.get("tool_config") or {},
+            "functionCallingConfig",
+            "function_calling_config",
+        )
+        or {}
+    )
+    mode = str(config.get("mode", "AUTO")).upper()
+    if not tools or mode == "NONE":
+        return None, ()
+    if mode == "ANY":
+        allowed = _get(config, "allowedFunctionNames", "allowed_function_names") or []
+        pool = [t for t in tools if t.name in allowed] or tools
+        return first_uncalled(pool, _called(body["contents"])) or pool[0], ()
+    return None, tuple(tools)
+
+
+def _signature(reply: Reply) -> str | None:
+    """The opaque signature a Gemini 3 model puts on its function call."""
+    return f"sim-sig-{reply.id}" if reply.model.startswith("gemini-3") else None
+
+
+def _call_part(reply: Reply) -> dict[str, Any]:
+    """The reply's function call as a whole part (Gemini never streams call arguments)."""
+    assert reply.tool is not None
+    try:
+        args = json.loads(reply.text)
+    except ValueError:
+        args = {}
+    part: dict[str, Any] = {"functionCall": {"name": reply.tool.name, "args": args}}
+    signature = _signature(reply)
+    if signature is not None:
+        part["thoughtSignature"] = signature
+    return part
 
 
 def missing_signature(model: str, contents: list[Any]) -> str | None:
@@ -166,6 +252,7 @@ class GeminiWire(WireFormat):
             config, "responseSchema", "response_schema"
         )
         json_mode = mime == "application/json"
+        tool, offered = _tools(body)
         return ParsedRequest(
             model=op.path_model or endpoint.default_model,
             messages=messages,
@@ -173,8 +260,11 @@ class GeminiWire(WireFormat):
             max_tokens=max_tokens or endpoint.max_output_tokens,
             stream=bool(op.path_stream),
             include_usage=True,
-            json_mode=json_mode,
+            json_mode=json_mode or tool is not None,
             schema=schema if json_mode and isinstance(schema, dict) else None,
+            tool=tool,
+            offered_tools=offered,
+            called_tools=_called(contents) if offered else (),
         )
 
     def status_for(self, err: SimError) -> int:
@@ -213,7 +303,9 @@ class GeminiWire(WireFormat):
         self, reply: Reply, text: str | None, finish: str | None, output_tokens: int
     ) -> dict[str, Any]:
         candidate: dict[str, Any] = {"content": {"role": "model"}, "index": 0}
-        if text is not None:
+        if reply.tool is not None and finish is not None:
+            candidate["content"]["parts"] = [_call_part(reply)]
+        elif text is not None and reply.tool is None:
             candidate["content"]["parts"] = [{"text": text}]
         if finish is not None:
             candidate["finishReason"] = finish
