@@ -8,7 +8,11 @@ Mapping choices:
 * ``json_schema`` is enforced with a forced tool (``tool_choice`` naming
   :data:`JSON_TOOL`): the model must fill the schema as the tool's input, which is more
   reliable than instructions. The input becomes the reply text and is not reported as a
-  tool call. When a ``prefill`` is also given (resuming a cut JSON answer), the schema
+  tool call. With user tools the JSON tool is offered, not forced (``tool_choice`` stays
+  the caller's, ``auto`` by default) and the system prompt says to answer through it:
+  forcing it would stop the model from ever calling the user's tools; a final answer
+  given as text instead is validated against the schema like any other. When a
+  ``prefill`` is also given (resuming a cut JSON answer), the schema
   is stated in the system prompt instead and the prefill continues the text.
 * ``prefill`` is a trailing assistant turn. Anthropic rejects one ending in whitespace,
   so trailing whitespace is trimmed; the returned text is prefill + continuation.
@@ -29,15 +33,20 @@ from agent_failover.providers.wire import (
     ReplyParts,
     StreamState,
     WireAdapter,
+    carried,
     parse_tool_arguments,
 )
 from agent_failover.resilience.endpoint import EndpointConfig
 from agent_failover.resilience.errors import ContentFilterError
-from agent_failover.resilience.models import ChatRequest, FinishReason, ToolCall
+from agent_failover.resilience.models import ChatRequest, FinishReason, Reasoning, ToolCall
 
 API_VERSION = "2023-06-01"
 #: Name of the forced tool that carries structured output.
 JSON_TOOL = "structured_output"
+#: Told to the model when the JSON tool is offered beside the user's tools, not forced.
+JSON_TOOL_HINT = (
+    f"Use the other tools as needed; give your final answer by calling the {JSON_TOOL} tool."
+)
 #: Where a non-object schema is nested, since tool inputs must be JSON objects.
 WRAP_KEY = "value"
 
@@ -71,7 +80,17 @@ def tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _messages(request: ChatRequest) -> list[dict[str, Any]]:
+#: Content blocks of extended thinking, passed back verbatim (signatures included).
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+
+
+def thinking_reasoning(origin: str, blocks: list[dict[str, Any]]) -> Reasoning | None:
+    """The reply's thinking blocks as :class:`Reasoning` (``None`` when it had none)."""
+    kept = [b for b in blocks if b.get("type") in THINKING_BLOCKS]
+    return Reasoning(origin=origin, blocks=kept) if kept else None
+
+
+def _messages(endpoint: EndpointConfig, request: ChatRequest) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = []
     for m in request.messages:
         if m.role == "tool":
@@ -81,7 +100,11 @@ def _messages(request: ChatRequest) -> list[dict[str, Any]]:
             ]
         else:
             role = m.role
-            blocks = [{"type": "text", "text": m.content}] if m.content else []
+            own = carried(m.reasoning, endpoint) if m.role == "assistant" else None
+            # With extended thinking, an assistant turn that used tools must send its
+            # thinking blocks back first, unchanged; another model's are dropped.
+            blocks = [dict(b) for b in own.blocks] if own is not None else []
+            blocks += [{"type": "text", "text": m.content}] if m.content else []
             blocks += [
                 {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
                 for c in m.tool_calls
@@ -93,9 +116,46 @@ def _messages(request: ChatRequest) -> list[dict[str, Any]]:
     return turns
 
 
+def force_json_tool(request: ChatRequest) -> bool:
+    """Whether the structured-output tool may be forced: only when no user tool could be
+    called (none declared, or ``tool_choice: none``)."""
+    return not request.tools or request.tool_choice == "none"
+
+
 def prefill_text(request: ChatRequest) -> str:
     """The assistant text the reply continues: the prefill with trailing whitespace trimmed."""
     return (request.prefill or "").rstrip()
+
+
+def _structured_output(
+    request: ChatRequest,
+    body: dict[str, Any],
+    tools: list[dict[str, Any]],
+    system: str,
+    prefill: str,
+) -> str:
+    """Put ``json_schema`` on the wire (JSON tool into ``tools``, maybe ``tool_choice``
+    into ``body``); returns the system prompt, extended when the schema goes there."""
+    if request.json_schema is None:
+        return system
+    sep = f"{system}\n\n" if system else ""
+    if prefill:
+        return (
+            sep
+            + "Answer with JSON only, valid against this JSON Schema:\n"
+            + json.dumps(request.json_schema)
+        )
+    tools.append(
+        {
+            "name": JSON_TOOL,
+            "description": "Return the final answer as structured data.",
+            "input_schema": tool_schema(request.json_schema),
+        }
+    )
+    if force_json_tool(request):
+        body["tool_choice"] = {"type": "tool", "name": JSON_TOOL}
+        return system
+    return sep + JSON_TOOL_HINT
 
 
 def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
@@ -103,30 +163,14 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) 
     body: dict[str, Any] = {
         "model": endpoint.model,
         "max_tokens": min(request.max_tokens, endpoint.max_output_tokens),
-        "messages": _messages(request),
+        "messages": _messages(endpoint, request),
     }
-    system = request.system or ""
     prefill = prefill_text(request)
     tools = [
         {"name": t.name, "description": t.description, "input_schema": t.parameters}
         for t in request.tools
     ]
-    if request.json_schema is not None:
-        if prefill:
-            system = (
-                (f"{system}\n\n" if system else "")
-                + "Answer with JSON only, valid against this JSON Schema:\n"
-                + json.dumps(request.json_schema)
-            )
-        else:
-            tools.append(
-                {
-                    "name": JSON_TOOL,
-                    "description": "Return the final answer as structured data.",
-                    "input_schema": tool_schema(request.json_schema),
-                }
-            )
-            body["tool_choice"] = {"type": "tool", "name": JSON_TOOL}
+    system = _structured_output(request, body, tools, request.system or "", prefill)
     if prefill:
         body["messages"].append({"role": "assistant", "content": prefill})
     if system:
@@ -134,6 +178,8 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) 
     if tools:
         body["tools"] = tools
         choice = request.tool_choice
+        if choice is None and request.json_schema is not None and not prefill:
+            choice = "auto"
         if choice is not None and "tool_choice" not in body:
             body["tool_choice"] = _ANTHROPIC_TOOL_CHOICE.get(choice) or {
                 "type": "tool",
@@ -210,6 +256,7 @@ def parse_reply(call: Attempt, payload: Any) -> ReplyParts:
         input_tokens=_input_tokens(usage),
         output_tokens=usage.get("output_tokens"),
         tool_calls=calls,
+        reasoning=thinking_reasoning(call.origin, payload["content"]),
     )
 
 
@@ -269,6 +316,11 @@ class AnthropicStream(StreamState):
         kind = delta.get("type")
         if kind == "text_delta":
             self.add_text(delta["text"])
+        elif kind == "thinking_delta":
+            block = self._blocks[index]
+            block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+        elif kind == "signature_delta":
+            self._blocks[index]["signature"] = delta.get("signature", "")
         elif kind == "input_json_delta":
             block = self._blocks[index]
             fragment = delta.get("partial_json", "")
@@ -290,6 +342,14 @@ class AnthropicStream(StreamState):
             raw = block["partial_json"] or block.get("input") or {}
             calls.append(parse_tool_arguments(block.get("id", ""), block.get("name", ""), raw))
         return calls
+
+    def reasoning(self) -> Reasoning | None:
+        """The streamed thinking blocks, assembled from their deltas."""
+        blocks = [
+            {k: v for k, v in block.items() if k != "partial_json"}
+            for _, block in sorted(self._blocks.items())
+        ]
+        return thinking_reasoning(self._call.origin, blocks)
 
     def finalize(self) -> None:
         """The forced tool is the answer: unwrap a non-object schema, report it as a stop."""

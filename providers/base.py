@@ -28,7 +28,7 @@ import httpx
 from agent_failover.providers.auth import Signer, credentials_for
 from agent_failover.providers.classify import Phase, classify_exception, classify_status
 from agent_failover.providers.client import Budgets, FailoverHTTPClient
-from agent_failover.providers.wire import SHAPE_ERRORS, ReplyParts
+from agent_failover.providers.wire import SHAPE_ERRORS, ReplyParts, reasoning_origin
 from agent_failover.resilience.endpoint import AuthMethod, EndpointConfig
 from agent_failover.resilience.errors import (
     AuthError,
@@ -154,6 +154,11 @@ class Call:
         """The endpoint name every error carries."""
         return self.endpoint.name
 
+    @property
+    def origin(self) -> str:
+        """Where this reply's reasoning state is valid: its wire and model."""
+        return reasoning_origin(self.endpoint)
+
     def clock(self) -> float:
         """Monotonic loop time, the clock asyncio deadlines use."""
         return asyncio.get_running_loop().time()
@@ -194,6 +199,7 @@ class Call:
             latency_ms=self.elapsed_ms(),
             tool_calls=parts.tool_calls,
             malformed_events_skipped=malformed,
+            reasoning=parts.reasoning,
         )
 
     async def progress(self, text: str, *, final: bool = False) -> None:

@@ -13,7 +13,9 @@ budgets as the SSE wires. Mapping choices:
   ``toolResult`` blocks in a user turn; adjacent same-role turns merge; empty text
   blocks are dropped (Converse rejects blank text).
 * ``json_schema`` → a forced tool (``toolChoice.tool``) whose input is the answer, as
-  for Anthropic; ``tool_choice`` → ``auto`` / ``any`` / ``tool`` (Converse has no
+  for Anthropic; beside user tools it is offered with ``toolChoice.auto`` (or the
+  caller's choice) and the answer validated, so the user's tools can still be called;
+  ``tool_choice`` → ``auto`` / ``any`` / ``tool`` (Converse has no
   ``none``: the tools stay declared); ``prefill`` → a trailing assistant turn (trailing
   whitespace trimmed).
 * Stream events ``messageStart``, ``contentBlockStart`` / ``Delta`` / ``Stop``,
@@ -23,6 +25,9 @@ budgets as the SSE wires. Mapping choices:
   ``serviceUnavailableException``, …) raises :class:`StreamErrorEvent` (COOLDOWN for
   throttling and unavailability); a frame whose JSON will not parse is skipped and
   counted; a broken checksum fails the stream as malformed at once.
+* ``reasoningContent`` blocks (extended thinking: ``reasoningText`` with its
+  ``signature``, or ``redactedContent``) are not the answer; they are kept as
+  :class:`Reasoning` and sent back first in the assistant turn, to the same model only.
 * ``stopReason`` ``guardrail_intervened`` / ``content_filtered`` raise
   :class:`ContentFilterError`.
 """
@@ -35,6 +40,8 @@ from urllib.parse import quote
 
 from agent_failover.providers.anthropic import (
     JSON_TOOL,
+    JSON_TOOL_HINT,
+    force_json_tool,
     json_tool_text,
     prefill_text,
     tool_schema,
@@ -49,11 +56,18 @@ from agent_failover.providers.wire import (
     StreamDecoder,
     StreamState,
     WireAdapter,
+    carried,
     parse_tool_arguments,
 )
 from agent_failover.resilience.endpoint import EndpointConfig
 from agent_failover.resilience.errors import AuthError, ContentFilterError
-from agent_failover.resilience.models import ChatRequest, FinishReason, Message, ToolCall
+from agent_failover.resilience.models import (
+    ChatRequest,
+    FinishReason,
+    Message,
+    Reasoning,
+    ToolCall,
+)
 
 _FINISH = {
     "end_turn": FinishReason.STOP,
@@ -65,21 +79,28 @@ _FINISH = {
 _FILTERED = {"guardrail_intervened", "content_filtered"}
 
 
-def _blocks(m: Message) -> tuple[str, list[dict[str, Any]]]:
+def _reasoning(origin: str, blocks: list[dict[str, Any]]) -> Reasoning | None:
+    kept = [b for b in blocks if isinstance(b.get("reasoningContent"), dict)]
+    return Reasoning(origin=origin, blocks=kept) if kept else None
+
+
+def _blocks(endpoint: EndpointConfig, m: Message) -> tuple[str, list[dict[str, Any]]]:
     if m.role == "tool":
         result = {"toolUseId": m.tool_call_id or "", "content": [{"text": m.content or " "}]}
         return "user", [{"toolResult": result}]
-    blocks: list[dict[str, Any]] = [{"text": m.content}] if m.content else []
+    own = carried(m.reasoning, endpoint) if m.role == "assistant" else None
+    blocks: list[dict[str, Any]] = [dict(b) for b in own.blocks] if own is not None else []
+    blocks += [{"text": m.content}] if m.content else []
     blocks += [
         {"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.arguments}} for c in m.tool_calls
     ]
     return m.role, blocks
 
 
-def _messages(request: ChatRequest) -> list[dict[str, Any]]:
+def _messages(endpoint: EndpointConfig, request: ChatRequest) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = []
     for m in request.messages:
-        role, blocks = _blocks(m)
+        role, blocks = _blocks(endpoint, m)
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
@@ -111,9 +132,12 @@ def _tool_config(request: ChatRequest, forced: bool) -> dict[str, Any] | None:
     if not tools:
         return None
     config: dict[str, Any] = {"tools": tools}
-    if forced:
+    choice = request.tool_choice
+    if forced and force_json_tool(request):
         config["toolChoice"] = {"tool": {"name": JSON_TOOL}}
-    elif request.tool_choice in ("auto", "required"):
+    elif forced and choice is None:
+        config["toolChoice"] = {"auto": {}}
+    elif choice in ("auto", "required"):
         config["toolChoice"] = {"auto": {}} if request.tool_choice == "auto" else {"any": {}}
     elif request.tool_choice is not None and request.tool_choice != "none":
         config["toolChoice"] = {"tool": {"name": request.tool_choice}}
@@ -134,7 +158,7 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest) -> dict[str, Any]
         inference["temperature"] = min(request.temperature, 1.0)
     if request.stop:
         inference["stopSequences"] = request.stop
-    body: dict[str, Any] = {"messages": _messages(request), "inferenceConfig": inference}
+    body: dict[str, Any] = {"messages": _messages(endpoint, request), "inferenceConfig": inference}
     system = request.system or ""
     if request.json_schema is not None and not _forced(request):
         # Resuming a cut JSON answer: the prefill continues text, so state the schema.
@@ -142,6 +166,8 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest) -> dict[str, Any]
             "Answer with JSON only, valid against this JSON Schema:\n"
             + json.dumps(request.json_schema)
         )
+    if _forced(request) and not force_json_tool(request):
+        system = (f"{system}\n\n" if system else "") + JSON_TOOL_HINT
     if system:
         body["system"] = [{"text": system}]
     tools = _tool_config(request, _forced(request))
@@ -218,6 +244,7 @@ def parse_reply(call: Attempt, payload: Any) -> ReplyParts:
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         tool_calls=calls,
+        reasoning=_reasoning(call.origin, payload["output"]["message"]["content"]),
     )
 
 
@@ -229,6 +256,7 @@ class BedrockStream(StreamState):
         self._call = call
         self._forced = _forced(call.request)
         self._tools: dict[int, dict[str, str]] = {}
+        self._thinking: dict[int, dict[str, Any]] = {}
 
     def new_decoder(self) -> StreamDecoder:
         """The AWS event-stream decoder (botocore's parser)."""
@@ -269,6 +297,8 @@ class BedrockStream(StreamState):
     def _delta(self, index: int, delta: dict[str, Any]) -> None:
         if isinstance(delta.get("text"), str):
             self.add_text(delta["text"])
+        elif isinstance(delta.get("reasoningContent"), dict):
+            self._reasoning_delta(index, delta["reasoningContent"])
         elif isinstance(delta.get("toolUse"), dict):
             fragment = str(delta["toolUse"].get("input", ""))
             slot = self._tools.setdefault(index, {"id": "", "name": "", "args": ""})
@@ -277,6 +307,21 @@ class BedrockStream(StreamState):
                 self.add_text(fragment)
             else:
                 self.content_events += 1
+
+    def _reasoning_delta(self, index: int, part: dict[str, Any]) -> None:
+        block = self._thinking.setdefault(index, {})
+        if "redactedContent" in part:
+            block["redactedContent"] = part["redactedContent"]
+            return
+        text = block.setdefault("reasoningText", {"text": ""})
+        text["text"] += str(part.get("text") or "")
+        if part.get("signature"):
+            text["signature"] = part["signature"]
+
+    def reasoning(self) -> Reasoning | None:
+        """The streamed reasoning blocks, assembled from their deltas."""
+        blocks = [{"reasoningContent": b} for _, b in sorted(self._thinking.items())]
+        return _reasoning(self._call.origin, blocks)
 
     def tool_calls(self) -> list[ToolCall]:
         """Tool calls of the stream (the forced JSON tool excluded)."""

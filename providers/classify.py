@@ -37,10 +37,12 @@ from agent_failover.providers.error_body import (
 from agent_failover.providers.retry_after import parse_retry_after
 from agent_failover.providers.vendor_hints import (
     AWS_TYPES,
+    BAD_TOOL_CALL_WORDS,
     CONTENT_POLICY_WORDS,
     CONTEXT_WORDS,
     COOLING_WORDS,
     GEMINI_BAD_KEY_WORDS,
+    MODEL_NOT_FOUND_WORDS,
     QUOTA_WORDS,
     aws_error_type,
     gemini_retry_delay,
@@ -55,6 +57,8 @@ from agent_failover.resilience.errors import (
     Decision,
     InvalidRequestError,
     MalformedStreamError,
+    MalformedToolCallError,
+    ModelNotFoundError,
     NoResponseError,
     OverloadedError,
     ProviderError,
@@ -106,6 +110,8 @@ def _from_aws_type(
             return _context_length(lowered, message, kw)
         if any(w in lowered for w in CONTENT_POLICY_WORDS):
             return ContentFilterError(f"blocked by content policy: {message}", **kw)
+        if any(w in lowered for w in MODEL_NOT_FOUND_WORDS):
+            return ModelNotFoundError(f"this route's model is not served: {message}", **kw)
     if cls is QuotaExhaustedError:
         cooldown = retry_after if retry_after is not None else DEFAULT_QUOTA_COOLDOWN_S
         return QuotaExhaustedError(
@@ -160,6 +166,15 @@ def _client_error(status: int, lowered: str, message: str, kw: dict[str, Any]) -
     if status == 400 and any(w in lowered for w in GEMINI_BAD_KEY_WORDS):
         # Gemini answers a bad key with 400 INVALID_ARGUMENT, not 401.
         return AuthError(f"rejected credentials: {message}", **kw)
+    if status == 404 or (status == 400 and any(w in lowered for w in MODEL_NOT_FOUND_WORDS)):
+        # The route names a model (or a URL) the provider does not serve: its configuration
+        # is wrong, not the request, so another route may answer.
+        return ModelNotFoundError(f"this route's model is not served: {message}", **kw)
+    if status == 400 and "thought_signature" in lowered:
+        # Gemini 3 wants its own signature on a call: a route of another model does not.
+        return InvalidRequestError(f"request rejected: {message}", decision=Decision.FAILOVER, **kw)
+    if status == 400 and any(w in lowered for w in BAD_TOOL_CALL_WORDS):
+        return MalformedToolCallError(f"the model's tool call failed: {message}", **kw)
     if status == 413:
         return ContextLengthError(f"request too large: {message}", **kw)
     if status in (408, 409):

@@ -8,11 +8,18 @@ Streaming uses ``:streamGenerateContent?alt=sse``: every event is a whole
   ``functionResponse`` parts (whose ``name`` comes from the message, else from the call
   it answers); adjacent same-role turns are merged.
 * ``json_schema`` → ``generationConfig.responseMimeType: application/json`` plus
-  ``responseSchema``, converted to Gemini's OpenAPI subset by :func:`to_gemini_schema`.
+  ``responseJsonSchema``, which takes JSON Schema itself (``$ref``/``$defs``, ``anyOf``,
+  enums of any type, ``additionalProperties``), so recursive models, nested models,
+  discriminated unions and ``dict`` fields keep their structure; :func:`to_json_schema`
+  only spells ``const`` as a one-value ``enum`` and drops ``$schema`` / ``discriminator``.
+  Tool parameters still go through :func:`to_gemini_schema` (the OpenAPI subset).
 * ``prefill`` is a trailing ``model`` turn, which Gemini continues.
-* ``finishReason`` SAFETY / RECITATION / BLOCKLIST / PROHIBITED_CONTENT / SPII and
-  ``promptFeedback.blockReason`` raise :class:`ContentFilterError`;
-  MALFORMED_FUNCTION_CALL raises :class:`MalformedToolCallError`; thinking parts
+* ``finishReason`` SAFETY / RECITATION / BLOCKLIST / PROHIBITED_CONTENT / SPII / LANGUAGE /
+  IMAGE_* / MODEL_ARMOR and ``promptFeedback.blockReason`` raise :class:`ContentFilterError`;
+  MALFORMED_FUNCTION_CALL / UNEXPECTED_TOOL_CALL / TOO_MANY_TOOL_CALLS raise
+  :class:`MalformedToolCallError`; any other reason than STOP / MAX_TOKENS (OTHER, a
+  reason added after this was written) raises :class:`MalformedStreamError` naming it;
+  thinking parts
   (``thought: true``) are not part of the answer, but their tokens are billed as output.
 """
 
@@ -27,6 +34,7 @@ from agent_failover.providers.wire import (
     ReplyParts,
     StreamState,
     WireAdapter,
+    carried,
     parse_tool_arguments,
 )
 from agent_failover.resilience.endpoint import EndpointConfig
@@ -35,9 +43,26 @@ from agent_failover.resilience.errors import (
     MalformedStreamError,
     MalformedToolCallError,
 )
-from agent_failover.resilience.models import TOOL_CHOICE_MODES, ChatRequest, FinishReason, ToolCall
+from agent_failover.resilience.models import (
+    TOOL_CHOICE_MODES,
+    ChatRequest,
+    FinishReason,
+    Reasoning,
+    ToolCall,
+)
 
-_BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
+# Every documented finishReason (Gemini API ``Candidate.FinishReason`` and Vertex AI's,
+# which adds MODEL_ARMOR), by the decision it gets: a refusal, a bad tool call, or an
+# ordinary ending. Anything else is an error that names the reason, never a quiet "stop".
+_BLOCKED = frozenset(
+    {
+        "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "LANGUAGE", "MODEL_ARMOR",
+    }
+)  # fmt: skip
+_BAD_TOOL_CALL = frozenset(
+    {"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"}
+)
 _FINISH = {"STOP": FinishReason.STOP, "MAX_TOKENS": FinishReason.LENGTH}
 # JSON Schema keywords Gemini's Schema object understands; everything else is dropped
 # because the API rejects unknown fields (additionalProperties, $schema, $defs, ...).
@@ -76,7 +101,66 @@ def to_gemini_schema(schema: Any) -> Any:
     return out
 
 
-def _contents(request: ChatRequest) -> list[dict[str, Any]]:
+#: Keywords ``responseJsonSchema`` does not take; everything else is JSON Schema as is.
+_JSON_SCHEMA_DROP = frozenset({"$schema", "discriminator"})
+
+
+def to_json_schema(schema: Any) -> Any:
+    """A JSON Schema as ``responseJsonSchema`` takes it, structure untouched.
+
+    ``const`` becomes a one-value ``enum`` (the form the API documents), recursively;
+    ``$schema`` and OpenAPI's ``discriminator`` are dropped. ``$ref``/``$defs``, ``anyOf``,
+    ``oneOf``, enums and ``additionalProperties`` pass through.
+    """
+    if isinstance(schema, list):
+        return [to_json_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _JSON_SCHEMA_DROP:
+            continue
+        if key == "const":
+            out["enum"] = [value]
+        elif key in ("properties", "$defs", "definitions", "patternProperties"):
+            out[key] = (
+                {k: to_json_schema(v) for k, v in value.items()}
+                if isinstance(value, dict)
+                else value
+            )
+        elif key in ("enum", "required", "default", "examples", "example"):
+            out[key] = value  # values, not schemas
+        else:
+            out[key] = to_json_schema(value)
+    return out
+
+
+#: Google's documented stand-in for a function call that has no signature of this model's
+#: (a conversation carried over from another model or vendor): Gemini 3 rejects such a
+#: call's part without one ("Function call is missing a thought_signature").
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+_NO_SIGNATURE_MODELS = ("gemini-1", "gemini-2")
+
+
+def _call_parts(endpoint: EndpointConfig, calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """``functionCall`` parts with their ``thoughtSignature``: this model's own, carried
+    back verbatim; a foreign or missing one replaced, on the turn's first call, by
+    :data:`SKIP_SIGNATURE` for models that require signatures (Gemini 3 and later)."""
+    model = endpoint.model.rsplit("/", 1)[-1]
+    needs = not model.startswith(_NO_SIGNATURE_MODELS)
+    parts: list[dict[str, Any]] = []
+    for i, c in enumerate(calls):
+        part: dict[str, Any] = {"functionCall": {"name": c.name, "args": c.arguments}}
+        own = carried(c.reasoning, endpoint)
+        if own is not None and own.signature:
+            part["thoughtSignature"] = own.signature
+        elif needs and i == 0:
+            part["thoughtSignature"] = SKIP_SIGNATURE
+        parts.append(part)
+    return parts
+
+
+def _contents(endpoint: EndpointConfig, request: ChatRequest) -> list[dict[str, Any]]:
     names: dict[str, str] = {}  # tool_call_id -> function name, for functionResponse
     turns: list[dict[str, Any]] = []
     for m in request.messages:
@@ -97,7 +181,7 @@ def _contents(request: ChatRequest) -> list[dict[str, Any]]:
             parts = [{"text": m.content}] if m.content or not m.tool_calls else []
             for c in m.tool_calls:
                 names[c.id] = c.name
-                parts.append({"functionCall": {"name": c.name, "args": c.arguments}})
+            parts += _call_parts(endpoint, m.tool_calls)
         if turns and turns[-1]["role"] == role:
             turns[-1]["parts"].extend(parts)
         else:
@@ -121,8 +205,8 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest) -> dict[str, Any]
         config["stopSequences"] = request.stop
     if request.json_schema is not None:
         config["responseMimeType"] = "application/json"
-        config["responseSchema"] = to_gemini_schema(request.json_schema)
-    body: dict[str, Any] = {"contents": _contents(request), "generationConfig": config}
+        config["responseJsonSchema"] = to_json_schema(request.json_schema)
+    body: dict[str, Any] = {"contents": _contents(endpoint, request), "generationConfig": config}
     if request.system:
         body["systemInstruction"] = {"parts": [{"text": request.system}]}
     if request.tools:
@@ -208,7 +292,11 @@ class _Fold:
             if isinstance(part.get("functionCall"), dict):
                 fc = part["functionCall"]
                 call_id = fc.get("id") or f"call_{len(self.calls)}"
-                self.calls.append(parse_tool_arguments(call_id, fc.get("name", ""), fc.get("args")))
+                call = parse_tool_arguments(call_id, fc.get("name", ""), fc.get("args"))
+                if isinstance(part.get("thoughtSignature"), str):
+                    sig = Reasoning(origin=self.call.origin, signature=part["thoughtSignature"])
+                    call = call.model_copy(update={"reasoning": sig})
+                self.calls.append(call)
                 tool_seen = True
         reason = candidate.get("finishReason")
         delta = "".join(text)
@@ -224,11 +312,16 @@ class _Fold:
         kw: dict[str, Any] = {"endpoint": self.call.name, "status": 200, "partial_text": partial}
         if reason in _BLOCKED:
             raise ContentFilterError(f"output blocked (finishReason={reason})", **kw)
-        if reason == "MALFORMED_FUNCTION_CALL":
-            raise MalformedToolCallError("the model produced a malformed function call", **kw)
+        if reason in _BAD_TOOL_CALL:
+            raise MalformedToolCallError(f"the model's function call failed ({reason})", **kw)
+        if reason not in _FINISH:
+            raise MalformedStreamError(
+                f"generation ended with finishReason={reason}, which is not a usable ending",
+                **kw,
+            )
         if self.calls and reason == "STOP":
             return FinishReason.TOOL_CALLS
-        return _FINISH.get(reason, FinishReason.STOP)
+        return _FINISH[reason]
 
 
 def parse_reply(call: Attempt, payload: Any) -> ReplyParts:

@@ -8,8 +8,15 @@ Ollama). Mapping choices:
   required, and validation happens on our side anyway (:mod:`providers.validate`).
 * ``max_tokens`` is sent as ``max_completion_tokens`` to OpenAI itself (the field its
   current models require) and as ``max_tokens`` to compatible servers, which know only that.
-* ``stream_options.include_usage`` is requested from OpenAI itself; compatible servers
-  that reject unknown fields send usage in their last chunk anyway.
+* ``stream_options.include_usage`` is requested on every streamed call (compatible servers
+  report usage only when asked); ``capabilities.stream_usage: false`` turns it off for a
+  server that rejects the field.
+* A tool call with an empty ``id`` (Gemini's OpenAI-compatible endpoint sends ``""``) gets
+  a generated ``call_N`` id, so its result can be matched to it.
+* ``reasoning_content`` (DeepSeek, Kimi, vLLM / SGLang reasoning parsers) is not part of
+  the answer; it is kept as :class:`Reasoning` and sent back on the assistant turn that
+  made tool calls (those servers require it within a tool loop), only to the same wire and
+  model.
 * ``prefill`` is a trailing assistant message with ``prefix: true`` (Mistral / DeepSeek
   style) and is sent only to endpoints declaring ``assistant_prefill``; others fail fast
   with an :class:`InvalidRequestError` whose decision is FAILOVER (another route can).
@@ -30,6 +37,7 @@ from agent_failover.providers.wire import (
     ReplyParts,
     StreamState,
     WireAdapter,
+    carried,
     parse_tool_arguments,
 )
 from agent_failover.resilience.endpoint import Cloud, EndpointConfig
@@ -39,6 +47,7 @@ from agent_failover.resilience.models import (
     ChatRequest,
     FinishReason,
     Message,
+    Reasoning,
     ToolCall,
 )
 
@@ -61,7 +70,7 @@ def _is_openai(endpoint: EndpointConfig) -> bool:
     return endpoint.organisation == "openai" or endpoint.cloud is Cloud.AZURE
 
 
-def _message(m: Message) -> dict[str, Any]:
+def _message(endpoint: EndpointConfig, m: Message) -> dict[str, Any]:
     if m.role == "tool":
         return {"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content}
     out: dict[str, Any] = {"role": m.role, "content": m.content}
@@ -78,6 +87,9 @@ def _message(m: Message) -> dict[str, Any]:
             }
             for c in m.tool_calls
         ]
+        own = carried(m.reasoning, endpoint)
+        if own is not None and own.text:
+            out["reasoning_content"] = own.text
     return out
 
 
@@ -86,7 +98,7 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) 
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
-    messages += [_message(m) for m in request.messages]
+    messages += [_message(endpoint, m) for m in request.messages]
     if request.prefill:
         if not endpoint.capabilities.assistant_prefill:
             raise InvalidRequestError(
@@ -128,7 +140,7 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) 
             )
     if stream:
         body["stream"] = True
-        if _is_openai(endpoint):
+        if endpoint.capabilities.stream_usage:
             body["stream_options"] = {"include_usage": True}
     return body
 
@@ -175,11 +187,14 @@ def parse_reply(call: Attempt, payload: Any) -> ReplyParts:
     finish = _finish(call, choice.get("finish_reason"), text)
     calls = [
         parse_tool_arguments(
-            tc.get("id", ""), tc["function"].get("name", ""), tc["function"].get("arguments")
+            tc.get("id") or f"call_{i}",
+            tc["function"].get("name", ""),
+            tc["function"].get("arguments"),
         )
-        for tc in message.get("tool_calls") or []
+        for i, tc in enumerate(message.get("tool_calls") or [])
     ]
     usage = payload.get("usage") or {}
+    thought = message.get("reasoning_content")
     return ReplyParts(
         text=text,
         model=payload.get("model"),
@@ -187,6 +202,7 @@ def parse_reply(call: Attempt, payload: Any) -> ReplyParts:
         input_tokens=usage.get("prompt_tokens"),
         output_tokens=usage.get("completion_tokens"),
         tool_calls=calls,
+        reasoning=Reasoning(origin=call.origin, text=thought) if thought else None,
     )
 
 
@@ -198,6 +214,7 @@ class OpenAIStream(StreamState):
         self._call = call
         self._tools: dict[int, dict[str, str]] = {}
         self._refusal = ""
+        self._thought = ""
 
     def decode(self, event: SSEEvent) -> Any:
         """``[DONE]`` ends the stream; everything else is JSON."""
@@ -226,6 +243,8 @@ class OpenAIStream(StreamState):
                 self.add_text(content)
             if delta.get("refusal"):
                 self._refusal += str(delta["refusal"])
+            if isinstance(delta.get("reasoning_content"), str):
+                self._thought += delta["reasoning_content"]
             for tc in delta.get("tool_calls") or []:
                 self._tool_delta(tc)
             reason = choice.get("finish_reason")
@@ -248,11 +267,15 @@ class OpenAIStream(StreamState):
             slot["args"] += fn["arguments"]
         self.content_events += 1
 
+    def reasoning(self) -> Reasoning | None:
+        """The streamed ``reasoning_content``, if the server sent any."""
+        return Reasoning(origin=self._call.origin, text=self._thought) if self._thought else None
+
     def tool_calls(self) -> list[ToolCall]:
         """Tool calls assembled from their streamed fragments."""
         return [
-            parse_tool_arguments(t["id"], t["name"], t["args"])
-            for _, t in sorted(self._tools.items())
+            parse_tool_arguments(t["id"] or f"call_{i}", t["name"], t["args"])
+            for i, (_, t) in enumerate(sorted(self._tools.items()))
         ]
 
 

@@ -23,6 +23,7 @@ from agent_failover.providers.retry_after import clamp, parse_go_duration
 from agent_failover.resilience.errors import (
     AuthError,
     InvalidRequestError,
+    ModelNotFoundError,
     OverloadedError,
     ProviderError,
     QuotaExhaustedError,
@@ -56,6 +57,21 @@ QUOTA_WORDS = (
     "credit balance",
     "billing",
 )
+# A model id the provider does not serve, in a 400 (a 404 says it by its status): Bedrock's
+# ValidationException "The provided model identifier is invalid.", OpenAI's and compatible
+# servers' ``model_not_found`` / "The model `x` does not exist", Anthropic's not_found_error.
+MODEL_NOT_FOUND_WORDS = (
+    "model_not_found",
+    "model identifier is invalid",
+    "invalid model identifier",
+    "invalid model id",
+    "unknown model",
+    "model not found",
+    "not_found_error",
+)
+# Groq's 400 when the model's own tool call did not parse: the reply carries it in
+# ``failed_generation``; the same failure streamed is a malformed tool call.
+BAD_TOOL_CALL_WORDS = ("tool_use_failed", "failed_generation")
 GEMINI_BAD_KEY_WORDS = ("api_key_invalid", "api key not valid", "api key expired")
 DAILY_QUOTA_WORDS = ("perday", "per_day", "per day")
 # AWS error types (x-amzn-ErrorType / __type) by the class they map to; ValidationException
@@ -76,7 +92,7 @@ AWS_TYPES: dict[str, type[ProviderError]] = {
     "invalidsignatureexception": AuthError,
     "incompletesignatureexception": AuthError,
     "missingauthenticationtokenexception": AuthError,
-    "resourcenotfoundexception": InvalidRequestError,
+    "resourcenotfoundexception": ModelNotFoundError,
     "validationexception": InvalidRequestError,
 }
 _NUM = r"(\d[\d,]*)"

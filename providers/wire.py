@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from agent_failover.providers.sse import SSEDecoder, SSEEvent
 from agent_failover.resilience.endpoint import EndpointConfig
-from agent_failover.resilience.models import ChatRequest, FinishReason, ToolCall
+from agent_failover.resilience.models import ChatRequest, FinishReason, Reasoning, ToolCall
 
 #: More malformed events than this fail the stream, whatever its length.
 MAX_MALFORMED_EVENTS = 3
@@ -54,6 +54,23 @@ class Attempt(Protocol):
     def name(self) -> str:
         """The endpoint name every error carries."""
         ...
+
+    @property
+    def origin(self) -> str:
+        """Where reasoning state of this reply is valid (:func:`reasoning_origin`)."""
+        ...
+
+
+def reasoning_origin(endpoint: EndpointConfig) -> str:
+    """``"<wire>:<model>"``: reasoning state is valid only on the wire and model that made it."""
+    return f"{endpoint.provider.value}:{endpoint.model}"
+
+
+def carried(reasoning: Reasoning | None, endpoint: EndpointConfig) -> Reasoning | None:
+    """``reasoning`` when it came from ``endpoint``'s wire and model, else ``None`` (dropped)."""
+    if reasoning is None or reasoning.origin != reasoning_origin(endpoint):
+        return None
+    return reasoning
 
 
 class StreamDecoder(Protocol):
@@ -79,6 +96,7 @@ class ReplyParts:
     input_tokens: int | None = None
     output_tokens: int | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
+    reasoning: Reasoning | None = None
 
 
 def parse_tool_arguments(call_id: str, name: str, raw: Any) -> ToolCall:
@@ -168,7 +186,12 @@ class StreamState(ABC):
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             tool_calls=self.tool_calls(),
+            reasoning=self.reasoning(),
         )
+
+    def reasoning(self) -> Reasoning | None:
+        """The turn's reasoning state, for wires that carry it beside the calls."""
+        return None
 
     def add_text(self, delta: str) -> None:
         """Append generated text; counts as a token for time-to-first-token."""

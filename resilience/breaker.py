@@ -63,6 +63,7 @@ class BreakerReason(StrEnum):
     RATE_LIMITED = "rate_limited"
     QUOTA_EXHAUSTED = "quota_exhausted"
     AUTH_FAILURE = "auth_failure"
+    MODEL_NOT_FOUND = "model_not_found"
     OVERLOADED = "overloaded"
     CONSECUTIVE_FAILURES = "consecutive_failures"
     CONSECUTIVE_TIMEOUTS = "consecutive_timeouts"
@@ -155,6 +156,7 @@ _TRIP_REASONS = frozenset(
         _R.RATE_LIMITED,
         _R.QUOTA_EXHAUSTED,
         _R.AUTH_FAILURE,
+        _R.MODEL_NOT_FOUND,
         _R.OVERLOADED,
         _R.CONSECUTIVE_FAILURES,
         _R.CONSECUTIVE_TIMEOUTS,
@@ -182,7 +184,11 @@ TRANSITIONS: dict[tuple[BreakerState, BreakerState], frozenset[BreakerReason]] =
 
 # Error classes that open the breaker on the first occurrence: waiting for an error
 # rate would keep sending traffic to a route that cannot succeed (bad key, no quota).
-_IMMEDIATE = {ErrorClass.AUTH: _R.AUTH_FAILURE, ErrorClass.QUOTA_EXHAUSTED: _R.QUOTA_EXHAUSTED}
+_IMMEDIATE = {
+    ErrorClass.AUTH: _R.AUTH_FAILURE,
+    ErrorClass.QUOTA_EXHAUSTED: _R.QUOTA_EXHAUSTED,
+    ErrorClass.MODEL_NOT_FOUND: _R.MODEL_NOT_FOUND,
+}
 # Error classes that open the breaker when the provider says how long to stay away. A
 # 529/503 is the provider's capacity with no known end; a 429 (our quota window) only
 # cools the route down (see ``cool_down``).

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from agent_failover.resilience.budget import BucketLevel
 from agent_failover.resilience.errors import ErrorClass
-from agent_failover.resilience.models import FinishReason, ToolCall, Usage
+from agent_failover.resilience.models import FinishReason, Reasoning, ToolCall, Usage
 
 
 class BreakerState(StrEnum):
@@ -220,6 +220,11 @@ class AgentOutput(BaseModel):
     )
     refusal: str | None = Field(
         default=None, description="the provider's message when the answer is a content refusal"
+    )
+    reasoning: Reasoning | None = Field(
+        default=None,
+        description="reasoning state of the answering route's turn (thinking blocks, "
+        "reasoning_content), to put on the assistant Message that records it",
     )
 
     @property

@@ -54,6 +54,7 @@ _BY_CLASS: dict[ErrorClass, list[ReasonCode]] = {
     ErrorClass.SERVER_ERROR: [ReasonCode.MODEL_UNAVAILABLE],
     ErrorClass.OVERLOADED: [ReasonCode.MODEL_UNAVAILABLE],
     ErrorClass.AUTH: [ReasonCode.MODEL_UNAVAILABLE],
+    ErrorClass.MODEL_NOT_FOUND: [ReasonCode.MODEL_UNAVAILABLE],
     ErrorClass.RATE_LIMITED: [ReasonCode.RATE_LIMITED],
     ErrorClass.QUOTA_EXHAUSTED: [ReasonCode.RATE_LIMITED],
     ErrorClass.NO_RESPONSE: [ReasonCode.LATENCY_BUDGET_EXCEEDED],

@@ -144,6 +144,12 @@ class Capabilities(BaseModel):
         default=False,
         description="The route can continue an assistant turn, which resumes a cut stream.",
     )
+    stream_usage: bool = Field(
+        default=True,
+        description="OpenAI-style routes only: streamed requests ask for token usage with "
+        "`stream_options: {include_usage: true}` (compatible servers report it only when "
+        "asked). False for a server that rejects the field; usage is then estimated.",
+    )
 
 
 def _only_for(value: Any, info: ValidationInfo, cloud: Cloud) -> None:

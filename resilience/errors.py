@@ -24,7 +24,9 @@ The tree (``ErrorClass`` value in brackets, then decision)::
     │   ├── ServerError         [server_error]        RETRY     500/502/504, other 5xx
     │   ├── AuthError           [auth]                COOLDOWN  401/403: bad key for *this* route,
     │   │                                                       non-retryable
-    │   ├── InvalidRequestError [invalid_request]     STOP      400/404/422 the caller must fix
+    │   ├── ModelNotFoundError  [model_not_found]     COOLDOWN  404 / unknown model id: the
+    │   │                                                       route is misconfigured
+    │   ├── InvalidRequestError [invalid_request]     STOP      400/422 the caller must fix
     │   ├── ContextLengthError  [context_length]      FAILOVER  to a larger window only; carries
     │   │                                                       the window the provider stated
     │   └── ContentFilterError  [content_filter]      FAILOVER  to another model, reason kept
@@ -72,6 +74,7 @@ class ErrorClass(StrEnum):
     SERVER_ERROR = "server_error"
     AUTH = "auth"
     INVALID_REQUEST = "invalid_request"
+    MODEL_NOT_FOUND = "model_not_found"
     CONTEXT_LENGTH = "context_length"
     CONTENT_FILTER = "content_filter"
     STREAM_STALLED = "stream_stalled"
@@ -107,6 +110,9 @@ CLASSIFICATION: dict[ErrorClass, Classification] = {
     ErrorClass.SERVER_ERROR: Classification(Decision.RETRY, True, True),
     ErrorClass.AUTH: Classification(Decision.COOLDOWN, False, True),
     ErrorClass.INVALID_REQUEST: Classification(Decision.STOP, False, False),
+    # The route names a model (or URL) its provider does not serve: a fault of this route's
+    # configuration, not of the request, so the call moves on and the route stays away.
+    ErrorClass.MODEL_NOT_FOUND: Classification(Decision.COOLDOWN, False, True),
     ErrorClass.CONTEXT_LENGTH: Classification(Decision.FAILOVER, False, False),
     ErrorClass.CONTENT_FILTER: Classification(Decision.FAILOVER, False, False),
     ErrorClass.STREAM_STALLED: Classification(Decision.FAILOVER, True, True),
@@ -215,6 +221,10 @@ class InvalidRequestError(HTTPStatusError):
     error_class = ErrorClass.INVALID_REQUEST
 
 
+class ModelNotFoundError(HTTPStatusError):
+    error_class = ErrorClass.MODEL_NOT_FOUND
+
+
 class ContextLengthError(HTTPStatusError):
     """The prompt did not fit; ``context_window`` is the limit the provider stated, if any."""
 
@@ -288,8 +298,8 @@ ERROR_TYPES: dict[ErrorClass, type[ProviderError]] = {
     for cls in (
         ConnectError, NoResponseError, SlowFirstTokenError, RateLimitedError,
         QuotaExhaustedError, OverloadedError, ServerError, AuthError, InvalidRequestError,
-        ContextLengthError, ContentFilterError, StreamStalledError, StreamCutError,
-        MalformedStreamError, StreamErrorEvent, EmptyOutputError, TruncatedOutputError,
-        InvalidOutputError, MalformedToolCallError, OversizedOutputError,
+        ModelNotFoundError, ContextLengthError, ContentFilterError, StreamStalledError,
+        StreamCutError, MalformedStreamError, StreamErrorEvent, EmptyOutputError,
+        TruncatedOutputError, InvalidOutputError, MalformedToolCallError, OversizedOutputError,
     )
 }  # fmt: skip

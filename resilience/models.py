@@ -16,6 +16,26 @@ class Priority(StrEnum):
     BACKGROUND = "background"
 
 
+class Reasoning(BaseModel):
+    """Provider-opaque reasoning state a reply carried, which the next request must send back.
+
+    Reasoning models require it in multi-turn tool use: Gemini 3's ``thoughtSignature`` on
+    each ``functionCall`` part, Anthropic's ``thinking`` / ``redacted_thinking`` blocks with
+    their signatures, an OpenAI-compatible server's ``reasoning_content``. It is valid only
+    where it came from: ``origin`` (``"<wire>:<model>"``) names that, and a request to any
+    other wire or model drops it, since one vendor's signature means nothing to another.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    origin: str = Field(description="'<wire>:<model>' that produced it; elsewhere it is dropped")
+    signature: str | None = Field(default=None, description="Gemini's thoughtSignature")
+    blocks: list[dict[str, Any]] = Field(
+        default_factory=list, description="Anthropic thinking / redacted_thinking blocks, verbatim"
+    )
+    text: str | None = Field(default=None, description="OpenAI-compatible reasoning_content")
+
+
 class ToolCall(BaseModel):
     """A tool call the model asked for (assistant side) with parsed JSON arguments."""
 
@@ -28,6 +48,8 @@ class ToolCall(BaseModel):
     # JSON object: adapters record a malformed call instead of crashing, and
     # providers.validate turns it into MalformedToolCallError.
     raw_arguments: str | None = None
+    #: Reasoning state attached to this call (Gemini's thoughtSignature), sent back with it.
+    reasoning: Reasoning | None = None
 
 
 class ToolSpec(BaseModel):
@@ -48,6 +70,9 @@ class Message(BaseModel):
     tool_call_id: str | None = None
     tool_name: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
+    #: An assistant turn's reasoning state (Anthropic thinking blocks, reasoning_content),
+    #: copied from :attr:`ChatReply.reasoning`; sent back only to the wire and model it came from.
+    reasoning: Reasoning | None = None
     priority: Priority = Priority.SUPPORTING
     #: A checkpoint (the task statement, a key decision): context triage never drops it,
     #: and summarization keeps it verbatim.
@@ -122,3 +147,5 @@ class ChatReply(BaseModel):
     latency_ms: float = 0.0
     tool_calls: list[ToolCall] = Field(default_factory=list)
     malformed_events_skipped: int = 0
+    #: Reasoning state of the turn, to put on the assistant :class:`Message` that records it.
+    reasoning: Reasoning | None = None

@@ -54,6 +54,7 @@ def apply_failure(
     routes_by_model: dict[str, list[str]],
     stated_context_window: int | None = None,
     partial_truncated: bool = False,
+    decision: str | None = None,
 ) -> CallState:
     """Fold one failed attempt into the call state and return the new state.
 
@@ -61,6 +62,9 @@ def apply_failure(
     None if unknown); ``stated_context_window`` what its rejection said, which wins.
     ``partial_truncated`` says the failure carried only the tail of what was streamed
     (failure details are bounded): a tail cannot be continued, so it is never a prefill.
+    ``decision`` is the one the provider boundary gave this failure: where it says another
+    route can serve a request its class would stop (Gemini 3's missing thought signature),
+    the call fails over instead of stopping its live tiers.
     """
     s = state.model_copy(deep=True)
     if route not in s.excluded:
@@ -77,16 +81,17 @@ def apply_failure(
         s.prefill_text = ""
         s.reasons.remove(ReasonCode.INVALID_REQUEST)
         return s
-    decision = CLASSIFICATION[ec].decision
+    by_class = CLASSIFICATION[ec].decision
+    failover_instead = by_class is Decision.STOP and decision == Decision.FAILOVER.value
     _learn(
         s,
         ec,
-        decision,
+        Decision.FAILOVER if failover_instead else by_class,
         model=model,
         known_window=stated_context_window or context_window,
         routes_by_model=routes_by_model,
     )
-    if decision is Decision.COOLDOWN:
+    if by_class is Decision.COOLDOWN:
         s.cooldowns[route] = now + (retry_after_s if retry_after_s else DEFAULT_COOLDOWN_S)
     if partial_text and not partial_truncated:
         _keep_partial(s, ec, partial_text)

@@ -157,7 +157,7 @@ async def run_agent_loop(
                 total_tokens=tokens,
                 cost_usd=cost,
             )
-        messages.append(Message(role="assistant", content=out.content, tool_calls=out.tool_calls))
+        messages.append(_assistant_turn(out))
         for call in out.tool_calls:
             run = await _run_tool(call, by_name.get(call.name), step, turn, seen, saga)
             runs.append(run)
@@ -286,6 +286,13 @@ def _add(
         compensation_args=args,
         retry_policy=tool.compensation_retry_policy,
         maybe_applied=maybe_applied,
+    )
+
+
+def _assistant_turn(out: AgentOutput) -> Message:
+    """The answer as the assistant turn the next request carries, with its reasoning state."""
+    return Message(
+        role="assistant", content=out.content, tool_calls=out.tool_calls, reasoning=out.reasoning
     )
 
 

@@ -49,6 +49,7 @@ def success(call: Call, winner: AttemptResult, role: RolePolicy) -> AgentOutput:
         latency_ms=sum(a.latency_ms or 0.0 for a in call.attempts),
         tool_calls=list(reply.tool_calls),
         finish_reason=reply.finish_reason,
+        reasoning=reply.reasoning,
     )
     # Sampled calls are re-run on the reference route by a child nobody waits for.
     maybe_shadow(role, call.request, winner.attempt.route, reply.text, call.ctx.snapshot)

@@ -168,4 +168,5 @@ class _ResilientCall:
             used_prefill=r.used_prefill,
             now=workflow.now().timestamp(),
             routes_by_model=by_family,
+            decision=r.details.get("decision"),
         )

@@ -158,6 +158,8 @@ class Reply:
     input_tokens: int
     tool: ForcedTool | None = None  # set when ``text`` is the tool's JSON arguments
     tool_call_id: str = ""
+    #: A refusal's wire-specific reason when a fault names one (Gemini ``MODEL_ARMOR``).
+    refusal_reason: str | None = None
     piece_chars: int = CHARS_PER_TOKEN
     pieces: list[str] = field(default_factory=list)
 
@@ -275,6 +277,7 @@ def build_reply(
         input_tokens=request.prompt_tokens,
         tool=tool,
         tool_call_id=f"toolu_{reply_id[-12:]}" if tool is not None else "",
+        refusal_reason=plan.refusal.finish_reason if plan.refusal is not None else None,
         piece_chars=piece_chars,
     )
 

@@ -117,6 +117,17 @@ class Fault(BaseModel):
     mode: Literal["error", "finish"] = "error"
     error_type: StreamErrorType = "overloaded"
     message: str | None = None
+    finish_reason: str | None = Field(
+        default=None,
+        description="content_filter mode=finish: the wire's own refusal reason to send "
+        "(e.g. MODEL_ARMOR on Gemini / Vertex); default the wire's usual one",
+    )
+    hint: Literal["retry_after", "reset"] = Field(
+        default="retry_after",
+        description="rate_limit: say the wait as retry-after / retry-after-ms, or only as "
+        "the vendor's rate-limit reset headers (anthropic-ratelimit-*-reset, "
+        "x-ratelimit-reset-*)",
+    )
     size_bytes: int | None = Field(
         default=None,
         ge=1,

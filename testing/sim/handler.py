@@ -174,6 +174,7 @@ class CompletionHandler:
         self, wire: WireFormat, err: SimError, model: str | None, request_id: str
     ) -> web.Response:
         status = wire.status_for(err)
+        err.now = self.state.clock.now()
         headers = wire.error_headers(err)
         if request_id:
             headers[wire.request_id_header()] = request_id

@@ -113,7 +113,7 @@ STATUS_CASES = [
         404,
         {"error": {"type": "not_found_error", "message": "model not found"}},
         {},
-        E.InvalidRequestError,
+        E.ModelNotFoundError,
     ),
     (
         400,

@@ -62,7 +62,7 @@ def test_quota_has_long_default_cooldown():
         (400, E.InvalidRequestError),
         (401, E.AuthError),
         (403, E.AuthError),
-        (404, E.InvalidRequestError),
+        (404, E.ModelNotFoundError),
         (408, E.ServerError),
         (409, E.ServerError),
         (413, E.ContextLengthError),
@@ -312,7 +312,7 @@ AWS_TYPE = "x-amzn-ErrorType"
         (500, "InternalServerException", "oops", E.ServerError),
         (403, "AccessDeniedException", "not enabled", E.AuthError),
         (403, "UnrecognizedClientException", "invalid token", E.AuthError),
-        (404, "ResourceNotFoundException", "no such model", E.InvalidRequestError),
+        (404, "ResourceNotFoundException", "no such model", E.ModelNotFoundError),
     ],
 )  # fmt: skip
 def test_bedrock_error_types(code, aws_type, message, cls):

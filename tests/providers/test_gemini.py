@@ -67,10 +67,7 @@ async def test_request_mapping(mock_client):
     cfg = b["generationConfig"]
     assert cfg["maxOutputTokens"] == 77 and cfg["stopSequences"] == ["END"]
     assert cfg["responseMimeType"] == "application/json"
-    assert cfg["responseSchema"] == {
-        "type": "OBJECT",
-        "properties": {"a": {"type": "STRING", "nullable": True}},
-    }
+    assert cfg["responseJsonSchema"] == schema and "responseSchema" not in cfg
     assert reply.text == '{"a": null}'
 
 

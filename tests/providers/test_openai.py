@@ -68,13 +68,27 @@ async def test_request_mapping(mock_client):
     assert b["stop"] == ["\n\n"] and b["temperature"] == 0.2
 
 
-async def test_compatible_server_gets_max_tokens_and_no_stream_options(mock_client):
-    """An OpenAI-compatible route gets ``max_tokens`` and no OpenAI-only stream options."""
+async def test_compatible_server_gets_max_tokens_and_stream_usage(mock_client):
+    """An OpenAI-compatible route gets ``max_tokens`` and is asked for streamed usage, which
+    compatible servers (vLLM, Mistral, Gemini's compatible endpoint) report only when asked
+    (https://platform.openai.com/docs/api-reference/chat/create#chat-create-stream_options)."""
     client, rec = mock_client(lambda _: stream_response(openai_stream(["x"])))
     async with client:
         await complete(client, MISTRAL, q(max_tokens=64), BUDGETS)
     b = json.loads(rec.requests[0].content)
-    assert b["max_tokens"] == 64 and "stream_options" not in b and b["stream"] is True
+    assert b["max_tokens"] == 64 and b["stream"] is True
+    assert b["stream_options"] == {"include_usage": True}
+
+
+async def test_stream_usage_switch_off_omits_stream_options(mock_client):
+    """``capabilities.stream_usage: false`` is for a server that rejects the field."""
+    ep = MISTRAL.model_copy(
+        update={"capabilities": MISTRAL.capabilities.model_copy(update={"stream_usage": False})}
+    )
+    client, rec = mock_client(lambda _: stream_response(openai_stream(["x"])))
+    async with client:
+        await complete(client, ep, q(max_tokens=64), BUDGETS)
+    assert "stream_options" not in json.loads(rec.requests[0].content)
 
 
 async def test_stream_requests_usage_from_openai(mock_client):
@@ -207,3 +221,53 @@ async def test_no_key_env_sends_no_auth(mock_client):
     async with client:
         await complete(client, ep, q(stream=False), BUDGETS)
     assert "authorization" not in rec.requests[0].headers
+
+
+async def test_empty_tool_call_id_gets_a_generated_id(mock_client):
+    """Gemini's OpenAI-compatible endpoint streams a whole tool call with ``"id": ""`` and
+    no ``index`` (https://ai.google.dev/gemini-api/docs/openai, as answered on
+    https://discuss.ai.google.dev/t/openai-compatibilioty-with-jnodejs-error/50746): the
+    call still gets an id its tool result can answer."""
+    chunk = {
+        "choices": [
+            {
+                "delta": {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "function": {"arguments": '{"k":"v"}', "name": "remember"},
+                            "id": "",
+                            "type": "function",
+                        }
+                    ],
+                },
+                "finish_reason": "stop",
+                "index": 0,
+            }
+        ],
+        "created": 1739723061,
+        "model": "gemini-2.0-flash",
+        "object": "chat.completion.chunk",
+        "usage": {"completion_tokens": 54, "prompt_tokens": 4319, "total_tokens": 4373},
+    }
+    body = [f"data: {json.dumps(chunk)}\n\n".encode(), b"data: [DONE]\n\n"]
+    client, _ = mock_client(lambda _: stream_response(body))
+    async with client:
+        reply = await complete(client, MISTRAL, q(), BUDGETS)
+    assert [c.name for c in reply.tool_calls] == ["remember"]
+    assert reply.tool_calls[0].id and reply.tool_calls[0].arguments == {"k": "v"}
+
+
+async def test_empty_tool_call_id_json_reply(mock_client):
+    """The same empty id in a non-streamed Chat Completions reply gets a generated id
+    (https://platform.openai.com/docs/api-reference/chat/object)."""
+    tool_calls = [
+        {"id": "", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        {"id": "", "type": "function", "function": {"name": "g", "arguments": "{}"}},
+    ]
+    payload = openai_json("", finish="tool_calls", tool_calls=tool_calls)
+    client, _ = mock_client(lambda _: httpx.Response(200, json=payload))
+    async with client:
+        reply = await complete(client, MISTRAL, q(stream=False), BUDGETS)
+    ids = [c.id for c in reply.tool_calls]
+    assert all(ids) and len(set(ids)) == 2

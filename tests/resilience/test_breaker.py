@@ -201,12 +201,14 @@ def test_rate_limited_half_open_trial_is_not_a_verdict(clock: FakeClock) -> None
     [
         (ErrorClass.AUTH, BreakerReason.AUTH_FAILURE),
         (ErrorClass.QUOTA_EXHAUSTED, BreakerReason.QUOTA_EXHAUSTED),
+        (ErrorClass.MODEL_NOT_FOUND, BreakerReason.MODEL_NOT_FOUND),
     ],
 )
 def test_auth_and_quota_trip_immediately(
     clock: FakeClock, error_class: ErrorClass, reason: BreakerReason
 ) -> None:
-    """One auth or quota error opens the breaker without waiting for a rate."""
+    """One auth, quota or model-not-found error opens the breaker without waiting for a
+    rate; the reason says the route is misconfigured (shown by ``failover status``)."""
     d = Driver(clock)
     d.record(fail(ROUTE, clock.now, error_class))
     assert (d.breaker.state, d.breaker.reason) == (BreakerState.OPEN, reason)

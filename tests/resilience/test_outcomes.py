@@ -61,3 +61,18 @@ def test_a_tail_is_never_continued() -> None:
     splice an answer without its beginning, so the next route restarts instead."""
     s = fail(CallState(), "stream_cut", partial_text="…tail of an answer", partial_truncated=True)
     assert s.prefill_text == "" and "r1" in s.excluded
+
+
+def test_invalid_request_the_boundary_marked_failover_moves_on() -> None:
+    """A 400 only this route's model gives (Gemini 3's missing thought signature) carries
+    decision failover from the provider boundary: the call moves on, live tiers go on."""
+    stopped = fail(CallState(), "invalid_request")
+    assert stopped.stop_live
+    moved = fail(CallState(), "invalid_request", decision="failover")
+    assert not moved.stop_live and moved.excluded == ["r1"]
+
+
+def test_model_not_found_cools_the_route_and_moves_on() -> None:
+    """A route whose model is not served is left for a while; the call does not stop."""
+    s = fail(CallState(), "model_not_found")
+    assert not s.stop_live and "r1" in s.cooldowns and s.excluded == ["r1"]

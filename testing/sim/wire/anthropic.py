@@ -101,6 +101,9 @@ def _called_tools(messages: list[Any]) -> tuple[str, ...]:
 class AnthropicWire(WireFormat):
     """Anthropic Messages API."""
 
+    #: How a rate-limit wait is said when only reset headers may say it.
+    reset_style = "anthropic"
+
     kind = ProviderKind.ANTHROPIC
 
     def route(self, method: str, tail: str, query: dict[str, str]) -> Operation | None:

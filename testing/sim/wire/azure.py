@@ -38,6 +38,9 @@ _CODES = {
 class AzureOpenAIWire(OpenAIWire):
     """Azure OpenAI deployments."""
 
+    #: How a rate-limit wait is said when only reset headers may say it.
+    reset_style = "azure"
+
     def route(self, method: str, tail: str, query: dict[str, str]) -> Operation | None:
         """``POST openai/deployments/{deployment}/chat/completions`` with ``api-version``."""
         m = _PATH.match(tail)

@@ -12,6 +12,7 @@ import json
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -49,6 +50,7 @@ class SimError(Exception):
         retry_after: float | None = None,
         param: str | None = None,
         detail: dict[str, Any] | None = None,
+        reset_only: bool = False,
     ) -> None:
         super().__init__(message)
         self.detail = detail or {}
@@ -57,6 +59,10 @@ class SimError(Exception):
         self.status = status
         self.retry_after = retry_after
         self.param = param
+        #: Say ``retry_after`` only in the vendor's rate-limit reset headers.
+        self.reset_only = reset_only
+        #: The server's clock when the error is answered (for reset timestamps).
+        self.now = 0.0
 
 
 _STATUS_CATEGORY = {
@@ -112,7 +118,13 @@ def error_from_fault(fault: Fault) -> SimError:
         category = _FAULT_CATEGORY[fault.kind]
         status = None
     message = fault.message or _DEFAULT_MESSAGES[category]
-    return SimError(category, message, status=status, retry_after=fault.retry_after)
+    return SimError(
+        category,
+        message,
+        status=status,
+        retry_after=fault.retry_after,
+        reset_only=fault.hint == "reset",
+    )
 
 
 def stream_error_from_fault(fault: Fault) -> SimError:
@@ -149,10 +161,38 @@ class Operation:
     variant: str | None = None  # which sub-API of a cloud wire (Vertex publisher, Bedrock API)
 
 
+def reset_headers(style: str, seconds: float, now: float) -> dict[str, str]:
+    """A rate-limit wait said only as the vendor says it in headers, by ``style``:
+    ``openai`` (``x-ratelimit-reset-requests`` as a duration, remaining 0), ``anthropic``
+    (``anthropic-ratelimit-requests-reset`` as an RFC 3339 time), ``azure``
+    (``retry-after-ms``) or ``none`` (AWS and Google state no wait in a header)."""
+    if style == "anthropic":
+        at = datetime.fromtimestamp(now + seconds, tz=UTC).isoformat().replace("+00:00", "Z")
+        return {
+            "anthropic-ratelimit-requests-limit": "50",
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-requests-reset": at,
+        }
+    if style == "azure":
+        return {"retry-after-ms": str(int(seconds * 1000))}
+    if style == "none":
+        return {}
+    return {
+        "x-ratelimit-limit-requests": "60",
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": f"{seconds:g}s",
+        "x-ratelimit-remaining-tokens": "1000",
+        "x-ratelimit-reset-tokens": "0s",
+    }
+
+
 class WireFormat(ABC):
     """One provider's HTTP API, request parsing and response rendering."""
 
     kind: ProviderKind
+    #: How a rate-limit wait is said when only the vendor's reset headers may say it
+    #: (:func:`reset_headers`).
+    reset_style = "openai"
     #: Content type of a streamed answer.
     stream_content_type = "text/event-stream; charset=utf-8"
 
@@ -232,6 +272,8 @@ class WireFormat(ABC):
         """Headers sent with an error answer (Retry-After when known)."""
         if err.retry_after is None:
             return {}
+        if err.reset_only:
+            return reset_headers(self.reset_style, err.retry_after, err.now)
         # Retry-After is whole seconds by RFC 9110; the ms variant keeps sub-second values.
         return {
             "retry-after": str(max(0, math.ceil(err.retry_after))),

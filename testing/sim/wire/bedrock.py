@@ -112,6 +112,9 @@ def sigv4_problem(headers: Any, region: str) -> str | None:
 class _AwsErrors:
     """AWS's error rendering, shared by the Converse and InvokeModel wires."""
 
+    #: AWS says no wait in any header: a ThrottlingException is all there is.
+    reset_style = "none"
+
     def status_for(self, err: SimError) -> int:
         """AWS's status for ``err``."""
         return err.status or _ERRORS[err.category][0]

@@ -8,17 +8,31 @@ as the REST API does. Gemini has no terminal marker, so a cut stream is only vis
 a missing ``finishReason``. Errors are ``{"error":{"code","message","status"}}``, with a
 ``RetryInfo`` detail when a retry delay is known. JSON mode is
 ``generationConfig.responseMimeType = application/json`` with an optional
-``responseSchema`` (OpenAPI subset) or ``responseJsonSchema``.
+``responseSchema`` (OpenAPI subset) or ``responseJsonSchema``. Gemini 3 models
+(``gemini-3*``) require, as the real API does, a ``thoughtSignature`` on the first
+``functionCall`` part of every model step of the current turn, and answer 400
+INVALID_ARGUMENT "Function call is missing a thought_signature" without one; their
+``functionCall`` parts carry one. Tools are ``functionDeclarations``
+(``parametersJsonSchema`` or ``parameters``); ``toolConfig.functionCallingConfig.mode``
+``ANY`` forces a call (of ``allowedFunctionNames``), ``NONE`` forbids one, and otherwise
+declared functions are called one by one, as the other wires do.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from agent_failover.resilience.endpoint import ProviderKind
 from agent_failover.testing.sim.config import SimEndpoint
-from agent_failover.testing.sim.content import Finish, ParsedRequest, Reply
+from agent_failover.testing.sim.content import (
+    Finish,
+    ForcedTool,
+    ParsedRequest,
+    Reply,
+    first_uncalled,
+)
 from agent_failover.testing.sim.wire.base import (
     ErrorCategory,
     Operation,
@@ -37,6 +51,15 @@ _FINISH = {
     Finish.TOOL: "STOP",
     Finish.REFUSAL: "SAFETY",
 }
+
+
+def _finish(reply: Reply) -> str:
+    """The reply's ``finishReason``: a fault may name the refusal (Vertex ``MODEL_ARMOR``)."""
+    if reply.finish is Finish.REFUSAL and reply.refusal_reason:
+        return reply.refusal_reason
+    return _FINISH[reply.finish]
+
+
 _STATUS: dict[ErrorCategory, tuple[int, str]] = {
     ErrorCategory.RATE_LIMIT: (429, "RESOURCE_EXHAUSTED"),
     ErrorCategory.QUOTA: (429, "RESOURCE_EXHAUSTED"),
@@ -69,6 +92,105 @@ def _invalid(message: str) -> SimError:
     return SimError(ErrorCategory.INVALID_REQUEST, message)
 
 
+def _lower_types(schema: Any) -> Any:
+    """An OpenAPI-subset schema (``type: OBJECT``) read as JSON Schema."""
+    if isinstance(schema, list):
+        return [_lower_types(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _lower_types(v) for k, v in schema.items()}
+    if isinstance(out.get("type"), str):
+        out["type"] = out["type"].lower()
+    return out
+
+
+def _called(contents: list[Any]) -> tuple[str, ...]:
+    """Functions the model called since the last user text."""
+    called: list[str] = []
+    for c in contents:
+        parts = [p for p in c.get("parts") or [] if isinstance(p, dict)]
+        if c.get("role", "user") == "user" and any("text" in p for p in parts):
+            called = []
+        elif c.get("role") == "model":
+            called += [p["functionCall"].get("name", "") for p in parts if "functionCall" in p]
+    return tuple(called)
+
+
+def _tools(body: dict[str, Any]) -> tuple[ForcedTool | None, tuple[ForcedTool, ...]]:
+    """(the forced function, the functions the model may call on its own)."""
+    tools = [
+        ForcedTool(
+            str(d.get("name", "")),
+            d.get("parametersJsonSchema")
+            or _lower_types(d.get("parameters"))
+            or {"type": "object"},
+        )
+        for group in body.get("tools") or []
+        if isinstance(group, dict)
+        for d in _get(group, "functionDeclarations", "function_declarations") or []
+        if isinstance(d, dict)
+    ]
+    config = (
+        _get(
+            body.get("toolConfig") or body.get("tool_config") or {},
+            "functionCallingConfig",
+            "function_calling_config",
+        )
+        or {}
+    )
+    mode = str(config.get("mode", "AUTO")).upper()
+    if not tools or mode == "NONE":
+        return None, ()
+    if mode == "ANY":
+        allowed = _get(config, "allowedFunctionNames", "allowed_function_names") or []
+        pool = [t for t in tools if t.name in allowed] or tools
+        return first_uncalled(pool, _called(body["contents"])) or pool[0], ()
+    return None, tuple(tools)
+
+
+def _signature(reply: Reply) -> str | None:
+    """The opaque signature a Gemini 3 model puts on its function call."""
+    return f"sim-sig-{reply.id}" if reply.model.startswith("gemini-3") else None
+
+
+def _call_part(reply: Reply) -> dict[str, Any]:
+    """The reply's function call as a whole part (Gemini never streams call arguments)."""
+    assert reply.tool is not None
+    try:
+        args = json.loads(reply.text)
+    except ValueError:
+        args = {}
+    part: dict[str, Any] = {"functionCall": {"name": reply.tool.name, "args": args}}
+    signature = _signature(reply)
+    if signature is not None:
+        part["thoughtSignature"] = signature
+    return part
+
+
+def missing_signature(model: str, contents: list[Any]) -> str | None:
+    """Gemini 3's rule: the error message when a model step of the current turn (since the
+    last user text) has a first ``functionCall`` part without ``thoughtSignature``."""
+    if not model.startswith("gemini-3"):
+        return None
+    start = 0
+    for i, c in enumerate(contents):
+        parts = c.get("parts") or []
+        if c.get("role", "user") == "user" and any("text" in p for p in parts):
+            start = i + 1
+    for c in contents[start:]:
+        if c.get("role") != "model":
+            continue
+        calls = [p for p in c.get("parts") or [] if isinstance(p, dict) and "functionCall" in p]
+        if calls and not calls[0].get("thoughtSignature"):
+            name = calls[0]["functionCall"].get("name", "")
+            return (
+                "Function call is missing a thought_signature in functionCall parts. This is "
+                "required for tools to work correctly, and missing thought_signature may lead "
+                f"to degraded model performance. Additional data, function call `{name}`."
+            )
+    return None
+
+
 def _get(d: dict[str, Any], camel: str, snake: str) -> Any:
     # The REST API accepts proto field names in both spellings.
     return d.get(camel, d.get(snake))
@@ -76,6 +198,9 @@ def _get(d: dict[str, Any], camel: str, snake: str) -> Any:
 
 class GeminiWire(WireFormat):
     """Google Gemini generateContent."""
+
+    #: How a rate-limit wait is said when only reset headers may say it.
+    reset_style = "none"
 
     kind = ProviderKind.GEMINI
 
@@ -111,6 +236,9 @@ class GeminiWire(WireFormat):
                 raise _invalid(f"* GenerateContentRequest.contents[{i}].parts: must be a list")
             role = {"model": "assistant", "function": "tool"}.get(c.get("role", "user"), "user")
             messages.append((role, text_of_blocks(c["parts"])))
+        problem = missing_signature(op.path_model or endpoint.default_model, contents)
+        if problem is not None:
+            raise _invalid(problem)
         system_inst = _get(body, "systemInstruction", "system_instruction") or {}
         system = text_of_blocks(system_inst.get("parts")) if isinstance(system_inst, dict) else ""
         config = _get(body, "generationConfig", "generation_config") or {}
@@ -124,6 +252,7 @@ class GeminiWire(WireFormat):
             config, "responseSchema", "response_schema"
         )
         json_mode = mime == "application/json"
+        tool, offered = _tools(body)
         return ParsedRequest(
             model=op.path_model or endpoint.default_model,
             messages=messages,
@@ -131,8 +260,11 @@ class GeminiWire(WireFormat):
             max_tokens=max_tokens or endpoint.max_output_tokens,
             stream=bool(op.path_stream),
             include_usage=True,
-            json_mode=json_mode,
+            json_mode=json_mode or tool is not None,
             schema=schema if json_mode and isinstance(schema, dict) else None,
+            tool=tool,
+            offered_tools=offered,
+            called_tools=_called(contents) if offered else (),
         )
 
     def status_for(self, err: SimError) -> int:
@@ -171,7 +303,9 @@ class GeminiWire(WireFormat):
         self, reply: Reply, text: str | None, finish: str | None, output_tokens: int
     ) -> dict[str, Any]:
         candidate: dict[str, Any] = {"content": {"role": "model"}, "index": 0}
-        if text is not None:
+        if reply.tool is not None and finish is not None:
+            candidate["content"]["parts"] = [_call_part(reply)]
+        elif text is not None and reply.tool is None:
             candidate["content"]["parts"] = [{"text": text}]
         if finish is not None:
             candidate["finishReason"] = finish
@@ -193,7 +327,7 @@ class GeminiWire(WireFormat):
     def response(self, reply: Reply) -> dict[str, Any]:
         """A complete GenerateContentResponse (no ``parts`` when the output is empty)."""
         text = reply.text if reply.text else None
-        return self._response(reply, text, _FINISH[reply.finish], reply.output_tokens)
+        return self._response(reply, text, _finish(reply), reply.output_tokens)
 
     def stream_prelude(self, reply: Reply) -> list[bytes]:
         """Gemini sends nothing before the first content."""
@@ -205,7 +339,7 @@ class GeminiWire(WireFormat):
 
     def stream_finale(self, reply: Reply, include_usage: bool) -> list[bytes]:
         """The last response: ``finishReason`` and the final usage."""
-        return [sse(self._response(reply, "", _FINISH[reply.finish], reply.output_tokens))]
+        return [sse(self._response(reply, "", _finish(reply), reply.output_tokens))]
 
     def stream_terminal(self) -> list[bytes]:
         """Gemini has no terminal marker."""
