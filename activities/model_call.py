@@ -126,6 +126,7 @@ class ModelCallActivities:
             await self._settle_unanswered(inp, grant, workflow_now(base, started))
             if admission.trial:
                 await self._deps.health.release_trial(inp.route, workflow_now(base, started))
+            _raise_if_abandoned()
             raise
         finally:
             beat.cancel()
@@ -308,6 +309,31 @@ class _Progress:
     def update(self, text: str, tokens: int) -> None:
         self.text = text
         self.tokens = tokens
+
+
+#: Error type of an attempt whose run had already ended when it learned it was cancelled.
+ATTEMPT_ABANDONED = "AttemptAbandoned"
+
+
+def _raise_if_abandoned() -> None:
+    """Turn the cancellation of an attempt whose run has ended into a benign failure.
+
+    A hedge loser learns of its cancellation on its next heartbeat; when the run has
+    completed by then, the server no longer knows the activity and the SDK reports the
+    cancellation as a failure, logged as a WARNING with a traceback. Nothing went wrong:
+    the race was decided. A BENIGN error is logged at DEBUG and never retried.
+    """
+    try:
+        details = activity.cancellation_details()
+    except RuntimeError:
+        return  # called directly (tests), not as an activity
+    if details is not None and details.not_found and not details.cancel_requested:
+        raise ApplicationError(
+            "attempt abandoned: its run ended before it finished (a hedge race's loser)",
+            type=ATTEMPT_ABANDONED,
+            non_retryable=True,
+            category=ApplicationErrorCategory.BENIGN,
+        )
 
 
 def _safe_heartbeat(progress: _Progress) -> None:

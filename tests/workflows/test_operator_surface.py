@@ -16,12 +16,15 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
+from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
+from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput, BreakerState
 from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.supervisor import keep_monitor_running
+from agent_failover.testing.harness import make_harness, running
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import (
     EscalationAction,
@@ -211,6 +214,27 @@ async def test_hedge_loser_logs_nothing_above_debug(
     """The loser of a hedge race, still running when the call returns, ends without a
     WARNING traceback or an ERROR line: its failure is an expected, benign one."""
     await sim_admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 2.5}])
+    await _race_and_check_the_loser(harness, caplog)
+
+
+async def test_loser_that_outlives_its_run_logs_nothing_above_debug(
+    dev_env: WorkflowEnvironment,
+    policy: PolicyConfig,
+    sim_admin: SimAdmin,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A loser whose run has completed before its next heartbeat learns of it as "not
+    found", not as a cancel request: it still ends as a benign failure, not a WARNING."""
+    hedged = policy.role("hedged")
+    roles = {**policy.roles, "hedged": hedged.model_copy(update={"ttft_budget_ms": 8000.0})}
+    slow_loser = policy.model_copy(update={"roles": roles})
+    harness, workers = await make_harness(dev_env.client, slow_loser)
+    await sim_admin.set_faults("anthropic-us-east", [{"kind": "latency", "seconds": 9.0}])
+    async with running(workers):
+        await _race_and_check_the_loser(harness, caplog)
+
+
+async def _race_and_check_the_loser(harness: Harness, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     for name in ("temporalio.activity", "temporalio.workflow", "agent_failover"):
         caplog.set_level(logging.DEBUG, logger=name)  # whatever an earlier CLI test set
