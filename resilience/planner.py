@@ -46,6 +46,7 @@ from pydantic import BaseModel
 
 from agent_failover.resilience.budget import budget_wait
 from agent_failover.resilience.config import PolicyConfig, RolePolicy
+from agent_failover.resilience.config.gates import route_unqualified
 from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
 from agent_failover.resilience.plan import (
     FailoverPlan,
@@ -54,7 +55,6 @@ from agent_failover.resilience.plan import (
     SkippedRoute,
     SkipReason,
 )
-from agent_failover.resilience.qualification import unqualified_reason
 from agent_failover.resilience.scoring import RouteScore, request_cost, score_route
 from agent_failover.resilience.sla import evaluate_sla
 
@@ -132,8 +132,8 @@ def _out_of_budget(
 
 
 def _unqualified(route: str, tier: int, role: RolePolicy) -> SkippedRoute | None:
-    """A route measured below the role's ``min_quality`` is never planned (lock file)."""
-    reason = unqualified_reason(route, role.min_quality, role.qualification)
+    """A route the lock file measured below the role's quality gates is never planned."""
+    reason = route_unqualified(route, role)
     if reason is None:
         return None
     return SkippedRoute(route=route, tier=tier, code=SkipReason.UNQUALIFIED, reason=reason)
