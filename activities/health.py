@@ -16,6 +16,7 @@ from agent_failover.activities.health_models import (
     HealthTable,
     HealthTableInput,
     context_windows,
+    qualification_rows,
 )
 from agent_failover.activities.shadow import quality_rows
 from agent_failover.resilience.breaker import Transition
@@ -64,4 +65,5 @@ class HealthActivities:
             context_windows={r: windows[r] for r in routes if r in windows},
             budgets=levels,
             quality=[q for q in quality if q.route in routes],
+            qualification=qualification_rows(policy),
         )

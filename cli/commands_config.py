@@ -145,7 +145,7 @@ def qualify(
     console.print(f"wrote {lock_file} (role {role})", highlight=False)
     problems = q.gate(result, role_policy)
     for line in problems:
-        err.print(f"error: {line}", markup=False, highlight=False)
+        err.print(f"error: {line}", markup=False, highlight=False, soft_wrap=True)
     if problems:
         raise typer.Exit(q.EXIT_UNQUALIFIED)
 
@@ -174,7 +174,7 @@ def _check(args, cfg) -> None:
             console.print(f"wrote {args.output} (role {name})", highlight=False)
         problems += q.gate(result, role_policy)
     for line in problems:
-        err.print(f"error: {line}", markup=False, highlight=False)
+        err.print(f"error: {line}", markup=False, highlight=False, soft_wrap=True)
     if problems:
         raise typer.Exit(q.EXIT_UNQUALIFIED)
     console.print("every role has a qualified fallback", highlight=False)

@@ -38,7 +38,11 @@ async def table_from_store(
     redis_url: str | None, namespace: str | None, policy: Path | None, window_s: float
 ):
     """The health table read straight from the shared store (needs Redis access)."""
-    from agent_failover.activities.health_models import HealthTable, context_windows
+    from agent_failover.activities.health_models import (
+        HealthTable,
+        context_windows,
+        qualification_rows,
+    )
     from agent_failover.activities.shadow import quality_rows
     from agent_failover.cli.policyfile import load_policy_for_cli
     from agent_failover.cli.stackfile import read_stack_file
@@ -80,6 +84,7 @@ async def table_from_store(
             context_windows=context_windows(pol, snap),
             budgets=await stores.health.budget_levels(all_scopes(pol), now),
             quality=await quality_rows(stores.health, pol, now),
+            qualification=qualification_rows(pol),
         )
     finally:
         await stores.close()

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from agent_failover.activities.health_models import HealthTable, QualityRow
+from agent_failover.activities.health_models import (
+    HealthTable,
+    QualificationStatus,
+    QualityRow,
+)
 from agent_failover.resilience.budget import BucketLevel, BucketState, refill
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.workflows.models import MonitorTable, PipelineResult
@@ -168,14 +172,33 @@ def quality_table(rows: list[QualityRow], now: float) -> Table:
     return t
 
 
+def qualification_table(rows: list[QualificationStatus]) -> Table:
+    """Per qualified role: when, on which golden set, ``fresh`` or ``STALE`` (what changed
+    and whether the planner still uses the lock), and the routes it leaves out."""
+    t = Table(title="Qualification (the lock file, per role)", title_justify="left")
+    for col in ("role", "qualified", "golden set", "lock", "never planned"):
+        t.add_column(col)
+    for row in rows:
+        if row.stale:
+            then = "unqualified: require_fresh" if row.require_fresh else "still applied"
+            lock = f"[red]STALE[/]: {'; '.join(row.stale)} ({then})"
+        else:
+            lock = "[green]fresh[/]"
+        out = ", ".join(row.unqualified) or "-"
+        t.add_row(row.role, row.qualified_at, row.golden_set, lock, out)
+    return t
+
+
 def status_extras(table: HealthTable, now: float) -> list[Table]:
-    """What `failover status` prints below the route health table: rate budgets and
-    shadow quality verdicts, each only when the policy has some."""
+    """What `failover status` prints below the route health table: rate budgets, shadow
+    quality verdicts and qualification locks, each only when the policy has some."""
     out = []
     if table.budgets:
         out.append(budget_table(table.budgets, now=now))
     if table.quality:
         out.append(quality_table(table.quality, now=now))
+    if table.qualification:
+        out.append(qualification_table(table.qualification))
     return out
 
 
