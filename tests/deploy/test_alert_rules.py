@@ -18,7 +18,7 @@ RULE_TESTS = ROOT / "deploy/prometheus/alerts_test.yml"
 SEEDED = {
     "FailoverSubstitutionShareHigh": "> 0.05",
     "FailoverDegradedShareHigh": "> 0.05",
-    "FailoverCascadeDepth": 'le="1.0"',
+    "FailoverCascadeDepth": 'le="1"',
     "FailoverEscalationPending": 'event="opened"',
     "FailoverBreakerOpen": "== 2",
     "FailoverShadowQualityRegression": 'event="regressed"',
@@ -28,7 +28,7 @@ SEEDED = {
 SCRAPE = """\
 # HELP failover_answers_total Answers by served tier and capability
 failover_answers_total{capability="full",role="analyst",tier="0"} 3.0
-failover_cascade_depth_bucket{le="1.0",role="analyst"} 3.0
+failover_cascade_depth_bucket{le="1",role="analyst"} 3.0
 failover_breaker_state{route="openai-us"} 0.0
 """
 
@@ -48,7 +48,7 @@ def test_the_check_catches_series_labels_values_and_groupings_not_served() -> No
     bad = {
         "series": "rate(failover_answer_total[5m]) > 0",
         "label": 'failover_answers_total{agent="analyst"} > 0',
-        "value": 'failover_cascade_depth_bucket{le="1"} > 0',
+        "value": 'failover_cascade_depth_bucket{le="1.0"} > 0',
         "grouping": "max by (endpoint) (failover_breaker_state) == 2",
     }
     for kind, expr in bad.items():
