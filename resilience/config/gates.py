@@ -98,9 +98,16 @@ def gate_failures(role: RolePolicy) -> list[str]:
     if not fallbacks:
         problems.append(f"role {name!r}: has no fallback route (tier1/tier2 are empty)")
     elif not ok.intersection(fallbacks):
-        why = "; ".join(f"{r}: {route_unqualified(r, role) or 'not measured'}" for r in fallbacks)
-        problems.append(f"role {name!r}: no qualified fallback ({why})")
+        why = "; ".join(f"{r}: {_gate(route_unqualified(r, role))}" for r in fallbacks)
+        problems.append(f"role {name!r}: no qualified fallback on {q.golden_set} ({why})")
     return problems
+
+
+def _gate(reason: str | None) -> str:
+    """The failed gate alone (the golden set is named once per role, not per route)."""
+    if reason is None:
+        return "not measured"
+    return reason.removeprefix("unqualified: ").split(" on golden set ")[0]
 
 
 def with_verdicts(role: RolePolicy, entry: RoleQualification) -> RoleQualification:

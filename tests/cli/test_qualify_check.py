@@ -65,4 +65,4 @@ async def test_check_exits_3_when_no_fallback_qualifies(
     assert result.exit_code == 3, result.output
     [line] = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert line.startswith("error: role 'analyst': no qualified fallback")
-    assert "cheap-mini: unqualified: quality 0.00 < 85% of the primary's 1.00" in line
+    assert "cheap-mini: quality 0.00 < 85% of the primary's 1.00" in line
