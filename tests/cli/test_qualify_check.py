@@ -43,7 +43,7 @@ async def test_check_passes_without_a_temporal_server_and_writes_only_with_outpu
     row = next(x for x in result.stdout.splitlines() if " cheap-mini " in x)
     assert "UNQUALIFIED: quality 0.00 < 85%" in row, result.stdout
     assert "every role has a qualified fallback" in result.stdout
-    assert not list(tmp_path.glob("*.lock.yaml"))
+    assert not (tmp_path / "r.lock.yaml").exists()
     lock = tmp_path / "r.lock.yaml"
     result = await invoke(_args(tmp_path, "--output", str(lock)), env=NO_TEMPORAL)
     assert result.exit_code == 0, result.output
