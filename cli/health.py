@@ -38,11 +38,7 @@ async def table_from_store(
     redis_url: str | None, namespace: str | None, policy: Path | None, window_s: float
 ):
     """The health table read straight from the shared store (needs Redis access)."""
-    from agent_failover.activities.health_models import (
-        HealthTable,
-        context_windows,
-        qualification_rows,
-    )
+    from agent_failover.activities import health_models as hm
     from agent_failover.activities.shadow import quality_rows
     from agent_failover.cli.policyfile import load_policy_for_cli
     from agent_failover.cli.stackfile import read_stack_file
@@ -73,7 +69,7 @@ async def table_from_store(
         routes = sorted(pol.endpoints)
         snap = await stores.health.snapshot(routes, now=now, window_s=window_s, min_calls=1)
         status = await stores.health.status()
-        return HealthTable(
+        return hm.HealthTable(
             taken_at=now,
             rows=[snap.get(r) for r in routes],
             breakers=[await stores.health.breaker(r) for r in routes],
@@ -81,10 +77,10 @@ async def table_from_store(
             store_degraded=not status.healthy,
             store_error=status.last_error,
             store_degraded_since=status.degraded_since,
-            context_windows=context_windows(pol, snap),
+            context_windows=hm.context_windows(pol, snap),
             budgets=await stores.health.budget_levels(all_scopes(pol), now),
             quality=await quality_rows(stores.health, pol, now),
-            qualification=qualification_rows(pol),
+            qualification=hm.qualification_rows(pol),
         )
     finally:
         await stores.close()
