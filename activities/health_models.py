@@ -13,7 +13,12 @@ from agent_failover.resilience.breaker import Breaker, Transition
 from agent_failover.resilience.budget import BucketLevel
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.config.gates import route_unqualified
-from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
+from agent_failover.resilience.contracts import (
+    BreakerState,
+    CostEfficiency,
+    HealthSnapshot,
+    RouteHealth,
+)
 
 
 class ProbeInput(BaseModel):
@@ -122,6 +127,33 @@ def qualification_rows(policy: PolicyConfig) -> list[QualificationStatus]:
     return out
 
 
+class CostRow(BaseModel):
+    """One route's tokens per dollar against its 7-day baseline, as ``failover status``
+    shows it (:mod:`resilience.cost_efficiency`)."""
+
+    route: str
+    cost: CostEfficiency
+    #: The policy's ``cost_efficiency.enabled``: the verdict demotes routes.
+    demoting: bool = False
+    #: Demoted under this share of the baseline, restored at ``restore_share``.
+    min_share: float = 0.5
+    restore_share: float = 0.625
+    min_samples: int = 1
+
+
+def cost_row(route: str, cost: CostEfficiency, policy: PolicyConfig) -> CostRow:
+    """The status row of ``route`` from its figures and the policy's settings."""
+    ce = policy.cost_efficiency
+    return CostRow(
+        route=route,
+        cost=cost,
+        demoting=ce.enabled,
+        min_share=ce.min_share,
+        restore_share=ce.min_share / policy.hysteresis_margin,
+        min_samples=ce.min_samples,
+    )
+
+
 class HealthTable(BaseModel):
     taken_at: float
     rows: list[RouteHealth]
@@ -139,6 +171,8 @@ class HealthTable(BaseModel):
     quality: list[QualityRow] = Field(default_factory=list)
     #: Each qualified role's lock entry: when, stale or not, routes left out.
     qualification: list[QualificationStatus] = Field(default_factory=list)
+    #: Tokens per dollar per route against its baseline (routes with billed attempts).
+    cost: list[CostRow] = Field(default_factory=list)
 
 
 def context_windows(policy: PolicyConfig, snapshot: HealthSnapshot) -> dict[str, ContextWindow]:

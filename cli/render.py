@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from agent_failover.activities.health_models import (
+    CostRow,
     HealthTable,
     QualificationStatus,
     QualityRow,
@@ -189,9 +190,46 @@ def qualification_table(rows: list[QualificationStatus]) -> Table:
     return t
 
 
+def _per_usd(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def _cost_verdict(row: CostRow, now: float) -> str:
+    c = row.cost
+    since = "" if c.since is None else f" ({age(now - c.since)})"
+    if c.demoted and row.demoting:
+        return f"[red]DEMOTED[/]{since}: under {row.min_share:.0%}, back at {row.restore_share:.0%}"
+    if not row.demoting:
+        return "tracked (demotion off)"
+    if c.current_attempts < row.min_samples or c.baseline_attempts < row.min_samples:
+        return f"ok (under {row.min_samples} billed attempts)"
+    return f"[green]ok[/]{since}"
+
+
+def cost_table(rows: list[CostRow], now: float) -> Table:
+    """Tokens per dollar per route (useful tokens over every billed attempt's spend) now
+    and over its 7-day baseline, the share, and the cost-efficiency verdict."""
+    t = Table(title="Cost efficiency (tokens per dollar vs 7-day baseline)", title_justify="left")
+    for col in ("route", "tokens/$ now", "baseline", "share", "billed now/base", "verdict"):
+        t.add_column(col, justify="left" if col in ("route", "verdict") else "right")
+    for row in rows:
+        c = row.cost
+        share = "-" if c.share is None else f"{c.share:.0%}"
+        t.add_row(
+            row.route,
+            _per_usd(c.current_tokens_per_usd),
+            _per_usd(c.baseline_tokens_per_usd),
+            share,
+            f"{c.current_attempts}/{c.baseline_attempts}",
+            _cost_verdict(row, now),
+        )
+    return t
+
+
 def status_extras(table: HealthTable, now: float) -> list[Table]:
     """What `failover status` prints below the route health table: rate budgets, shadow
-    quality verdicts and qualification locks, each only when the policy has some."""
+    quality verdicts, qualification locks and cost efficiency, each only when there is
+    some."""
     out = []
     if table.budgets:
         out.append(budget_table(table.budgets, now=now))
@@ -199,6 +237,8 @@ def status_extras(table: HealthTable, now: float) -> list[Table]:
         out.append(quality_table(table.quality, now=now))
     if table.qualification:
         out.append(qualification_table(table.qualification))
+    if table.cost:
+        out.append(cost_table(table.cost, now=now))
     return out
 
 

@@ -20,6 +20,7 @@ from agent_failover.resilience.config.breaker import (
     ProbeSettings,
 )
 from agent_failover.resilience.config.budgets import RateBudgets, RateLimitSettings
+from agent_failover.resilience.config.cost import CostEfficiencySettings
 from agent_failover.resilience.config.evaluation import QualificationSettings
 from agent_failover.resilience.config.gates import role_fingerprint
 from agent_failover.resilience.config.roles import (
@@ -127,6 +128,12 @@ class PolicyConfig(BaseModel):
         "fraction of its thresholds: `sla.restore_after` observations in a row each under "
         "margin x p95, or window p95 and p99 under margin x theirs. Between margin x "
         "threshold and the threshold the previous verdict holds, so a route does not flap.",
+    )
+    cost_efficiency: CostEfficiencySettings = Field(
+        default_factory=CostEfficiencySettings,
+        description="Tokens per dollar of each route against its own 7-day baseline: "
+        "tracked always, and when enabled a route under `min_share` (default 0.5) of its "
+        "baseline is demoted like an SLA breach.",
     )
     scoring: ScoringWeights = Field(
         default_factory=ScoringWeights,
