@@ -296,6 +296,7 @@ class ModelCallActivities:
             err.error_class.value,
             elapsed_ms,
             semantic=err.classification.semantic,
+            billed_usd=outcome.cost_usd,
         )
 
 

@@ -23,7 +23,10 @@ from agent_failover.resilience.plan import RequestFacts, SkipReason
 from agent_failover.resilience.planner import plan
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.health import MemoryHealthStore
+from agent_failover.telemetry import names
 from tests.providers.wire import OPENAI
+from tests.telemetry.conftest import Captured, captured  # noqa: F401  (the fixture)
+from tests.telemetry.test_setup import _points
 
 ROUTE = "openai-us"
 IN_TOK, OUT_TOK = 100, 20  # the usage chunk of tests.providers.wire's OpenAI stream
@@ -119,3 +122,16 @@ async def test_role_context_persists_the_cost_verdict_and_the_planner_demotes() 
     p = plan(ctx.role, ctx.policy, ctx.snapshot, facts, hour + 120)
     assert p.attempts[0].route != primary
     assert any(s.route == primary and s.code is SkipReason.SLA_DEMOTED for s in p.skipped)
+
+
+async def test_billed_rejection_is_in_the_cost_metric(
+    captured: Captured,  # noqa: F811
+) -> None:
+    """`failover.cost` (what the cost-efficiency alert divides by) counts a billed rejected
+    body's spend too, under its route and role."""
+    acts, _ = _setup(lambda r: _stream("not json at all"))
+    with pytest.raises(ApplicationError):
+        await acts.calls.call_model(_input(output_schema={"type": "object"}))
+    (point,) = _points(captured.reader)[names.COST]
+    assert point.value == pytest.approx(_price())
+    assert dict(point.attributes) == {"route": ROUTE, "role": "analyst"}
