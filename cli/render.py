@@ -194,11 +194,17 @@ def _per_usd(v: float | None) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
+def _pct(share: float) -> str:
+    """A share as a percentage with up to one decimal (0.625 -> ``62.5%``)."""
+    return f"{round(share * 100, 1):g}%"
+
+
 def _cost_verdict(row: CostRow, now: float) -> str:
     c = row.cost
     since = "" if c.since is None else f" ({age(now - c.since)})"
     if c.demoted and row.demoting:
-        return f"[red]DEMOTED[/]{since}: under {row.min_share:.0%}, back at {row.restore_share:.0%}"
+        under, back = _pct(row.min_share), _pct(row.restore_share)
+        return f"[red]DEMOTED[/]{since}: under {under}, back at {back}"
     if not row.demoting:
         return "tracked (demotion off)"
     if c.current_attempts < row.min_samples or c.baseline_attempts < row.min_samples:

@@ -59,7 +59,8 @@ def test_cost_table_shows_share_and_demotion() -> None:
     share = (2000 / 0.01) / (9000 / 0.01)
     back = on.cost_efficiency.min_share / on.hysteresis_margin
     assert cells[:5] == [ROUTE, f"{2000 / 0.01:,.0f}", f"{9000 / 0.01:,.0f}", f"{share:.0%}", "4/9"]
-    assert cells[5] == f"DEMOTED (90 s ago): under 50%, back at {back:.0%}"
+    assert back == 0.5 / 0.8  # the seed's share over the default hysteresis margin
+    assert cells[5] == "DEMOTED (90 s ago): under 50%, back at 62.5%"
     console = Console(width=220, record=True, color_system=None)
     console.print(cost_table([cost_row(ROUTE, cost, off)], now=NOW))
     assert _cells(console.export_text(), ROUTE)[5] == "tracked (demotion off)"
