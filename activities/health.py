@@ -2,8 +2,8 @@
 
 ``health_table`` is what the health monitor publishes each round and ``failover status``
 shows: breaker states, rolling stats, the store's own health, context windows, rate-budget
-levels and shadow-evaluation verdicts. ``force_route`` is the operator override behind
-the monitor's ``force_route`` signal.
+levels, shadow-evaluation verdicts and tokens per dollar against each route's baseline.
+``force_route`` is the operator override behind the monitor's ``force_route`` signal.
 """
 
 from __future__ import annotations
@@ -12,14 +12,19 @@ from temporalio import activity
 
 from agent_failover.activities.deps import ActivityDeps
 from agent_failover.activities.health_models import (
+    CostRow,
     ForceRouteInput,
     HealthTable,
     HealthTableInput,
     context_windows,
+    cost_row,
+    qualification_rows,
 )
 from agent_failover.activities.shadow import quality_rows
 from agent_failover.resilience.breaker import Transition
 from agent_failover.resilience.budget import all_scopes
+from agent_failover.resilience.config import PolicyConfig
+from agent_failover.stores.health import HealthStore
 from agent_failover.telemetry import record
 
 
@@ -51,6 +56,7 @@ class HealthActivities:
         scopes = all_scopes(policy)
         levels = await health.budget_levels(scopes, inp.now) if scopes else []
         quality = await quality_rows(health, policy, inp.now)
+        cost = await cost_rows(health, policy, routes, inp.now)
         return HealthTable(
             taken_at=inp.now,
             # Recent samples are for SLA streaks, not for the status table (and this table
@@ -64,4 +70,20 @@ class HealthActivities:
             context_windows={r: windows[r] for r in routes if r in windows},
             budgets=levels,
             quality=[q for q in quality if q.route in routes],
+            qualification=qualification_rows(policy),
+            cost=cost,
         )
+
+
+async def cost_rows(
+    health: HealthStore, policy: PolicyConfig, routes: list[str], now: float
+) -> list[CostRow]:
+    """Each route's tokens per dollar against its baseline: every route when the policy
+    demotes on it, else the routes with a billed attempt in the last 7 days."""
+    rows = []
+    for route in routes:
+        eff = await health.cost_efficiency(route, now=now)
+        seen = eff.current_attempts or eff.baseline_attempts or eff.demoted
+        if seen or policy.cost_efficiency.enabled:
+            rows.append(cost_row(route, eff, policy))
+    return rows

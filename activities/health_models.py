@@ -12,7 +12,13 @@ from pydantic import BaseModel, Field
 from agent_failover.resilience.breaker import Breaker, Transition
 from agent_failover.resilience.budget import BucketLevel
 from agent_failover.resilience.config import PolicyConfig
-from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
+from agent_failover.resilience.config.gates import route_unqualified
+from agent_failover.resilience.contracts import (
+    BreakerState,
+    CostEfficiency,
+    HealthSnapshot,
+    RouteHealth,
+)
 
 
 class ProbeInput(BaseModel):
@@ -86,6 +92,68 @@ class QualityRow(BaseModel):
     tolerance: float = 0.0
 
 
+class QualificationStatus(BaseModel):
+    """A role's qualification lock entry as ``failover status`` shows it."""
+
+    role: str
+    qualified_at: str
+    golden_set: str
+    #: What changed since the role was qualified (empty: fresh).
+    stale: list[str] = Field(default_factory=list)
+    #: The role treats a stale entry as unqualified.
+    require_fresh: bool = False
+    #: Routes the lock leaves out of the role's plans, with the gate that did.
+    unqualified: dict[str, str] = Field(default_factory=dict)
+
+
+def qualification_rows(policy: PolicyConfig) -> list[QualificationStatus]:
+    """One row per role with a qualification lock entry."""
+    out = []
+    for name, role in policy.roles.items():
+        q = role.qualification
+        if q is None:
+            continue
+        why = {r: route_unqualified(r, role) for r in role.roster.routes()}
+        out.append(
+            QualificationStatus(
+                role=name,
+                qualified_at=q.qualified_at,
+                golden_set=q.golden_set,
+                stale=list(q.stale),
+                require_fresh=role.quality_gates.require_fresh,
+                unqualified={r: w for r, w in why.items() if w is not None},
+            )
+        )
+    return out
+
+
+class CostRow(BaseModel):
+    """One route's tokens per dollar against its 7-day baseline, as ``failover status``
+    shows it (:mod:`resilience.cost_efficiency`)."""
+
+    route: str
+    cost: CostEfficiency
+    #: The policy's ``cost_efficiency.enabled``: the verdict demotes routes.
+    demoting: bool = False
+    #: Demoted under this share of the baseline, restored at ``restore_share``.
+    min_share: float = 0.5
+    restore_share: float = 0.625
+    min_samples: int = 1
+
+
+def cost_row(route: str, cost: CostEfficiency, policy: PolicyConfig) -> CostRow:
+    """The status row of ``route`` from its figures and the policy's settings."""
+    ce = policy.cost_efficiency
+    return CostRow(
+        route=route,
+        cost=cost,
+        demoting=ce.enabled,
+        min_share=ce.min_share,
+        restore_share=ce.min_share / policy.hysteresis_margin,
+        min_samples=ce.min_samples,
+    )
+
+
 class HealthTable(BaseModel):
     taken_at: float
     rows: list[RouteHealth]
@@ -101,6 +169,10 @@ class HealthTable(BaseModel):
     budgets: list[BucketLevel] = Field(default_factory=list)
     #: Shadow-evaluation verdicts per role and route (roles with ``shadow`` settings).
     quality: list[QualityRow] = Field(default_factory=list)
+    #: Each qualified role's lock entry: when, stale or not, routes left out.
+    qualification: list[QualificationStatus] = Field(default_factory=list)
+    #: Tokens per dollar per route against its baseline (routes with billed attempts).
+    cost: list[CostRow] = Field(default_factory=list)
 
 
 def context_windows(policy: PolicyConfig, snapshot: HealthSnapshot) -> dict[str, ContextWindow]:

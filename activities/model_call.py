@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio import activity
@@ -103,6 +104,7 @@ class ModelCallActivities:
         grant = await self._take_budget(inp, reserved, admission.trial, workflow_now(base, started))
         progress = _Progress()
         beat = asyncio.create_task(_heartbeat_loop(progress))
+        reply: ChatReply | None = None
         try:
             reply = await complete(
                 self._deps.http,
@@ -118,7 +120,8 @@ class ModelCallActivities:
             elapsed_ms = (time.monotonic() - started) * 1000
             at = workflow_now(base, started)
             await self._settle_unanswered(inp, grant, at)
-            await self._record_failure(inp, err, elapsed_ms, admission.trial, at, settings)
+            failed = _Failed(err, elapsed_ms, admission.trial, at, billed=reply)
+            await self._record_failure(inp, failed, settings)
             wait = self._rate_limit_wait(inp, err, at)
             raise to_application_error(inp.route, err, elapsed_ms, wait) from err
         except asyncio.CancelledError:
@@ -130,14 +133,7 @@ class ModelCallActivities:
             raise
         finally:
             beat.cancel()
-        outcome = CallOutcome(
-            route=inp.route,
-            at=workflow_now(base, started),
-            ok=True,
-            latency_ms=reply.latency_ms,
-            ttft_ms=reply.ttft_ms,
-            trial=admission.trial,
-        )
+        outcome = _answered(inp.route, reply, workflow_now(base, started), admission.trial)
         await self._on_answer(inp, endpoint, reply, data, outcome, grant, settings)
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
@@ -270,17 +266,27 @@ class ModelCallActivities:
         )
 
     async def _record_failure(
-        self,
-        inp: CallModelInput,
-        err: ProviderError,
-        elapsed_ms: float,
-        trial: bool,
-        at: float,
-        settings: BreakerSettings,
+        self, inp: CallModelInput, failed: _Failed, settings: BreakerSettings
     ) -> None:
+        err, at, elapsed_ms = failed.err, failed.at, failed.elapsed_ms
         outcome = failed_outcome(
-            inp.route, err, at, elapsed_ms, trial=trial, rate_limit=self._deps.policy.rate_limit
+            inp.route,
+            err,
+            at,
+            elapsed_ms,
+            trial=failed.trial,
+            rate_limit=self._deps.policy.rate_limit,
         )
+        if failed.billed is not None:
+            # A whole body came back and was rejected (a semantic failure): the provider
+            # billed it, so its spend counts against the route's tokens per dollar.
+            usage = failed.billed.usage
+            outcome = outcome.model_copy(
+                update={
+                    "tokens": usage.input_tokens + usage.output_tokens,
+                    "cost_usd": failed.billed.cost_usd,
+                }
+            )
         await self._deps.record(outcome, settings)
         if isinstance(err, ContextLengthError) and err.context_window is not None:
             # The provider's statement beats the configured window, for every worker.
@@ -291,7 +297,34 @@ class ModelCallActivities:
             err.error_class.value,
             elapsed_ms,
             semantic=err.classification.semantic,
+            billed_usd=outcome.cost_usd,
         )
+
+
+def _answered(route: str, reply: ChatReply, at: float, trial: bool) -> CallOutcome:
+    """The outcome of an answered attempt, with the tokens and spend it was billed."""
+    return CallOutcome(
+        route=route,
+        at=at,
+        ok=True,
+        latency_ms=reply.latency_ms,
+        ttft_ms=reply.ttft_ms,
+        trial=trial,
+        tokens=reply.usage.input_tokens + reply.usage.output_tokens,
+        cost_usd=reply.cost_usd,
+    )
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A failed attempt: its error, timing, whether it was a trial, and the reply the
+    provider billed when a whole body came back before it was rejected."""
+
+    err: ProviderError
+    elapsed_ms: float
+    trial: bool
+    at: float
+    billed: ChatReply | None = None
 
 
 class _Progress:

@@ -110,6 +110,7 @@ class QualityActivities:
             max_tokens=inp.item.max_tokens,
             temperature=0.0,
             json_schema=schema,
+            tools=list(role.tools),
         )
         # The route gets what it would get in production: its prompt variant (unless the
         # item sets its own system prompt) and native or prompted structured output.

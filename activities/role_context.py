@@ -2,7 +2,8 @@
 
 ``role_context`` runs as a local activity before each plan: the role's checked policy
 subset (travelling by ref, published to the policy store first), a fresh health snapshot
-with the SLA verdicts persisted and the rate budgets read, and the task queues its
+with the SLA verdicts persisted (and, when enabled, the cost-efficiency verdicts) and
+the rate budgets read, and the task queues its
 attempts go to. ``pipeline_roles`` says which roles of the worker's policy play which
 part of the pipeline.
 """
@@ -26,6 +27,7 @@ from agent_failover.activities.models import (
 from agent_failover.resilience.budget import scopes_for
 from agent_failover.resilience.config import PolicyError, RolePolicy
 from agent_failover.resilience.contracts import HealthSnapshot
+from agent_failover.resilience.cost_efficiency import evaluate_cost_efficiency
 from agent_failover.resilience.sla import evaluate_sla
 from agent_failover.telemetry import record
 
@@ -54,6 +56,9 @@ class RoleContextActivities:
         )
         for route in routes:
             await self._judge_sla(inp, role, route, snap)
+        if self._deps.policy.cost_efficiency.enabled:
+            for route in routes:
+                await self._judge_cost(inp, route, snap)
         await self._read_budgets(inp.role, routes, snap, inp.now)
         return await self._context(inp, role, snap)
 
@@ -91,6 +96,20 @@ class RoleContextActivities:
             await self._deps.health.set_sla_demoted(inp.role, route, verdict.demoted, at=inp.now)
             update |= {"sla_demoted": verdict.demoted, "sla_since": inp.now}
         snap.routes[route] = rh.model_copy(update=update)
+
+    async def _judge_cost(self, inp: RoleContextInput, route: str, snap: HealthSnapshot) -> None:
+        """Read the route's tokens per dollar against its baseline, judge it with the pure
+        :func:`resilience.cost_efficiency.evaluate_cost_efficiency`, persist a change and
+        put the figures in the snapshot (the planner judges them again, identically)."""
+        policy = self._deps.policy
+        eff = await self._deps.health.cost_efficiency(route, now=inp.now)
+        verdict = evaluate_cost_efficiency(
+            eff, policy.cost_efficiency, policy.hysteresis_margin, now=inp.now
+        )
+        if verdict.demoted != eff.demoted:
+            await self._deps.health.set_cost_demoted(route, verdict.demoted, at=inp.now)
+            eff = eff.model_copy(update={"demoted": verdict.demoted, "since": inp.now})
+        snap.routes[route] = snap.get(route).model_copy(update={"cost": eff})
 
     async def _read_budgets(
         self, role: str, routes: list[str], snap: HealthSnapshot, now: float

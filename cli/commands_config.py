@@ -8,6 +8,7 @@ them on the app.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -48,7 +49,10 @@ def config_check(
 
 @commands.command("qualify")
 def qualify(
-    role: Annotated[str, typer.Option("--role", help="Role whose roster is qualified.")],
+    role: Annotated[
+        str | None,
+        typer.Option("--role", help="Role whose roster is qualified (with --check: every role)."),
+    ] = None,
     golden: Annotated[
         Path | None,
         typer.Option(
@@ -92,6 +96,15 @@ def qualify(
     fresh: Annotated[
         bool, typer.Option("--fresh", help="Re-run even if this exact run already completed.")
     ] = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="CI gate without a Temporal server: run the golden sets in this process "
+            "(every role, or --role), apply the quality gates, exit 3 when a role has no "
+            "qualified fallback. Writes the lock only with --output.",
+        ),
+    ] = False,
     policy: Annotated[
         Path | None,
         typer.Option(help="Policy YAML (default: FAILOVER_POLICY, the dev stack's, the demo's)."),
@@ -108,6 +121,11 @@ def qualify(
     args = q.QualifyArgs(role, golden, min_quality, output, scorer, judge_route, concurrency, fresh)
     path = policy_path(policy)
     cfg = guard(lambda: load_policy_without_lock(path))
+    if check:
+        _check(args, cfg)
+        return
+    if role is None:
+        guard(lambda: _raise_bad("--role is required (or --check, which checks every role)"))
     golden_path = golden or q.default_golden(role)
     if golden is None and not golden_path.exists():
         guard(lambda: _raise_bad(f"no shipped golden set for role {role!r}: pass --golden FILE"))
@@ -122,13 +140,44 @@ def qualify(
     result = guard(lambda: asyncio.run(body()), address=shown_address(address))
     role_policy = cfg.role(role)
     console.print(q.result_table(result, role_policy))
-    guard(lambda: q.update_lock(lock_file, role, q.role_qualification(result)))
+    entry = q.role_qualification(result, role_policy, golden_path, lock_file)
+    guard(lambda: q.update_lock(lock_file, role, entry))
     console.print(f"wrote {lock_file} (role {role})", highlight=False)
     problems = q.gate(result, role_policy)
     for line in problems:
-        err.print(f"error: {line}", markup=False, highlight=False)
+        err.print(f"error: {line}", markup=False, highlight=False, soft_wrap=True)
     if problems:
         raise typer.Exit(q.EXIT_UNQUALIFIED)
+
+
+def _check(args, cfg) -> None:
+    """``qualify --check``: every role (or --role) qualified in-process, gates applied."""
+    from agent_failover.cli import qualify as q
+    from agent_failover.cli import qualify_check as c
+
+    if args.golden is not None and args.role is None:
+        guard(lambda: _raise_bad("--golden needs --role (one golden set per role)"))
+    problems: list[str] = []
+    for name in guard(lambda: c.roles_to_check(cfg, args.role)):
+        golden = c.golden_for(args.golden, q.default_golden(name))
+        if golden is None:
+            problems.append(f"role {name!r}: no golden set (pass --role {name} --golden FILE)")
+            continue
+        one = dataclasses.replace(args, role=name)
+        inp = guard(lambda one=one, golden=golden: q.build_input(one, cfg, golden))
+        result = guard(lambda inp=inp: asyncio.run(c.check_role(cfg, inp)))
+        role_policy = cfg.role(name)
+        console.print(q.result_table(result, role_policy))
+        if args.output is not None:
+            entry = q.role_qualification(result, role_policy, golden, args.output)
+            guard(lambda name=name, entry=entry: q.update_lock(args.output, name, entry))
+            console.print(f"wrote {args.output} (role {name})", highlight=False)
+        problems += q.gate(result, role_policy)
+    for line in problems:
+        err.print(f"error: {line}", markup=False, highlight=False, soft_wrap=True)
+    if problems:
+        raise typer.Exit(q.EXIT_UNQUALIFIED)
+    console.print("every role has a qualified fallback", highlight=False)
 
 
 def _raise_bad(message: str) -> NoReturn:

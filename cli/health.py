@@ -38,12 +38,9 @@ async def table_from_store(
     redis_url: str | None, namespace: str | None, policy: Path | None, window_s: float
 ):
     """The health table read straight from the shared store (needs Redis access)."""
-    from agent_failover.activities.health_models import HealthTable, context_windows
-    from agent_failover.activities.shadow import quality_rows
     from agent_failover.cli.policyfile import load_policy_for_cli
     from agent_failover.cli.stackfile import read_stack_file
     from agent_failover.config import DEFAULT_POLICY_PATH
-    from agent_failover.resilience.budget import all_scopes
     from agent_failover.stores.factory import connect_stores
 
     stack = read_stack_file() or {}
@@ -65,21 +62,33 @@ async def table_from_store(
             "pass --redis-url / set REDIS_URL, or ask the monitor (drop --from-store)"
         ) from None
     try:
-        now = time.time()
-        routes = sorted(pol.endpoints)
-        snap = await stores.health.snapshot(routes, now=now, window_s=window_s, min_calls=1)
-        status = await stores.health.status()
-        return HealthTable(
-            taken_at=now,
-            rows=[snap.get(r) for r in routes],
-            breakers=[await stores.health.breaker(r) for r in routes],
-            store=stores.backend,
-            store_degraded=not status.healthy,
-            store_error=status.last_error,
-            store_degraded_since=status.degraded_since,
-            context_windows=context_windows(pol, snap),
-            budgets=await stores.health.budget_levels(all_scopes(pol), now),
-            quality=await quality_rows(stores.health, pol, now),
-        )
+        return await _table(stores, pol, window_s)
     finally:
         await stores.close()
+
+
+async def _table(stores, pol, window_s: float):
+    """The :class:`~activities.health_models.HealthTable` of every route of ``pol``."""
+    from agent_failover.activities import health_models as hm
+    from agent_failover.activities.health import cost_rows
+    from agent_failover.activities.shadow import quality_rows
+    from agent_failover.resilience.budget import all_scopes
+
+    now = time.time()
+    routes = sorted(pol.endpoints)
+    snap = await stores.health.snapshot(routes, now=now, window_s=window_s, min_calls=1)
+    status = await stores.health.status()
+    return hm.HealthTable(
+        taken_at=now,
+        rows=[snap.get(r) for r in routes],
+        breakers=[await stores.health.breaker(r) for r in routes],
+        store=stores.backend,
+        store_degraded=not status.healthy,
+        store_error=status.last_error,
+        store_degraded_since=status.degraded_since,
+        context_windows=hm.context_windows(pol, snap),
+        budgets=await stores.health.budget_levels(all_scopes(pol), now),
+        quality=await quality_rows(stores.health, pol, now),
+        qualification=hm.qualification_rows(pol),
+        cost=await cost_rows(stores.health, pol, routes, now),
+    )

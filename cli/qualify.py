@@ -27,15 +27,20 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agent_failover.cli.errors import EXIT_BAD_INPUT, CliError, validation_lines
 from agent_failover.cli.ops import require_worker
-from agent_failover.config.lock import read_lock, write_lock
+from agent_failover.config.lock import read_lock, relative_golden_path, write_lock
 from agent_failover.resilience.config import PolicyConfig, PolicyError, RolePolicy
+from agent_failover.resilience.config.gates import (
+    gate_failures,
+    role_fingerprint,
+    route_unqualified,
+    with_verdicts,
+)
 from agent_failover.resilience.qualification import (
     DEFAULT_MIN_QUALITY,
     MAX_GOLDEN_ITEMS,
     GoldenItem,
     QualificationLock,
     RoleQualification,
-    gate_failures,
 )
 from agent_failover.resilience.quality import ScorerSpec
 from agent_failover.workflows.qualify import (
@@ -53,7 +58,7 @@ POLL_S = 0.5
 
 @dataclass
 class QualifyArgs:
-    role: str
+    role: str | None
     golden: Path | None
     min_quality: float | None
     output: Path | None
@@ -99,6 +104,7 @@ def read_golden(path: Path) -> list[GoldenItem]:
 
 def build_input(args: QualifyArgs, policy: PolicyConfig, golden: Path) -> QualifyInput:
     """The workflow input: role, routes, items, scorer and threshold (exit 2 when wrong)."""
+    assert args.role is not None
     try:
         role = policy.role(args.role)
     except PolicyError as exc:
@@ -142,10 +148,11 @@ def _needs_judge(scorer: ScorerSpec, items: list[GoldenItem]) -> bool:
 
 
 def _min_quality(flag: float | None, role: RolePolicy) -> float:
-    """--min-quality, but never below the role's own (the planner applies the higher)."""
+    """--min-quality, but never below the role's own (the planner applies the higher).
+    It is an absolute floor; the relative gate (``quality_gates``) applies on top."""
     if flag is not None:
         return max(flag, role.min_quality)
-    return role.min_quality if role.min_quality > 0 else DEFAULT_MIN_QUALITY
+    return max(role.min_quality, DEFAULT_MIN_QUALITY)
 
 
 async def run_qualify(
@@ -221,30 +228,45 @@ async def _follow(console: Console, handle: WorkflowHandle) -> QualifyResult:
             result.cancel()
 
 
-def role_qualification(result: QualifyResult) -> RoleQualification:
-    """The lock entry for one finished run."""
-    return RoleQualification(
+def role_qualification(
+    result: QualifyResult,
+    role: RolePolicy,
+    golden: Path | None = None,
+    lock_file: Path | None = None,
+) -> RoleQualification:
+    """The lock entry for one finished run: every route's verdict by the role's quality
+    gates, and the hashes of what the role was qualified with."""
+    entry = RoleQualification(
         golden_set=result.golden_set,
         golden_hash=result.golden_hash,
         scorer=result.scorer,
         min_quality=result.min_quality,
         qualified_at=result.finished_at,
         routes={r: rep.verdict for r, rep in result.routes.items()},
+        golden_path=None
+        if golden is None or lock_file is None
+        else relative_golden_path(golden, lock_file),
+        fingerprint=role_fingerprint(role),
     )
+    return with_verdicts(role, entry)
 
 
 def result_table(result: QualifyResult, role: RolePolicy) -> Table:
     """Per route: tier, model, quality, pass rate, schema compliance, p50/p95, verdict."""
+    gates = role.quality_gates
     table = Table(
         title=f"qualification of role {result.role!r}: {result.items} items from "
-        f"{result.golden_set} ({result.golden_hash}), min_quality {result.min_quality:.2f}"
+        f"{result.golden_set} ({result.golden_hash}), min_quality {result.min_quality:.2f}, "
+        f"{gates.relative_min_score:.0%} of the primary"
     )
     for col in ("tier", "route", "model", "quality", "pass", "schema", "errors", "p50 ms",
                 "p95 ms", "verdict"):  # fmt: skip
         table.add_column(col, justify="right" if col.endswith(("ms", "quality")) else "left")
     tiers = {r: t for t, routes in role.roster.tiers() for r in routes}
+    attached = role.model_copy(update={"qualification": role_qualification(result, role)})
     for route, rep in result.routes.items():
         v = rep.verdict
+        why = route_unqualified(route, attached)
         table.add_row(
             str(tiers.get(route, "?")),
             route,
@@ -255,9 +277,15 @@ def result_table(result: QualifyResult, role: RolePolicy) -> Table:
             str(v.errors),
             _ms(v.latency_p50_ms),
             _ms(v.latency_p95_ms),
-            "qualified" if v.qualified else "UNQUALIFIED",
+            "qualified" if why is None else f"UNQUALIFIED: {_short(why)}",
         )
     return table
+
+
+def _short(reason: str) -> str:
+    """The gate part of an unqualified reason (without the golden set it was measured on)."""
+    text = reason.removeprefix("unqualified: ")
+    return text.split(" on golden set ")[0]
 
 
 def _ms(value: float | None) -> str:
@@ -284,9 +312,8 @@ def update_lock(path: Path, role: str, entry: RoleQualification) -> Qualificatio
 
 def gate(result: QualifyResult, role: RolePolicy) -> list[str]:
     """The CI gate's problems for this run (empty: the role has a qualified fallback)."""
-    return gate_failures(
-        result.role, role.roster.tiers(), role_qualification(result), role.min_quality
-    )
+    entry = role_qualification(result, role)
+    return gate_failures(role.model_copy(update={"qualification": entry}))
 
 
 def output_path(flag: Path | None, policy: PolicyConfig, policy_path: Path) -> Path:

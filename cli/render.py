@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from agent_failover.activities.health_models import HealthTable, QualityRow
+from agent_failover.activities.health_models import (
+    CostRow,
+    HealthTable,
+    QualificationStatus,
+    QualityRow,
+)
 from agent_failover.resilience.budget import BucketLevel, BucketState, refill
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.workflows.models import MonitorTable, PipelineResult
@@ -168,14 +173,78 @@ def quality_table(rows: list[QualityRow], now: float) -> Table:
     return t
 
 
+def qualification_table(rows: list[QualificationStatus]) -> Table:
+    """Per qualified role: when, on which golden set, ``fresh`` or ``STALE`` (what changed
+    and whether the planner still uses the lock), and the routes it leaves out."""
+    t = Table(title="Qualification (the lock file, per role)", title_justify="left")
+    for col in ("role", "qualified", "golden set", "lock", "never planned"):
+        t.add_column(col)
+    for row in rows:
+        if row.stale:
+            then = "unqualified: require_fresh" if row.require_fresh else "still applied"
+            lock = f"[red]STALE[/]: {'; '.join(row.stale)} ({then})"
+        else:
+            lock = "[green]fresh[/]"
+        out = ", ".join(row.unqualified) or "-"
+        t.add_row(row.role, row.qualified_at, row.golden_set, lock, out)
+    return t
+
+
+def _per_usd(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def _pct(share: float) -> str:
+    """A share as a percentage with up to one decimal (0.625 -> ``62.5%``)."""
+    return f"{round(share * 100, 1):g}%"
+
+
+def _cost_verdict(row: CostRow, now: float) -> str:
+    c = row.cost
+    since = "" if c.since is None else f" ({age(now - c.since)})"
+    if c.demoted and row.demoting:
+        under, back = _pct(row.min_share), _pct(row.restore_share)
+        return f"[red]DEMOTED[/]{since}: under {under}, back at {back}"
+    if not row.demoting:
+        return "tracked (demotion off)"
+    if c.current_attempts < row.min_samples or c.baseline_attempts < row.min_samples:
+        return f"ok (under {row.min_samples} billed attempts)"
+    return f"[green]ok[/]{since}"
+
+
+def cost_table(rows: list[CostRow], now: float) -> Table:
+    """Tokens per dollar per route (useful tokens over every billed attempt's spend) now
+    and over its 7-day baseline, the share, and the cost-efficiency verdict."""
+    t = Table(title="Cost efficiency (tokens per dollar vs 7-day baseline)", title_justify="left")
+    for col in ("route", "tokens/$ now", "baseline", "share", "billed now/base", "verdict"):
+        t.add_column(col, justify="left" if col in ("route", "verdict") else "right")
+    for row in rows:
+        c = row.cost
+        share = "-" if c.share is None else f"{c.share:.0%}"
+        t.add_row(
+            row.route,
+            _per_usd(c.current_tokens_per_usd),
+            _per_usd(c.baseline_tokens_per_usd),
+            share,
+            f"{c.current_attempts}/{c.baseline_attempts}",
+            _cost_verdict(row, now),
+        )
+    return t
+
+
 def status_extras(table: HealthTable, now: float) -> list[Table]:
-    """What `failover status` prints below the route health table: rate budgets and
-    shadow quality verdicts, each only when the policy has some."""
+    """What `failover status` prints below the route health table: rate budgets, shadow
+    quality verdicts, qualification locks and cost efficiency, each only when there is
+    some."""
     out = []
     if table.budgets:
         out.append(budget_table(table.budgets, now=now))
     if table.quality:
         out.append(quality_table(table.quality, now=now))
+    if table.qualification:
+        out.append(qualification_table(table.qualification))
+    if table.cost:
+        out.append(cost_table(table.cost, now=now))
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent_failover.resilience.budget import BucketLevel
 from agent_failover.resilience.errors import ErrorClass
@@ -39,6 +39,14 @@ class CallOutcome(BaseModel):
     retry_after_s: float | None = None
     probe: bool = False
     trial: bool = False  # a half-open trial call
+    tokens: int = Field(
+        default=0, ge=0, description="tokens the provider billed (input + output), when known"
+    )
+    cost_usd: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="what the attempt was billed: an answer, or a rejected whole body",
+    )
 
 
 class WindowStats(BaseModel):
@@ -69,6 +77,45 @@ class RecentSample(BaseModel):
     at: float
     latency_ms: float
     ok: bool
+
+
+class CostEfficiency(BaseModel):
+    """One route's useful tokens and spend, current window and baseline, and its verdict."""
+
+    model_config = ConfigDict(frozen=True)
+
+    current_attempts: int = 0
+    current_tokens: int = 0
+    current_spend_usd: float = 0.0
+    baseline_attempts: int = 0
+    baseline_tokens: int = 0
+    baseline_spend_usd: float = 0.0
+    window_s: float = 0.0
+    computed_at: float | None = None
+    demoted: bool = False
+    since: float | None = None
+
+    @property
+    def current_tokens_per_usd(self) -> float | None:
+        """Useful tokens per dollar over the current window (None without spend)."""
+        return _per_usd(self.current_tokens, self.current_spend_usd)
+
+    @property
+    def baseline_tokens_per_usd(self) -> float | None:
+        """Useful tokens per dollar over the completed hours of the baseline."""
+        return _per_usd(self.baseline_tokens, self.baseline_spend_usd)
+
+    @property
+    def share(self) -> float | None:
+        """Current over baseline tokens per dollar (None when either is unknown)."""
+        cur, base = self.current_tokens_per_usd, self.baseline_tokens_per_usd
+        if cur is None or not base:
+            return None
+        return cur / base
+
+
+def _per_usd(tokens: int, spend_usd: float) -> float | None:
+    return tokens / spend_usd if spend_usd > 0.0 else None
 
 
 class RouteHealth(BaseModel):
@@ -108,6 +155,11 @@ class RouteHealth(BaseModel):
     )
     quality_since: float | None = Field(
         default=None, description="when the role's quality verdict on this route last changed"
+    )
+    cost: CostEfficiency | None = Field(
+        default=None,
+        description="useful tokens per dollar now and over its 7-day baseline, and whether "
+        "the route is demoted for it (read when the policy's cost_efficiency is enabled)",
     )
 
 

@@ -57,9 +57,15 @@ class ToolSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
-    description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    name: str = Field(
+        pattern=r"^[a-zA-Z0-9_-]{1,64}$",
+        description="The tool's name the model calls it by (letters, digits, _ and -).",
+    )
+    description: str = Field(default="", description="What the tool does, for the model.")
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema of the tool's arguments.",
+    )
 
 
 class Message(BaseModel):

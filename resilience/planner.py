@@ -24,7 +24,10 @@ of :mod:`resilience.plan`. The rules, in order:
    else the configured one; a route with neither is tried as-is, never assumed small.
 3. Routes whose rolling p95/p99 breach the role's SLA (evaluated with hysteresis from
    the route's stored ``sla_demoted`` flag) move to the end of the live attempts, not
-   out of the plan: proactive substitution before any timeout happens. Routes shadow
+   out of the plan: proactive substitution before any timeout happens. With the policy's
+   ``cost_efficiency`` enabled, a route whose tokens per dollar fell under its share of
+   the route's baseline (:mod:`resilience.cost_efficiency`) is demoted the same way, with
+   the same skip code and a reason naming cost efficiency. Routes shadow
    evaluation marked ``QUALITY_REGRESSION`` for the role (:mod:`resilience.shadow`) move
    back the same way, with that reason.
 4. Budget: each attempt's worst-case start is computed (sequential attempts start when
@@ -46,7 +49,9 @@ from pydantic import BaseModel
 
 from agent_failover.resilience.budget import budget_wait
 from agent_failover.resilience.config import PolicyConfig, RolePolicy
+from agent_failover.resilience.config.gates import route_unqualified
 from agent_failover.resilience.contracts import BreakerState, HealthSnapshot, RouteHealth
+from agent_failover.resilience.cost_efficiency import evaluate_cost_efficiency
 from agent_failover.resilience.plan import (
     FailoverPlan,
     PlannedAttempt,
@@ -54,7 +59,6 @@ from agent_failover.resilience.plan import (
     SkippedRoute,
     SkipReason,
 )
-from agent_failover.resilience.qualification import unqualified_reason
 from agent_failover.resilience.scoring import RouteScore, request_cost, score_route
 from agent_failover.resilience.sla import evaluate_sla
 
@@ -132,8 +136,8 @@ def _out_of_budget(
 
 
 def _unqualified(route: str, tier: int, role: RolePolicy) -> SkippedRoute | None:
-    """A route measured below the role's ``min_quality`` is never planned (lock file)."""
-    reason = unqualified_reason(route, role.min_quality, role.qualification)
+    """A route the lock file measured below the role's quality gates is never planned."""
+    reason = route_unqualified(route, role)
     if reason is None:
         return None
     return SkippedRoute(route=route, tier=tier, code=SkipReason.UNQUALIFIED, reason=reason)
@@ -278,15 +282,7 @@ def _candidate(
     if block is not None:
         skipped.append(block)
         return None
-    verdict = evaluate_sla(
-        health.sla_demoted,
-        health.stats,
-        role.sla,
-        policy.hysteresis_margin,
-        recent=health.recent,
-        since=health.sla_since,
-        now=now,
-    )
+    demoted, reason = _demoted(role, policy, health, now)
     return _Candidate(
         route=route,
         tier=tier,
@@ -301,12 +297,35 @@ def _candidate(
         ),
         # OPEN past open_until is half-open in all but name: admit() moves it.
         trial=health.breaker in (BreakerState.HALF_OPEN, BreakerState.OPEN),
-        demoted=verdict.demoted,
-        demotion_reason=verdict.reason,
+        demoted=demoted,
+        demotion_reason=reason,
         quality_regressed=health.quality_regressed,
         needs_triage=needs_triage,
         target_input_tokens=target,
     )
+
+
+def _demoted(
+    role: RolePolicy, policy: PolicyConfig, health: RouteHealth, now: float
+) -> tuple[bool, str | None]:
+    """The SLA verdict, else the cost-efficiency one: both demote the same way."""
+    verdict = evaluate_sla(
+        health.sla_demoted,
+        health.stats,
+        role.sla,
+        policy.hysteresis_margin,
+        recent=health.recent,
+        since=health.sla_since,
+        now=now,
+    )
+    if verdict.demoted:
+        return True, verdict.reason
+    cost = evaluate_cost_efficiency(
+        health.cost, policy.cost_efficiency, policy.hysteresis_margin, now=now
+    )
+    if cost.demoted:
+        return True, f"cost efficiency: {cost.reason}"
+    return False, verdict.reason
 
 
 def _trial_allowed(

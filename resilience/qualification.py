@@ -8,9 +8,10 @@ not against ``min_quality``); a role's verdicts form a :class:`RoleQualification
 every qualified role lives in one :class:`QualificationLock` (``roster.lock.yaml``).
 
 The policy loader attaches a role's lock entry to :attr:`RolePolicy.qualification`;
-the planner then never plans a route whose measured quality is below the role's
-threshold (:func:`unqualified_reason`). :func:`gate_failures` is the CI gate: a role
-left without a qualified fallback.
+the role's quality gates (``resilience.config.gates``) then decide which routes the planner
+may plan: the absolute threshold (:func:`unqualified_reason`), the score relative to the
+primary, schema compliance and median latency. The lock also records hashes of what the
+role was qualified with (:func:`content_hash`); :func:`stale_reasons` says what changed since.
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ from agent_failover.resilience.percentile import percentile
 from agent_failover.resilience.quality import MAX_DETAIL_CHARS, ScorerSpec
 
 LOCK_VERSION = 1
-#: Default quality a route must reach when neither the CLI nor the role sets one.
-DEFAULT_MIN_QUALITY = 0.85
+#: Default absolute quality floor when neither the CLI nor the role sets one: the gate
+#: that matters is relative to the primary (``quality_gates.relative_min_score``).
+DEFAULT_MIN_QUALITY = 0.0
+#: The parts of a role a lock entry's ``fingerprint`` hashes (the golden set has its own).
+FINGERPRINT_PARTS = ("system_prompt", "output_schema", "tools")
 #: Largest golden prompt accepted (characters): the prompt travels through history.
 MAX_GOLDEN_PROMPT_CHARS = 32_000
 #: Largest expected answer (JSON-encoded characters).
@@ -56,6 +60,12 @@ class GoldenItem(BaseModel):
         if len(json.dumps(value)) > MAX_GOLDEN_EXPECTED_CHARS:
             raise ValueError(f"expected answer longer than {MAX_GOLDEN_EXPECTED_CHARS} chars")
         return value
+
+
+def content_hash(value: Any) -> str:
+    """Stable hash of any JSON value (keys sorted), 16 hex digits."""
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def golden_hash(items: Sequence[GoldenItem]) -> str:
@@ -139,6 +149,21 @@ class RoleQualification(BaseModel):
     routes: dict[str, RouteQualification] = Field(
         default_factory=dict, description="Each measured route's verdict, keyed by endpoint."
     )
+    golden_path: str | None = Field(
+        default=None,
+        description="Path of the golden set, relative to the lock file's folder when it is "
+        "below it, so a changed set marks the entry stale.",
+    )
+    fingerprint: dict[str, str] = Field(
+        default_factory=dict,
+        description="Hashes of the role's system prompt (with its variants), output schema "
+        "and tools when it was qualified.",
+    )
+    stale: list[str] = Field(
+        default_factory=list,
+        description="Computed when the lock is attached, never written: what changed since "
+        "the role was qualified. Empty: fresh.",
+    )
 
 
 class QualificationLock(BaseModel):
@@ -205,31 +230,18 @@ def unqualified_reason(
     )
 
 
-def gate_failures(
-    role: str, tiers: Sequence[tuple[int, Sequence[str]]], qualification: RoleQualification,
-    role_min_quality: float = 0.0,
-) -> list[str]:  # fmt: skip
-    """CI gate: problems that leave ``role`` without a qualified fallback (empty = pass).
-
-    A fallback is a tier-1 or tier-2 route; the role fails when none of them qualifies
-    (or it has none), and also when no route at all does.
-    """
-    ok = {
-        r
-        for _, routes in tiers
-        for r in routes
-        if unqualified_reason(r, role_min_quality, qualification) is None
-        and r in qualification.routes
-    }
-    fallbacks = [r for tier, routes in tiers if tier >= 1 for r in routes]
-    problems = []
-    if not ok:
-        problems.append(f"role {role!r}: no route qualifies")
-    if not fallbacks:
-        problems.append(f"role {role!r}: has no fallback route (tier1/tier2 are empty)")
-    elif not ok.intersection(fallbacks):
-        problems.append(
-            f"role {role!r}: no qualified fallback: none of {', '.join(fallbacks)} reaches "
-            f"min_quality {threshold(role_min_quality, qualification):.2f}"
-        )
-    return problems
+def stale_reasons(
+    entry: RoleQualification, fingerprint: dict[str, str], golden_now: str | None
+) -> list[str]:
+    """What changed since ``entry`` was measured: the role's current ``fingerprint``
+    (:data:`FINGERPRINT_PARTS`) and the golden set's hash now (None: not checked)."""
+    if not entry.fingerprint:
+        return ["the lock records no prompt, schema or tool hashes (written by an older version)"]
+    out = [
+        f"{part.replace('_', ' ')} changed"
+        for part in FINGERPRINT_PARTS
+        if entry.fingerprint.get(part) != fingerprint.get(part)
+    ]
+    if golden_now is not None and golden_now != entry.golden_hash:
+        out.append(f"golden set {entry.golden_set} changed ({entry.golden_hash} -> {golden_now})")
+    return out

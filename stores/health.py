@@ -22,7 +22,12 @@ from agent_failover.resilience.baseline import LatencyBaseline
 from agent_failover.resilience.breaker import Admission, Breaker, Transition
 from agent_failover.resilience.budget import BucketLevel, Scope
 from agent_failover.resilience.config import BreakerSettings
-from agent_failover.resilience.contracts import BreakerState, CallOutcome, HealthSnapshot
+from agent_failover.resilience.contracts import (
+    BreakerState,
+    CallOutcome,
+    CostEfficiency,
+    HealthSnapshot,
+)
 from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.stores.budgets import BudgetGrant
 from agent_failover.stores.status import StoreStatus
@@ -107,6 +112,19 @@ class HealthStore(Protocol):
         self, route: str, *, now: float, min_samples: int
     ) -> LatencyBaseline:
         """The route's short (recent window) and long (7-day hourly) p95 baselines."""
+        ...
+
+    async def cost_efficiency(self, route: str, *, now: float) -> CostEfficiency:
+        """The route's useful tokens and spend over the current window (the store's
+        horizon) and over the completed hours of the last 7 days, with its persisted
+        cost-efficiency verdict (:mod:`resilience.cost_efficiency`). Every billed real
+        attempt (``cost_usd`` > 0, not a probe) counts its spend; only answered ones count
+        their ``tokens``."""
+        ...
+
+    async def set_cost_demoted(self, route: str, demoted: bool, *, at: float) -> None:
+        """Mark (or clear) ``route`` as demoted for cost efficiency; ``at`` is when the
+        verdict changed (reported as ``since``)."""
         ...
 
     async def take_budget(

@@ -50,10 +50,12 @@ from agent_failover.resilience.config import MAX_QUALITY_SAMPLES, MAX_SLA_STREAK
 from agent_failover.resilience.contracts import (
     BreakerState,
     CallOutcome,
+    CostEfficiency,
     HealthSnapshot,
     RecentSample,
     RouteHealth,
 )
+from agent_failover.resilience.cost_efficiency import CostLedger
 from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.resilience.windows import DEFAULT_HORIZON_S
 from agent_failover.stores.budgets import BudgetBuckets, BudgetGrant, MemoryBudgets
@@ -157,6 +159,8 @@ class MemoryHealthStore:
         async with r.lock:
             r.agg.add(outcome)
             r.hourly.add(outcome)
+            if r.cost is not None:
+                r.cost.add(outcome)
             if outcome.probe:
                 r.last_probe_at, r.last_probe_ok = outcome.at, outcome.ok
             elif r.last_call_at is None or outcome.at > r.last_call_at:
@@ -268,6 +272,20 @@ class MemoryHealthStore:
         async with r.lock:
             r.baseline_at = None  # a read is always fresh
             return r.baseline_for(min_samples, now, self.baseline_refresh_s)
+
+    async def cost_efficiency(self, route: str, *, now: float) -> CostEfficiency:
+        """The route's useful tokens and spend, current window and 7-day baseline."""
+        r = self.routes.find(route)
+        if r is None or r.cost is None:
+            return CostLedger(self.horizon_s).efficiency(now)
+        return r.cost.efficiency(now)
+
+    async def set_cost_demoted(self, route: str, demoted: bool, *, at: float) -> None:
+        """Mark or clear ``route``'s cost-efficiency demotion (changed at ``at``)."""
+        r = self.routes.get(route)
+        if r.cost is None:
+            r.cost = CostLedger(self.horizon_s)
+        r.cost.demoted, r.cost.since = demoted, at
 
     # --- rate budgets (stores.budgets) ------------------------------------------------
 

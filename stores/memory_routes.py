@@ -34,6 +34,7 @@ from agent_failover.resilience.baseline import HourlyLatency, LatencyBaseline, c
 from agent_failover.resilience.breaker import Breaker
 from agent_failover.resilience.config import MAX_SLA_STREAK
 from agent_failover.resilience.contracts import CallOutcome
+from agent_failover.resilience.cost_efficiency import CostLedger
 
 #: Newest observations kept per route: twice what the SLA streaks read, since entries
 #: newer than a snapshot's ``now`` are filtered out.
@@ -137,6 +138,7 @@ class RouteState:
     hourly: HourlyLatency = field(default_factory=HourlyLatency)
     baseline: LatencyBaseline | None = None
     baseline_at: float | None = None
+    cost: CostLedger | None = None
 
     def facts(self) -> RouteFacts:
         return RouteFacts(
@@ -163,7 +165,11 @@ class RouteTable:
         """The route's state, created (CLOSED, empty) if unseen."""
         r = self.routes.get(route)
         if r is None:
-            r = RouteState(breaker=Breaker(route=route), agg=Aggregates(horizon_s=self.horizon_s))
+            r = RouteState(
+                breaker=Breaker(route=route),
+                agg=Aggregates(horizon_s=self.horizon_s),
+                cost=CostLedger(self.horizon_s),
+            )
             self.routes[route] = r
         return r
 

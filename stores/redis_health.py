@@ -31,16 +31,21 @@ import redis.asyncio as aioredis
 
 from agent_failover.resilience.baseline import LatencyBaseline
 from agent_failover.resilience.breaker import Admission, Breaker, IllegalTransition, Transition
-from agent_failover.resilience.budget import BucketLevel, Scope
 from agent_failover.resilience.config import BreakerSettings
-from agent_failover.resilience.contracts import BreakerState, CallOutcome, HealthSnapshot
+from agent_failover.resilience.contracts import (
+    BreakerState,
+    CallOutcome,
+    CostEfficiency,
+    HealthSnapshot,
+)
 from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.resilience.windows import DEFAULT_HORIZON_S
-from agent_failover.stores.budgets import BudgetBuckets, BudgetGrant
+from agent_failover.stores.budgets import BudgetBuckets
 from agent_failover.stores.memory_health import DEFAULT_BASELINE_REFRESH_S, MemoryHealthStore
 from agent_failover.stores.redis_breakers import RedisBreakers
 from agent_failover.stores.redis_budgets import RedisBudgets
 from agent_failover.stores.redis_context import RedisContext
+from agent_failover.stores.redis_cost import RedisCost
 from agent_failover.stores.redis_facts import RedisFacts
 from agent_failover.stores.redis_fallback import (
     Pending,
@@ -54,6 +59,7 @@ from agent_failover.stores.redis_fallback import (
 from agent_failover.stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, RedisLink
 from agent_failover.stores.redis_outcomes import RedisOutcomes, new_nonce
 from agent_failover.stores.redis_reads import RedisSnapshots
+from agent_failover.stores.redis_shared_budgets import SharedBudgets
 from agent_failover.stores.status import StoreStatus
 
 DEFAULT_NAMESPACE = "failover"
@@ -61,7 +67,7 @@ DEFAULT_TTL_S = 3600.0
 DEFAULT_MAX_PENDING = 2048
 
 
-class RedisHealthStore:
+class RedisHealthStore(SharedBudgets):
     """A :class:`~stores.health.HealthStore` shared by all workers through Redis."""
 
     def __init__(
@@ -100,6 +106,7 @@ class RedisHealthStore:
         self._outcomes = RedisOutcomes(ctx, self._breakers)
         self._reads = RedisSnapshots(ctx)
         self._facts = RedisFacts(ctx)
+        self._cost = RedisCost(ctx)
         self._budgets = BudgetBuckets(RedisBudgets(client, namespace=namespace))
         link = RedisLink(
             client,
@@ -233,31 +240,22 @@ class RedisHealthStore:
             replay=PendingWindow(route, tokens),
         )
 
-    # Buckets are not replayed after an outage: while Redis is away each worker enforces
-    # every budget alone in its local view (so N workers may together use up to N times
-    # it), and once Redis is back the shared buckets, which refilled meanwhile, take over.
-
-    async def take_budget(
-        self, scopes: Sequence[Scope], tokens: int, *, critical: bool, now: float
-    ) -> BudgetGrant:
-        """Reserve one request and ``tokens`` from every scope for all workers, or nothing."""
+    async def cost_efficiency(self, route: str, *, now: float) -> CostEfficiency:
+        """The route's cost counters (current window, 7-day baseline) and its verdict."""
         return await self._fallback.run(
-            lambda: self._budgets.take(scopes, tokens, critical=critical, now=now),
-            lambda local: local.take_budget(scopes, tokens, critical=critical, now=now),
+            lambda: self._cost.efficiency(route, now),
+            lambda local: local.cost_efficiency(route, now=now),
         )
 
-    async def settle_budget(self, grant: BudgetGrant, actual_tokens: int, now: float) -> None:
-        """Charge (or give back) the difference between the reservation and the usage."""
+    async def set_cost_demoted(self, route: str, demoted: bool, *, at: float) -> None:
+        """Mark or clear ``route``'s cost-efficiency demotion for every worker.
+
+        Not queued for replay while Redis is away: the verdict is re-judged from the
+        counters on every plan, so a lost write costs at most one hysteresis step.
+        """
         await self._fallback.run(
-            lambda: self._budgets.settle(grant, actual_tokens, now),
-            lambda local: local.settle_budget(grant, actual_tokens, now),
-        )
-
-    async def budget_levels(self, scopes: Sequence[Scope], now: float) -> list[BucketLevel]:
-        """Every bucket of ``scopes`` refilled to ``now``, as all workers share them."""
-        return await self._fallback.run(
-            lambda: self._budgets.levels(scopes, now),
-            lambda local: local.budget_levels(scopes, now),
+            lambda: self._cost.set_verdict(route, demoted, at),
+            lambda local: local.set_cost_demoted(route, demoted, at=at),
         )
 
     async def status(self) -> StoreStatus:

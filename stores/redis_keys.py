@@ -23,6 +23,11 @@ on a cluster; every key a script touches is passed in ``KEYS``):
 * ``NS:h:{route}:lh:<hour>`` hash latency bin -> count of the successful real calls that
   finished in that hour (:mod:`resilience.baseline`), TTL 7 days + 2 hours: the rolling
   7-day baseline costs at most 170 small hashes per route.
+* ``NS:h:{route}:cm:<minute>`` and ``NS:h:{route}:ch:<hour>`` hashes ``b k n`` (billed
+  attempts, useful tokens, nano-dollars: :mod:`resilience.cost_efficiency`), TTL as the
+  minute buckets and the hourly latency buckets; ``NS:h:{route}:cb`` the 7-day cost
+  baseline as ``hour|b=..,k=..,n=..`` (summed once an hour, TTL ``ttl_s``) and
+  ``NS:h:{route}:cv`` the cost-efficiency verdict ``demoted|since`` (TTL 7 days + 2 hours).
 * ``NS:h:{route}:cw`` the context window the provider stated in a rejection (TTL 30 days).
 * ``NS:sla:<role>``   set of routes latency-demoted for the role; ``NS:slat:<role>`` hash
   route -> when the verdict last changed.

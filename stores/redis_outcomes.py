@@ -39,6 +39,7 @@ from agent_failover.resilience.baseline import (
 from agent_failover.resilience.breaker import Transition, on_outcome
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import CallOutcome
+from agent_failover.resilience.cost_efficiency import cost_fields
 from agent_failover.stores.memory_health import breaker_window_s
 from agent_failover.stores.memory_routes import RECENT_KEPT, RouteFacts
 from agent_failover.stores.redis_breakers import (
@@ -52,6 +53,12 @@ from agent_failover.stores.redis_keys import HOURLY_TTL_MS
 from agent_failover.stores.redis_scripts import merged_fields
 
 _NONCE_LEN = 16
+
+
+def _cost_args(outcome: CallOutcome) -> list[int]:
+    """``RECORD_LUA``'s cost arguments: billed (0/1), useful tokens, nano-dollars."""
+    inc = cost_fields(outcome)
+    return [inc.get("b", 0), inc.get("k", 0), inc.get("n", 0)]
 
 
 def new_nonce() -> str:
@@ -127,6 +134,7 @@ class RedisOutcomes:
             nonce,
             w.hists.start,
             len(w.hists),
+            *_cost_args(outcome),
             len(counts),
             *(x for kv in counts.items() for x in kv),
             *(x for kv in bins.items() for x in kv),

@@ -87,6 +87,16 @@ return a
 """
 )
 
+# A route's cost efficiency. KEYS: breaker. ARGV: prefix, newest minute, how many minutes.
+# Returns {current window's cost counters merged, cached baseline or nil, verdict or nil}.
+COST_READ_LUA = (
+    MERGE_LUA
+    + """
+local a = merge2(ARGV[1], 'cm:', tonumber(ARGV[2]), tonumber(ARGV[3]), 0)
+return {a, redis.call('GET', ARGV[1] .. 'cb'), redis.call('GET', ARGV[1] .. 'cv')}
+"""
+)
+
 # Every hourly bucket of the long horizon in one round trip (run at most every
 # baseline_refresh_s). KEYS: the bucket hashes. Returns one "bin=count,..." string per key.
 HOURLY_LUA = (
@@ -108,8 +118,10 @@ return out
 #   7 hourly bin or '', 8 hourly ttl ms, 9 minute, 10 minute bin or '', 11 bucket ttl ms,
 #   12 recent entry or '', 13 recent cap, 14 second, 15 error-window seconds,
 #   16 semantic-window seconds, 17 nonce, 18 histogram bucket, 19 histogram buckets of
-#   the error window, 20 how many count pairs follow, 21.. field, increment pairs: the
-#   counts for the second's bucket, then the bins for the histogram bucket.
+#   the error window, 20 billed attempts (0 or 1), 21 useful tokens, 22 nano-dollars
+#   spent (the cost counters, :mod:`resilience.cost_efficiency`), 23 how many count pairs
+#   follow, 24.. field, increment pairs: the counts for the second's bucket, then the
+#   bins for the histogram bucket.
 # Returns {breaker JSON or nil, error-window counts, semantic-window counts,
 #          error-window histograms, baseline or nil}.
 RECORD_LUA = (
@@ -119,10 +131,10 @@ local p = ARGV[1]
 local nonces = p .. 'n:' .. ARGV[9]
 if redis.call('SADD', nonces, ARGV[17]) == 1 then
   redis.call('PEXPIRE', nonces, ARGV[11])
-  local split = 21 + 2 * tonumber(ARGV[20])
-  if split > 21 then
+  local split = 24 + 2 * tonumber(ARGV[23])
+  if split > 24 then
     local bucket = p .. 's:' .. ARGV[14]
-    for i = 21, split - 1, 2 do redis.call('HINCRBY', bucket, ARGV[i], ARGV[i + 1]) end
+    for i = 24, split - 1, 2 do redis.call('HINCRBY', bucket, ARGV[i], ARGV[i + 1]) end
     redis.call('PEXPIRE', bucket, ARGV[11])
   end
   if #ARGV >= split then
@@ -144,6 +156,15 @@ if redis.call('SADD', nonces, ARGV[17]) == 1 then
   if ARGV[10] ~= '' then
     redis.call('HINCRBY', p .. 'm:' .. ARGV[9], ARGV[10], 1)
     redis.call('PEXPIRE', p .. 'm:' .. ARGV[9], ARGV[11])
+  end
+  if ARGV[20] == '1' then
+    for _, k in ipairs({p .. 'cm:' .. ARGV[9], p .. 'ch:' .. ARGV[6]}) do
+      redis.call('HINCRBY', k, 'b', 1)
+      redis.call('HINCRBY', k, 'k', ARGV[21])
+      redis.call('HINCRBY', k, 'n', ARGV[22])
+    end
+    redis.call('PEXPIRE', p .. 'cm:' .. ARGV[9], ARGV[11])
+    redis.call('PEXPIRE', p .. 'ch:' .. ARGV[6], ARGV[8])
   end
   if ARGV[12] ~= '' then
     redis.call('LPUSH', p .. 'r', ARGV[12])
@@ -179,6 +200,7 @@ class HealthScripts:
     sum: AsyncScript
     record: AsyncScript
     hourly: AsyncScript
+    cost_read: AsyncScript
 
     @classmethod
     def register(cls, client: aioredis.Redis) -> HealthScripts:
@@ -190,4 +212,5 @@ class HealthScripts:
             sum=client.register_script(SUM_LUA),
             record=client.register_script(RECORD_LUA),
             hourly=client.register_script(HOURLY_LUA),
+            cost_read=client.register_script(COST_READ_LUA),
         )

@@ -169,7 +169,7 @@ _COUNTERS = {
     "compensations": _Spec(names.COMPENSATIONS, "Saga compensations"),
     "escalations": _Spec(names.ESCALATIONS, "Human escalations"),
     "store_degraded": _Spec(names.STORE_DEGRADED, "Shared store degradations"),
-    "cost": _Spec(names.COST, "Cost of answered attempts", "USD"),
+    "cost": _Spec(names.COST, "Cost of answered attempts and billed rejected bodies", "USD"),
     "shadow_samples": _Spec(names.SHADOW_SAMPLES, "Shadow-evaluation samples"),
     "quality_regressions": _Spec(names.QUALITY_REGRESSIONS, "Quality regressions found and lifted"),
     "reruns": _Spec(names.RERUNS, "Degraded re-runs by outcome"),

@@ -48,15 +48,27 @@ def attempt_answered(role: str, endpoint: Any, reply: Any) -> None:
 
 
 def attempt_failed(
-    role: str, endpoint: Any, error_class: str, elapsed_ms: float, *, semantic: bool
+    role: str,
+    endpoint: Any,
+    error_class: str,
+    elapsed_ms: float,
+    *,
+    semantic: bool,
+    billed_usd: float = 0.0,
 ) -> None:
-    """An attempt that failed with a classified error (``error.type`` is its class)."""
+    """An attempt that failed with a classified error (``error.type`` is its class).
+
+    ``billed_usd``: what the provider billed for a whole body we rejected; it counts in
+    ``failover.cost`` (and not its tokens), so tokens per dollar falls with rejections.
+    """
     if not enabled():
         return
     inst = instruments()
     attrs = {**genai_attributes(endpoint), names.ERROR_TYPE: error_class}
     inst.duration.record(elapsed_ms / 1000, attrs)
     inst.attempts.add(1, {"route": endpoint.name, "role": role, "outcome": error_class})
+    if billed_usd:
+        inst.cost.add(billed_usd, {"route": endpoint.name, "role": role})
     if semantic:
         inst.validations.add(1, {"route": endpoint.name, "result": "fail"})
 

@@ -249,6 +249,24 @@ def panels() -> list[dict]:
             ],
         ),
         panel(
+            "Cost efficiency: tokens per dollar by route",
+            [
+                q(
+                    f"sum by (route) (rate(gen_ai_client_token_usage_sum{{{SEL}}}[{W}])) / "
+                    f"sum by (route) (rate(failover_cost_USD_total{{{SEL}}}[{W}]))",
+                    "{{route}} now",
+                ),
+                q(
+                    f"sum by (route) (rate(gen_ai_client_token_usage_sum{{{SEL}}}[7d])) / "
+                    f"sum by (route) (rate(failover_cost_USD_total{{{SEL}}}[7d]))",
+                    "{{route}} 7-day baseline",
+                    "B",
+                ),
+            ],
+            desc="Tokens per dollar of each route against its 7-day baseline; the alert "
+            "FailoverCostEfficiencyLow fires below 50 % of the baseline for 30 minutes.",
+        ),
+        panel(
             "Temporal: task latencies and completions",
             [
                 q(

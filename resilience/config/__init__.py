@@ -25,6 +25,7 @@ from agent_failover.resilience.config.breaker import (
     ProbeSettings,
 )
 from agent_failover.resilience.config.budgets import RateBudget, RateBudgets, RateLimitSettings
+from agent_failover.resilience.config.cost import CostEfficiencySettings
 from agent_failover.resilience.config.describe import describe_policy
 from agent_failover.resilience.config.evaluation import (
     MAX_QUALITY_SAMPLES,
@@ -76,6 +77,7 @@ __all__ = [
     "BreakerSettings",
     "CacheTier",
     "ContentFilterMode",
+    "CostEfficiencySettings",
     "EndpointConfig",
     "FewShotExample",
     "HedgeSettings",

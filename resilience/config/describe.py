@@ -8,9 +8,10 @@ lock is attached, which routes it leaves out of the role's plans).
 
 from __future__ import annotations
 
+from agent_failover.resilience.config.gates import route_unqualified
 from agent_failover.resilience.config.policy import PolicyConfig
 from agent_failover.resilience.config.roles import RolePolicy
-from agent_failover.resilience.qualification import threshold, unqualified_reason
+from agent_failover.resilience.qualification import threshold
 
 
 def describe_policy(cfg: PolicyConfig) -> list[str]:
@@ -47,9 +48,17 @@ def _qualification_line(role: RolePolicy) -> str:
     """Which routes the lock file leaves out of the role's plans, and from which run."""
     q = role.qualification
     assert q is not None
-    out = [r for r in role.roster.routes() if unqualified_reason(r, role.min_quality, q)]
+    out = [r for r in role.roster.routes() if route_unqualified(r, role)]
     left = f"never planned: {', '.join(out)}" if out else "every measured route qualifies"
-    return (
+    gates = role.quality_gates
+    line = (
         f"qualified {q.qualified_at} on {q.golden_set} ({q.golden_hash}), min_quality "
-        f"{threshold(role.min_quality, q):.2f}: {left}"
+        f"{threshold(role.min_quality, q):.2f}, {gates.relative_min_score:.0%} of the "
+        f"primary: {left}"
     )
+    if q.stale:
+        then = "treated as unqualified (require_fresh)" if gates.require_fresh else "still applied"
+        line += (
+            f"\n    STALE: {'; '.join(q.stale)}; {then}: re-run failover qualify --role {role.name}"
+        )
+    return line

@@ -31,6 +31,10 @@ DEFAULT_RERUN_WINDOW_S = 600.0
 DEFAULT_RERUN_CHECK_INTERVAL_S = 15.0
 #: Agreement below which a re-run "disagrees materially" with the degraded answer.
 DEFAULT_RERUN_MIN_AGREEMENT = 0.7
+#: Share of the primary's golden-set score a fallback needs on the same set (seed 001: 85 %).
+DEFAULT_RELATIVE_MIN_SCORE = 0.85
+#: Share of a route's golden answers that must be valid for the role's output schema.
+DEFAULT_MIN_SCHEMA_COMPLIANCE = 0.95
 
 
 class ShadowSettings(BaseModel):
@@ -169,4 +173,50 @@ class QualificationSettings(BaseModel):
     judge_route: str | None = Field(
         default=None,
         description="Endpoint that grades free-text golden answers (scorer kind `judge`).",
+    )
+
+
+class QualityGates(BaseModel):
+    """What a route's golden-set run must show to be planned for the role.
+
+    Checked against the role's entry of the qualification lock (routes the lock does not
+    mention are planned as before): the golden-set score relative to the primary's on the
+    same set, schema compliance, the median latency against the role's SLA, and — with
+    ``require_fresh`` — that the role's prompt, schema, tools and golden set are still the
+    ones the lock measured.
+    """
+
+    model_config = STRICT
+
+    relative_min_score: float = Field(
+        default=DEFAULT_RELATIVE_MIN_SCORE,
+        ge=0.0,
+        le=1.0,
+        description="A route qualifies when its golden-set score is at least this share of "
+        "the primary's (the best tier-0 route the lock measured) on the same set. 0: off.",
+    )
+    min_schema_compliance: float = Field(
+        default=DEFAULT_MIN_SCHEMA_COMPLIANCE,
+        ge=0.0,
+        le=1.0,
+        description="For a role with an `output_schema`: the share of a route's golden answers "
+        "that must be valid for it. 0: off.",
+    )
+    max_p50_ms: float | None = Field(
+        default=None,
+        gt=0.0,
+        description="Largest median golden-set latency in milliseconds a route may show. "
+        "Null: the role's `sla.p95_ms` (the median must be within the role's SLA).",
+    )
+    latency_gate: bool = Field(
+        default=True,
+        description="Apply the median-latency gate (`max_p50_ms`). False: latency is "
+        "measured and shown, never held against a route.",
+    )
+    require_fresh: bool = Field(
+        default=False,
+        description="Treat a stale lock entry (the role's system prompt, prompt variants, "
+        "output schema, tools or golden set changed since `failover qualify`) as "
+        "unqualified: every route it measured is left out until the role is re-qualified. "
+        "False: a stale entry still applies and `config check` / `status` report it.",
     )

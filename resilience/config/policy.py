@@ -20,7 +20,9 @@ from agent_failover.resilience.config.breaker import (
     ProbeSettings,
 )
 from agent_failover.resilience.config.budgets import RateBudgets, RateLimitSettings
+from agent_failover.resilience.config.cost import CostEfficiencySettings
 from agent_failover.resilience.config.evaluation import QualificationSettings
+from agent_failover.resilience.config.gates import role_fingerprint
 from agent_failover.resilience.config.roles import (
     DEFAULT_TTFT_BUDGET_MS,
     RolePolicy,
@@ -34,7 +36,7 @@ from agent_failover.resilience.config.validation import (
     validation_errors,
 )
 from agent_failover.resilience.endpoint import EndpointConfig
-from agent_failover.resilience.qualification import QualificationLock
+from agent_failover.resilience.qualification import QualificationLock, stale_reasons
 
 DEFAULT_POLICY_VERSION = 1
 DEFAULT_HYSTERESIS_MARGIN = 0.8
@@ -127,6 +129,12 @@ class PolicyConfig(BaseModel):
         "margin x p95, or window p95 and p99 under margin x theirs. Between margin x "
         "threshold and the threshold the previous verdict holds, so a route does not flap.",
     )
+    cost_efficiency: CostEfficiencySettings = Field(
+        default_factory=CostEfficiencySettings,
+        description="Tokens per dollar of each route against its own 7-day baseline: "
+        "tracked always, and when enabled a route under `min_share` (default 0.5) of its "
+        "baseline is demoted like an SLA breach.",
+    )
     scoring: ScoringWeights = Field(
         default_factory=ScoringWeights,
         description="Weights of the route score that orders routes inside a tier; tier "
@@ -202,12 +210,17 @@ class PolicyConfig(BaseModel):
         """All roster routes of ``role`` in tier order (tier0, tier1, tier2)."""
         return self.role(role).roster.routes()
 
-    def with_qualification(self, lock: QualificationLock) -> PolicyConfig:
+    def with_qualification(
+        self, lock: QualificationLock, golden_now: dict[str, str | None] | None = None
+    ) -> PolicyConfig:
         """A copy with each role's lock entry attached (``RolePolicy.qualification``).
 
         Lock entries for roles or routes the policy does not have are ignored with a
-        warning; a role the lock does not cover keeps planning every route.
+        warning; a role the lock does not cover keeps planning every route. Each entry's
+        ``stale`` says what changed since it was measured: the role's prompt, schema or
+        tools, and the golden set when ``golden_now`` has its current hash.
         """
+
         warnings = list(self.warnings)
         roles = dict(self.roles)
         for name, entry in lock.roles.items():
@@ -220,6 +233,9 @@ class PolicyConfig(BaseModel):
                     f"qualification lock: role {name!r} has verdicts for routes not in its "
                     f"roster ({', '.join(extra)}); ignored"
                 )
+            now = (golden_now or {}).get(name)
+            stale = [*stale_reasons(entry, role_fingerprint(roles[name]), now), *entry.stale]
+            entry = entry.model_copy(update={"stale": list(dict.fromkeys(stale))})
             roles[name] = roles[name].model_copy(update={"qualification": entry})
         return self.model_copy(update={"roles": roles, "warnings": warnings})
 

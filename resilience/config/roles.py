@@ -17,12 +17,17 @@ from typing import Any
 import jsonschema
 from pydantic import BaseModel, Field, model_validator
 
-from agent_failover.resilience.config.evaluation import RerunSettings, ShadowSettings
+from agent_failover.resilience.config.evaluation import (
+    QualityGates,
+    RerunSettings,
+    ShadowSettings,
+)
 from agent_failover.resilience.config.prompts import PromptRegistry, SummarizeSettings
 from agent_failover.resilience.config.roster import Roster
 from agent_failover.resilience.config.sla import LatencySLA
 from agent_failover.resilience.config.validation import STRICT
 from agent_failover.resilience.limits import MAX_REPLY_BYTES_LIMIT
+from agent_failover.resilience.models import ToolSpec
 from agent_failover.resilience.qualification import RoleQualification
 from agent_failover.resilience.quality import ScorerSpec
 
@@ -215,6 +220,17 @@ class RolePolicy(BaseModel):
         default=None,
         description="Re-runs of the role's degraded pipeline steps once its primary is back. "
         "Null: off.",
+    )
+    tools: list[ToolSpec] = Field(
+        default_factory=list,
+        description="Tool specs the role's calls offer the model. `failover qualify` sends "
+        "them with every golden item, and the lock records their hash, so a changed tool "
+        "marks the role's qualification stale. Requests still carry their own `tools`.",
+    )
+    quality_gates: QualityGates = Field(
+        default_factory=QualityGates,
+        description="What a route's golden-set run must show to be planned: score relative "
+        "to the primary, schema compliance, median latency, a fresh lock.",
     )
     qualification: RoleQualification | None = Field(
         default=None,

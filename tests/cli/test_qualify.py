@@ -79,7 +79,11 @@ async def test_qualify_writes_the_lock_and_reuses_a_completed_run(
     assert "UNQUALIFIED" in result.stdout and "qualified" in result.stdout
     entry = read_lock(lock).roles["analyst"]
     assert entry.golden_set == "analyst.jsonl" and len(entry.golden_hash) == 16
-    assert entry.min_quality == 0.85 and entry.qualified_at.startswith("20")
+    # No --min-quality: no absolute floor; the gate is 85 % of the primary's score.
+    assert entry.min_quality == 0.0 and entry.qualified_at.startswith("20")
+    assert entry.golden_path is not None and set(entry.fingerprint) == {
+        "system_prompt", "output_schema", "tools",
+    }  # fmt: skip
     assert not entry.routes["cheap-mini"].qualified
     assert entry.routes["anthropic-us-east"].latency_p95_ms is not None
     calls = len(await sim_admin.attempts())

@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from agent_failover.config.loader import load_policy
+from agent_failover.resilience.config.gates import gate_failures
 from agent_failover.resilience.contracts import HealthSnapshot
 from agent_failover.resilience.plan import RequestFacts, SkipReason
 from agent_failover.resilience.planner import plan
@@ -15,7 +16,6 @@ from agent_failover.resilience.qualification import (
     QualificationLock,
     RoleQualification,
     RouteQualification,
-    gate_failures,
     golden_hash,
     summarize_route,
     threshold,
@@ -96,14 +96,28 @@ def test_threshold_is_the_stricter_of_role_and_lock() -> None:
 def test_gate_needs_a_qualified_fallback() -> None:
     """The CI gate passes with one qualified tier-1/2 route, fails without one, and fails a
     role that has no fallback at all."""
-    tiers = [(0, ["p"]), (1, ["s"]), (2, ["c"])]
-    assert gate_failures("r", tiers, _entry(p=1.0, s=0.5, c=0.9)) == []
-    [problem] = gate_failures("r", tiers, _entry(p=1.0, s=0.5, c=0.2))
-    assert "no qualified fallback" in problem and "s, c" in problem
-    problems = gate_failures("r", tiers, _entry(p=0.1, s=0.1, c=0.1))
+    base = DEMO.role("analyst")
+    role = base.model_copy(
+        update={
+            "roster": base.roster.model_copy(
+                update={"tier0": ["p"], "tier1": ["s"], "tier2": ["c"]}
+            )
+        }
+    )
+
+    def gate(entry: RoleQualification, r=role) -> list[str]:
+        return gate_failures(r.model_copy(update={"qualification": entry}))
+
+    assert gate(_entry(p=1.0, s=0.5, c=0.9)) == []
+    [problem] = gate(_entry(p=1.0, s=0.5, c=0.2))
+    assert "no qualified fallback" in problem and "s: " in problem and "c: " in problem
+    problems = gate(_entry(p=0.1, s=0.1, c=0.1))
     assert any("no route qualifies" in p for p in problems)
-    assert gate_failures("r", [(0, ["p"])], _entry(p=1.0)) == [
-        "role 'r': has no fallback route (tier1/tier2 are empty)"
+    alone = role.model_copy(
+        update={"roster": role.roster.model_copy(update={"tier1": [], "tier2": []})}
+    )
+    assert gate(_entry(p=1.0), alone) == [
+        "role 'analyst': has no fallback route (tier1/tier2 are empty)"
     ]
 
 

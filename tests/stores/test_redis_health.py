@@ -139,6 +139,17 @@ async def test_replayed_outcome_counts_once(redis_client, namespace: str) -> Non
     assert snap.get(ROUTE).stats.calls == 2 and len(snap.get(ROUTE).recent) == 2
 
 
+async def test_replayed_billed_outcome_costs_once(redis_client, namespace: str) -> None:
+    """A billed outcome replayed with its nonce adds its tokens and spend once."""
+    store = RedisHealthStore(redis_client, namespace=namespace)
+    billed = ok(T0).model_copy(update={"tokens": 500, "cost_usd": 0.001})
+    await store._outcomes.record(billed, SETTINGS, "feedfacecafebeef")
+    await store._outcomes.record(billed, SETTINGS, "feedfacecafebeef")
+    eff = await store.cost_efficiency(ROUTE, now=T0 + 1)
+    assert (eff.current_attempts, eff.current_tokens) == (1, 500)
+    assert eff.current_spend_usd == pytest.approx(0.001)
+
+
 async def test_breaker_key_has_no_ttl(redis_client, namespace: str) -> None:
     """An open breaker's state never expires on its own (that would close it silently)."""
     store = RedisHealthStore(redis_client, namespace=namespace)

@@ -32,7 +32,13 @@ from tests.activities.test_shadow import _evaluate as shadow_evaluate
 from tests.activities.test_shadow import _input as shadow_input
 from tests.activities.test_shadow import _policy as shadow_policy
 from tests.telemetry.conftest import Captured
-from tests.telemetry.dashboard import dashboard_series, served_series
+from tests.telemetry.dashboard import (
+    dashboard_series,
+    expression_problems,
+    rule_expressions,
+    served_labels,
+    served_series,
+)
 from tests.telemetry.test_budget_metrics import budgeted, refuse_a_call
 from tests.telemetry.test_metrics_devserver import _sum, points
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow, drive_escalations
@@ -106,13 +112,14 @@ async def test_degraded_pipeline_in_the_ui_trace_and_metrics(
     assert _sum(pts[names.ESCALATIONS], event="resolved") == 1
 
 
-async def test_endpoint_serves_every_dashboard_series(
+async def test_endpoint_serves_every_dashboard_and_alert_rule_series(
     traced: Harness, sim_admin: SimAdmin, captured: Captured
 ) -> None:
     """After a hedge race, the saga pipeline, a pipeline whose undo works, two disagreeing
     shadow evaluations (a quality regression), a call refused by a rate budget and an
     all-down call answered from the cache, the scrape endpoint serves every failover/GenAI
-    series the dashboard queries."""
+    series the dashboard queries; and every alerting rule of deploy/prometheus/alerts.yml
+    names only series, labels and matched label values this real endpoint serves."""
     request = ChatRequest(messages=[Message(role="user", content="cache me")], max_tokens=60)
     call = CallInput(role="hedged", request=request)
 
@@ -154,3 +161,10 @@ async def test_endpoint_serves_every_dashboard_series(
     wanted = {s for s in dashboard_series() if not s.startswith("temporal_")} - NOT_IN_SCENARIO
     missing = wanted - served_series(text)
     assert not missing, f"dashboard series the endpoint does not serve: {sorted(missing)}"
+    served = served_labels(text)
+    rules = rule_expressions()
+    assert len(rules) >= 6
+    problems = [p for name, expr in rules.items() for p in expression_problems(name, expr, served)]
+    assert not problems, "alert rules read what the endpoint does not serve:\n" + "\n".join(
+        problems
+    )
