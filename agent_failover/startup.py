@@ -8,6 +8,7 @@ payload codec, the search-attribute mode), and the namespace check its worker ru
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from temporalio.client import Client
@@ -20,9 +21,9 @@ from agent_failover.activities.search_attributes import (
     ensure_search_attributes,
 )
 from agent_failover.codec import AesGcmCodec, codec_from_env
-from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
-from agent_failover.resilience.config import PolicyConfig
+from agent_failover.resilience.config import PolicyConfig, PolicyError
+from agent_failover.stores.policies import content_ref
 from agent_failover.telemetry.setup import tracing_enabled
 
 __all__ = [
@@ -90,8 +91,49 @@ def resolve_codec(codec: PayloadCodec | bool | None) -> PayloadCodec | None:
     return codec
 
 
-def resolve_policy(policy: PolicyConfig | str | os.PathLike[str] | None) -> PolicyConfig:
+#: What to do when no policy is given (the message of the error).
+NO_POLICY_HINT = (
+    "no policy given: pass FailoverPlugin('policy.yaml') or set FAILOVER_POLICY to a "
+    "policy file (`failover config schema` prints its format), or try the bundled demo "
+    "with `failover dev`"
+)
+
+
+def resolve_policy(
+    policy: PolicyConfig | str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[PolicyConfig, str]:
+    """The policy (itself, loaded from its path, or from ``FAILOVER_POLICY``) and where it
+    came from; a :class:`PolicyError` when there is none (the demo policy is never a
+    default)."""
     if isinstance(policy, PolicyConfig):
-        return policy
-    path = policy if policy is not None else os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH)
-    return load_policy(Path(path))
+        return policy, "a PolicyConfig object"
+    environ = os.environ if env is None else env
+    path = policy if policy is not None else environ.get("FAILOVER_POLICY", "").strip()
+    if not path:
+        raise PolicyError([("", NO_POLICY_HINT)])
+    return load_policy(Path(path)), str(Path(path).resolve())
+
+
+def policy_version(policy: PolicyConfig) -> str:
+    """The policy's content hash (16 hex digits of SHA-256 over its JSON)."""
+    return content_ref(policy.model_dump_json())
+
+
+def startup_line(
+    *,
+    source: str,
+    policy: PolicyConfig,
+    store: str,
+    task_queue: str,
+    bulkheads: Mapping[str, tuple[str, int]],
+    dispatch: str,
+) -> str:
+    """The one line a worker logs when it starts: policy file and version hash, the Redis
+    target, the task queues and the bulkheads (name, queue, slots)."""
+    heads = ", ".join(f"{b} ({q}, {n} slots)" for b, (q, n) in sorted(bulkheads.items()))
+    return (
+        f"agent-failover worker on task queue {task_queue}: policy {source} (version "
+        f"{policy_version(policy)}), store {store}, bulkheads {heads or 'none'}, "
+        f"model calls dispatched {dispatch}"
+    )

@@ -54,11 +54,13 @@ async def table_from_store(
     url = redis_url or os.environ.get("REDIS_URL") or stack.get("redis_url")
     ns = namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE") or stack.get("redis_namespace")
     try:
-        stores = await connect_stores(url, embedded_fallback=False, namespace=ns or "failover")
+        stores = await connect_stores(url, if_unreachable="refuse", namespace=ns or "failover")
     except Exception as exc:
         from redis.exceptions import RedisError
 
-        if not isinstance(exc, RedisError | OSError):
+        from agent_failover.resilience.setup_errors import RedisUnreachable
+
+        if not isinstance(exc, RedisError | OSError | RedisUnreachable):
             raise
         raise CliError(
             f"cannot reach the health store at {url or 'redis://127.0.0.1:6379/0'}: "

@@ -32,6 +32,7 @@ from agent_failover.activities.search_attributes import (
 from agent_failover.plugin import FailoverPlugin
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.setup_errors import SearchAttributesMissing, SetupError
+from agent_failover.startup import policy_version
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.factory import Stores
 from agent_failover.stores.health import MemoryHealthStore
@@ -132,17 +133,25 @@ async def test_worker_refuses_to_start_with_the_command_to_run(
 
 
 async def test_local_server_gets_the_attributes_registered(
-    bare: Client, policy: PolicyConfig
+    bare: Client, policy: PolicyConfig, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Default on a loopback (dev) server: the worker registers the attributes and runs."""
+    """Default on a loopback (dev) server: the worker registers the attributes and runs;
+    its start-up line names the policy and its version, the store, queue and bulkheads."""
     assert await missing_search_attributes(bare) == ALL
     worker = _worker(bare, policy, None)
+    caplog.set_level(logging.INFO, logger="agent_failover")
     async with running([worker]):
         handle = await bare.start_workflow(
             UpsertingWorkflow.run, id=f"sa-{uuid.uuid4()}", task_queue=worker.task_queue
         )
         assert await asyncio.wait_for(handle.result(), RUN_BUDGET_S) == 2
     assert await missing_search_attributes(bare) == []
+    started = [
+        r.getMessage() for r in caplog.records if "agent-failover worker on" in r.getMessage()
+    ]
+    assert len(started) == 1
+    assert f"task queue {worker.task_queue}: policy a PolicyConfig object (version " in started[0]
+    assert f"version {policy_version(policy)}), store test, bulkheads core (" in started[0]
     desc = await handle.describe()
     assert desc.typed_search_attributes is not None
     names = {p.key.name for p in desc.typed_search_attributes}
