@@ -50,7 +50,7 @@ from agent_failover.plugin import (
 )
 from agent_failover.providers.client import build_http_client
 from agent_failover.resilience.config import PolicyConfig
-from agent_failover.resilience.setup_errors import SetupError
+from agent_failover.resilience.setup_errors import SetupError, TemporalUnreachable
 from agent_failover.startup import policy_version
 from agent_failover.stores.factory import Stores, connect_stores, env_seconds
 from agent_failover.supervisor import DEFAULT_TASK_QUEUE, keep_monitor_running
@@ -303,7 +303,7 @@ async def _serve(grace_s: float) -> None:
     task_queue = os.environ.get("FAILOVER_TASK_QUEUE", DEFAULT_TASK_QUEUE)
     try:
         client = await connect_client(codec=codec or False)
-    except RuntimeError:
+    except TemporalUnreachable:
         raise _fail(
             f"cannot reach Temporal at {address}: start one with `failover dev` "
             "or set TEMPORAL_ADDRESS",

@@ -22,6 +22,7 @@ from agent_failover.activities.search_attributes import (
 )
 from agent_failover.codec import AesGcmCodec, codec_from_env
 from agent_failover.config.loader import load_policy
+from agent_failover.report_errors import install_hook
 from agent_failover.resilience.config import PolicyConfig, PolicyError
 from agent_failover.stores.policies import content_ref
 from agent_failover.telemetry.setup import tracing_enabled
@@ -105,7 +106,8 @@ def resolve_policy(
 ) -> tuple[PolicyConfig, str]:
     """The policy (itself, loaded from its path, or from ``FAILOVER_POLICY``) and where it
     came from; a :class:`PolicyError` when there is none (the demo policy is never a
-    default)."""
+    default). From here on, a set-up error that ends the script prints one line."""
+    install_hook()
     if isinstance(policy, PolicyConfig):
         return policy, "a PolicyConfig object"
     environ = os.environ if env is None else env

@@ -32,8 +32,9 @@ class SearchAttributesMissing(SetupError):
         self.missing = missing
 
 
-class TemporalUnreachable(SetupError):
-    """No Temporal server answered at the address."""
+class TemporalUnreachable(SetupError, RuntimeError):
+    """No Temporal server answered at the address (a ``RuntimeError`` too, as the SDK's
+    own connection error is)."""
 
 
 class RedisUnreachable(SetupError):
