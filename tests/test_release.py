@@ -1,6 +1,7 @@
 """Releasable: the sdist and wheel build and pass ``twine check``; the wheel, installed
 into a fresh virtual environment, imports from there, reports the single-sourced version,
-carries the licence, the policies and the schema, and its ``failover`` command runs.
+carries the licence, the policies and the schema, its ``failover`` command runs, and an
+example copied out of it (``python -m agent_failover.examples``) imports and loads its policy.
 
 Bounded: the build runs without isolation (this environment's setuptools, no download) and
 the fresh venv gets the wheel with ``--no-deps --no-index``; its dependencies come from this
@@ -95,7 +96,29 @@ def test_the_wheel_in_a_fresh_venv(dist: Path, tmp_path: Path) -> None:
     assert "config" in _run(failover, "--help", cwd=tmp_path).stdout
     schema = json.loads(_run(failover, "config", "schema", cwd=tmp_path).stdout)
     assert schema["title"] == "agent-failover policy"
+    _example_runs_from_the_wheel(python, tmp_path)
     assert time.monotonic() - started < BUDGET_S
+
+
+def _example_runs_from_the_wheel(python: Path, tmp_path: Path) -> None:
+    """The examples ship in the wheel: listed, one copied out as a project of its own whose
+    modules import (the worker's policy loads) against the installed package."""
+    listed = _run(python, "-m", "agent_failover.examples", cwd=tmp_path).stdout
+    assert "support_triage: " in listed and "order_saga: " in listed
+    _run(python, "-m", "agent_failover.examples", "support_triage", "triage", cwd=tmp_path)
+    project = tmp_path / "triage"
+    assert {"worker.py", "starter.py", "workflows.py", "README.md"} <= {
+        p.name for p in project.iterdir()
+    }
+    check = (
+        "import agent_failover, workflows, activities, config;"
+        "from agent_failover import load_policy;"
+        "p = load_policy(config.POLICY_PATH, env={'SIM_URL': 'http://sim'});"
+        "print(agent_failover.__file__, workflows.__file__, sorted(p.roles))"
+    )
+    where, module, *roles = _run(python, "-c", check, cwd=project).stdout.split(maxsplit=2)
+    assert where.startswith(str(python.parents[1])) and module.startswith(str(project))
+    assert "triage" in roles[0]
 
 
 def _wheel(dist: Path) -> Path:
