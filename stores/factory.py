@@ -10,7 +10,8 @@ answers there, what happens is explicit, never a silent substitute:
   ``failover status``) and write back once Redis answers;
 * ``embedded_fallback=True`` (``failover dev`` / ``demo`` only) and no URL set anywhere:
   :class:`~stores.embedded_redis.EmbeddedRedis` on a free loopback port. An explicit
-  ``REDIS_URL`` is never replaced by it.
+  ``REDIS_URL`` is never replaced by it; ``REDIS_URL=embedded`` asks for it by name
+  (dev and demo only; a worker refuses it).
 
 The returned :class:`Stores` owns whatever it started: ``await stores.close()`` closes
 the clients and stops an embedded server.
@@ -38,6 +39,8 @@ from agent_failover.stores.redis_policies import RedisPolicyStore
 log = logging.getLogger(__name__)
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+#: ``REDIS_URL`` value that asks ``failover dev`` / ``demo`` for their own embedded Redis.
+EMBEDDED = "embedded"
 #: What a worker does when its Redis does not answer at start (``FAILOVER_REDIS_UNREACHABLE``).
 IfUnreachable = Literal["refuse", "degraded"]
 IF_UNREACHABLE: tuple[str, ...] = ("refuse", "degraded")
@@ -91,9 +94,18 @@ async def connect_stores(
     when no URL was set).
     """
     explicit = redis_url or os.environ.get("REDIS_URL")
-    url = explicit or DEFAULT_REDIS_URL
     mode = unreachable_mode(if_unreachable)
-    embedded: EmbeddedRedis | None = None
+    if explicit == EMBEDDED:  # asked for by name: dev and demo only
+        if not embedded_fallback:
+            raise RedisUnreachable(
+                f"REDIS_URL={EMBEDDED} starts a redis-server for `failover dev` / `demo` "
+                "only: point REDIS_URL at a Redis for a worker"
+            )
+        embedded = await EmbeddedRedis().astart()
+        log.info("started embedded %s (REDIS_URL=%s)", embedded.url, EMBEDDED)
+        return _redis_stores(embedded.url, namespace, codec, embedded, shared_policies=True)
+    url = explicit or DEFAULT_REDIS_URL
+    embedded = None
     probe = fail_fast_client(url)
     try:
         ok = await _reachable(probe)

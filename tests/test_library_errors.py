@@ -134,3 +134,42 @@ async def test_unreachable_redis_in_a_users_worker(
         cwd=tmp_path,
     )
     _one_line(proc, 1, f"Redis at {dead} (redis_url) is not reachable", "REDIS_URL")
+
+
+@pytest.mark.devserver
+async def test_namespace_without_search_attributes_in_a_users_worker(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """``search_attributes="require"`` on a namespace without them: one line with the exact
+    ``temporal operator search-attribute create`` command, exit 1."""
+    from tests.workflows.test_search_attributes_devserver import _fresh_namespace
+
+    bare = await _fresh_namespace(dev_env)
+    address = dev_env.client.service_client.config.target_host
+    proc = await asyncio.to_thread(
+        _run,
+        """
+        import asyncio, sys
+        from agent_failover import FailoverPlugin, connect_client
+        from temporalio.worker import Worker
+
+        async def main(address, namespace, policy):
+            client = await connect_client(address, namespace)
+            plugin = FailoverPlugin(policy, stores="memory", start_monitor=False,
+                                    search_attributes="require")
+            await Worker(client, task_queue="user-app", plugins=[plugin]).run()
+
+        asyncio.run(main(*sys.argv[1:4]))
+        """,
+        address,
+        bare.namespace,
+        str(DEFAULT_POLICY_PATH),
+        cwd=tmp_path,
+    )
+    _one_line(
+        proc,
+        1,
+        f"namespace {bare.namespace!r} lacks the search attributes",
+        f"temporal operator search-attribute create --address {address} "
+        f"--namespace {bare.namespace} --name FailoverCount --name WorstTier --type Int",
+    )

@@ -121,3 +121,18 @@ def test_embedded_restarts_on_same_port() -> None:
         assert server.running and server.url == url
     finally:
         server.stop()
+
+
+async def test_embedded_by_name_only_for_dev_and_demo(
+    namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``REDIS_URL=embedded`` starts one for dev/demo (even with a Redis running locally);
+    a worker refuses it in one line."""
+    monkeypatch.setenv("REDIS_URL", "embedded")
+    with pytest.raises(RedisUnreachable, match="REDIS_URL=embedded starts a redis-server"):
+        await connect_stores(namespace=namespace)
+    stores = await connect_stores(namespace=namespace, embedded_fallback=True)
+    try:
+        assert stores.embedded is not None and stores.backend.startswith("embedded")
+    finally:
+        await stores.close()
