@@ -51,8 +51,7 @@ async def table_from_store(
     if stack.get("sim_url") and not env.get("SIM_URL"):
         env["SIM_URL"] = stack["sim_url"]  # the demo policy's base URLs read it
     pol = load_policy_for_cli(policy or env.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH), env)
-    env_url = os.environ.get("REDIS_URL") if os.environ.get("REDIS_URL") != "embedded" else None
-    url = redis_url or env_url or stack.get("redis_url")
+    url = redis_url or _env_redis_url() or stack.get("redis_url")
     ns = namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE") or stack.get("redis_namespace")
     try:
         stores = await connect_stores(url, if_unreachable="refuse", namespace=ns or "failover")
@@ -86,3 +85,10 @@ async def table_from_store(
         )
     finally:
         await stores.close()
+
+
+def _env_redis_url() -> str | None:
+    """``REDIS_URL``, unless it only asked a dev stack for its own Redis (``embedded``):
+    then the stack's address is the one to read."""
+    url = os.environ.get("REDIS_URL")
+    return None if url == "embedded" else url

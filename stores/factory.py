@@ -96,14 +96,7 @@ async def connect_stores(
     explicit = redis_url or os.environ.get("REDIS_URL")
     mode = unreachable_mode(if_unreachable)
     if explicit == EMBEDDED:  # asked for by name: dev and demo only
-        if not embedded_fallback:
-            raise RedisUnreachable(
-                f"REDIS_URL={EMBEDDED} starts a redis-server for `failover dev` / `demo` "
-                "only: point REDIS_URL at a Redis for a worker"
-            )
-        embedded = await EmbeddedRedis().astart()
-        log.info("started embedded %s (REDIS_URL=%s)", embedded.url, EMBEDDED)
-        return _redis_stores(embedded.url, namespace, codec, embedded, shared_policies=True)
+        return await _embedded_by_name(namespace, codec, allowed=embedded_fallback)
     url = explicit or DEFAULT_REDIS_URL
     embedded = None
     probe = fail_fast_client(url)
@@ -116,18 +109,7 @@ async def connect_stores(
         log.warning("Redis at %s not reachable; started embedded %s", url, embedded.url)
         url = embedded.url
     elif not ok and mode == "refuse":
-        source = (
-            "REDIS_URL"
-            if explicit and explicit == os.environ.get("REDIS_URL")
-            else "redis_url"
-            if redis_url
-            else "the default URL"
-        )
-        raise RedisUnreachable(
-            f"Redis at {url} ({source}) is not reachable: start "
-            "it or point REDIS_URL at one; FAILOVER_REDIS_UNREACHABLE=degraded starts with "
-            "worker-local health state instead"
-        )
+        raise _unreachable(url, redis_url)
     stores = _redis_stores(url, namespace, codec, embedded, shared_policies=ok or bool(embedded))
     if not ok and not embedded:
         log.warning(
@@ -139,6 +121,30 @@ async def connect_stores(
         # `failover status` show it from the start, not at the first model call.
         await stores.health.breaker("__startup__")
     return stores
+
+
+def _unreachable(url: str, redis_url: str | None) -> RedisUnreachable:
+    """The one-line refusal, naming the URL and where it came from."""
+    env = os.environ.get("REDIS_URL")
+    source = "REDIS_URL" if env and (redis_url or env) == env else "redis_url"
+    if not redis_url and not env:
+        source = "the default URL"
+    return RedisUnreachable(
+        f"Redis at {url} ({source}) is not reachable: start it or point REDIS_URL at one; "
+        "FAILOVER_REDIS_UNREACHABLE=degraded starts with worker-local health state instead"
+    )
+
+
+async def _embedded_by_name(namespace: str, codec: PayloadCodec | None, *, allowed: bool) -> Stores:
+    """``REDIS_URL=embedded``: an embedded server for dev and demo; refused elsewhere."""
+    if not allowed:
+        raise RedisUnreachable(
+            f"REDIS_URL={EMBEDDED} starts a redis-server for `failover dev` / `demo` "
+            "only: point REDIS_URL at a Redis for a worker"
+        )
+    embedded = await EmbeddedRedis().astart()
+    log.info("started embedded %s (REDIS_URL=%s)", embedded.url, EMBEDDED)
+    return _redis_stores(embedded.url, namespace, codec, embedded, shared_policies=True)
 
 
 def unreachable_mode(value: str | None, env: Mapping[str, str] | None = None) -> IfUnreachable:
