@@ -4,7 +4,7 @@
 # not needed: compose runs the real ones.
 FROM python:3.11-slim
 WORKDIR /src
-COPY pyproject.toml README.md worker.py ./
+COPY pyproject.toml README.md LICENSE worker.py ./
 COPY agent_failover ./agent_failover
 COPY workflows ./workflows
 COPY activities ./activities
@@ -16,6 +16,7 @@ COPY cli ./cli
 COPY config ./config
 COPY datasets ./datasets
 COPY testing ./testing
+COPY examples ./examples
 RUN pip install --no-cache-dir '/src[sim,otlp,prometheus,crypto,clouds]'
 # Run outside the source tree so `import agent_failover` is the installed package.
 WORKDIR /app

@@ -69,6 +69,8 @@ _EXPORTS: dict[str, str] = {
     "load_policy": "agent_failover.config.loader",
     "PolicyConfig": "agent_failover.resilience.config",
     "PolicyError": "agent_failover.resilience.config",
+    # set-up errors (policy, search attributes, Temporal, Redis, extras): one root
+    "SetupError": "agent_failover.resilience.setup_errors",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
@@ -99,6 +101,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from agent_failover.resilience.options import CallOptions as CallOptions
     from agent_failover.resilience.options import OnExhausted as OnExhausted
     from agent_failover.resilience.options import RosterOverride as RosterOverride
+    from agent_failover.resilience.setup_errors import SetupError as SetupError
     from agent_failover.telemetry.setup import setup_telemetry as setup_telemetry
     from agent_failover.workflows.errors import FailoverExhausted as FailoverExhausted
     from agent_failover.workflows.resilient import resilient_complete as resilient_complete

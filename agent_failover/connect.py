@@ -27,6 +27,8 @@ from temporalio.converter import PayloadCodec
 from temporalio.envconfig import ClientConfig
 
 from agent_failover.codec import AesGcmCodec, codec_from_env, failover_data_converter
+from agent_failover.report_errors import install_hook, report
+from agent_failover.resilience.setup_errors import SetupError, TemporalUnreachable
 from agent_failover.telemetry.setup import tracing_enabled
 
 #: Where ``failover dev`` serves Temporal; used when no profile or variable names one.
@@ -78,9 +80,23 @@ async def connect_client(
     elif codec is True:
         codec = AesGcmCodec.from_env(env)
     converter = failover_data_converter(codec or None)
-    return await Client.connect(
-        **cfg, data_converter=converter, plugins=list(plugins), interceptors=tracing_interceptors()
-    )
+    install_hook()
+    try:
+        return await Client.connect(
+            **cfg,
+            data_converter=converter,
+            plugins=list(plugins),
+            interceptors=tracing_interceptors(),
+        )
+    except RuntimeError as exc:
+        if "connect" not in str(exc).lower():
+            raise
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TemporalUnreachable(
+            f"cannot reach Temporal at {cfg['target_host']} (namespace {cfg['namespace']}): "
+            f"{reason}; start one with `failover dev`, or set TEMPORAL_ADDRESS (or a "
+            "TEMPORAL_PROFILE) to your cluster"
+        ) from exc
 
 
 def tracing_interceptors() -> list[Any]:
@@ -104,7 +120,10 @@ def run_and_exit(main: Coroutine[Any, Any, object] | Callable[[], object]) -> No
     ``asyncio.run``, or a plain callable such as a Typer app), flushes logging and the
     standard streams, and leaves with ``os._exit`` and the code Python would have used:
     0; ``SystemExit``'s code (a message is printed to stderr, code 1); 130 on Ctrl-C; 1,
-    with the traceback, on any other exception. Use it as a starter script's last line::
+    with the traceback, on any other exception; a set-up error (``SetupError``: a bad
+    policy, Temporal or Redis unreachable...) prints one line, ``error: ...``, and exits 2
+    for a policy, 1 otherwise (its traceback only with ``-v`` or logging at DEBUG). Use
+    it as a starter script's last line::
 
         if __name__ == "__main__":
             run_and_exit(main(sys.argv[1]))
@@ -119,6 +138,8 @@ def run_and_exit(main: Coroutine[Any, Any, object] | Callable[[], object]) -> No
         code = _exit_code(exc)
     except KeyboardInterrupt:
         code = 130
+    except SetupError as exc:
+        code = report(exc)
     except BaseException:
         traceback.print_exc()
         code = 1

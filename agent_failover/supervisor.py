@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
@@ -31,8 +32,8 @@ from agent_failover.activities.llm import LLMActivitySet
 from agent_failover.activities.models import llm_task_queue
 from agent_failover.activities.policy_versions import keep_fetching_missing, load_versions
 from agent_failover.resilience.config import PolicyConfig
-from agent_failover.stores.cache import MemoryResponseCache
-from agent_failover.stores.factory import Stores, connect_stores
+from agent_failover.stores.cache import DEFAULT_NAMESPACE, MemoryResponseCache
+from agent_failover.stores.factory import IfUnreachable, Stores, connect_stores, unreachable_mode
 from agent_failover.stores.health import MemoryHealthStore
 from agent_failover.stores.policies import DirectoryPolicyStore, PolicyVersionStore
 from agent_failover.workflows.models import MonitorInput
@@ -55,17 +56,29 @@ MONITOR_STABLE_S = 60.0
 class SharedStores:
     """The stores every worker of one plugin shares.
 
-    ``stores`` is ``"redis"`` (``redis_url``, else ``REDIS_URL``), ``"memory"`` or a
-    connected :class:`Stores` (the caller's: never closed here). Connected on first use;
-    closed once the last worker :meth:`held` them has stopped.
+    ``stores`` is ``"redis"`` (``redis_url``, else ``REDIS_URL``; when it does not answer,
+    ``if_unreachable`` decides: see :func:`connect_stores`), ``"embedded"`` (the same, but
+    an embedded Redis when no URL is set and the local default does not answer: dev and
+    demo only), ``"memory"`` or a connected :class:`Stores` (the caller's: never closed
+    here). ``namespace`` None: ``FAILOVER_REDIS_NAMESPACE``, else ``failover``. Connected
+    on first use; closed once the last worker :meth:`held` them has stopped.
     """
 
     def __init__(
-        self, stores: Stores | Literal["redis", "memory"], redis_url: str | None, namespace: str
+        self,
+        stores: Stores | Literal["redis", "memory", "embedded"],
+        redis_url: str | None,
+        namespace: str | None,
+        if_unreachable: IfUnreachable | None = None,
     ) -> None:
+        if not isinstance(stores, Stores) and stores not in ("redis", "memory", "embedded"):
+            raise ValueError(
+                f"stores must be 'redis', 'embedded', 'memory' or a Stores; got {stores!r}"
+            )
         self._arg = stores
         self._redis_url = redis_url
-        self._namespace = namespace
+        self._namespace = namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", DEFAULT_NAMESPACE)
+        self._if_unreachable = unreachable_mode(if_unreachable)
         self.current: Stores | None = stores if isinstance(stores, Stores) else None
         self._users = 0
 
@@ -76,7 +89,11 @@ class SharedStores:
                 self.current = Stores(MemoryHealthStore(), MemoryResponseCache(), "memory")
             else:
                 self.current = await connect_stores(
-                    self._redis_url, namespace=self._namespace, codec=codec
+                    self._redis_url,
+                    namespace=self._namespace,
+                    codec=codec,
+                    embedded_fallback=self._arg == "embedded",
+                    if_unreachable=self._if_unreachable,
                 )
         return self.current
 

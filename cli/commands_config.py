@@ -30,7 +30,7 @@ from agent_failover.config import DEFAULT_POLICY_PATH
 
 #: This module's top-level commands; main lists them in the app's help order.
 commands = typer.Typer()
-config_app = typer.Typer(help="Check policy files.", no_args_is_help=True)
+config_app = typer.Typer(help="Check policy files; print their JSON Schema.", no_args_is_help=True)
 
 
 @config_app.command("check")
@@ -45,6 +45,16 @@ def config_check(
         (console if ok else err).print(line, markup=False, highlight=False, soft_wrap=True)
     if not ok:
         raise typer.Exit(EXIT_BAD_INPUT)
+
+
+@config_app.command("schema")
+def config_schema() -> None:
+    """Print the policy file's JSON Schema, which editors complete and check policies with."""
+    import sys
+
+    from agent_failover.config.schema import schema_text
+
+    sys.stdout.write(schema_text())
 
 
 @commands.command("qualify")

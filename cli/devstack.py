@@ -177,7 +177,7 @@ async def start_stack(
         undo.push_async_callback(env.shutdown)
         ns = namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", "failover")
         deps = await build_deps(
-            policy, redis_url=redis_url or os.environ.get("REDIS_URL"), namespace=ns
+            policy, redis_url=redis_url or os.environ.get("REDIS_URL"), namespace=ns, embedded=True
         )
         undo.push_async_callback(deps.close)
         stack = _assemble(
@@ -263,7 +263,8 @@ def _assemble(
         if embedded
         else (redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL),
         redis_namespace=namespace,
-        policy=None if policy_path.resolve() == DEFAULT_POLICY_PATH.resolve() else policy_path,
+        # Always named: a worker joining the stack has no default policy.
+        policy=policy_path,
     )
     stack = DevStack(
         sim=sim,

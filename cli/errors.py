@@ -82,7 +82,11 @@ def _describe_local(exc: BaseException) -> str:
     """Failures that are not Temporal's: Redis, ports, files, validation."""
     from redis.exceptions import ConnectionError as RedisConnectionError
 
+    from agent_failover.resilience.setup_errors import SetupError
     from agent_failover.stores.embedded_redis import EmbeddedRedisError
+
+    if isinstance(exc, SetupError) and "\n" not in str(exc):
+        return str(exc)  # already one line saying what is wrong and what to do
 
     if isinstance(exc, (*_dev_server_errors(), EmbeddedRedisError)):
         return _first(str(exc))  # already phrased for the user

@@ -48,14 +48,16 @@ async def table_from_store(
     if stack.get("sim_url") and not env.get("SIM_URL"):
         env["SIM_URL"] = stack["sim_url"]  # the demo policy's base URLs read it
     pol = load_policy_for_cli(policy or env.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH), env)
-    url = redis_url or os.environ.get("REDIS_URL") or stack.get("redis_url")
+    url = redis_url or _env_redis_url() or stack.get("redis_url")
     ns = namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE") or stack.get("redis_namespace")
     try:
-        stores = await connect_stores(url, embedded_fallback=False, namespace=ns or "failover")
+        stores = await connect_stores(url, if_unreachable="refuse", namespace=ns or "failover")
     except Exception as exc:
         from redis.exceptions import RedisError
 
-        if not isinstance(exc, RedisError | OSError):
+        from agent_failover.resilience.setup_errors import RedisUnreachable
+
+        if not isinstance(exc, RedisError | OSError | RedisUnreachable):
             raise
         raise CliError(
             f"cannot reach the health store at {url or 'redis://127.0.0.1:6379/0'}: "
@@ -92,3 +94,10 @@ async def _table(stores, pol, window_s: float):
         qualification=hm.qualification_rows(pol),
         cost=await cost_rows(stores.health, pol, routes, now),
     )
+
+
+def _env_redis_url() -> str | None:
+    """``REDIS_URL``, unless it only asked a dev stack for its own Redis (``embedded``):
+    then the stack's address is the one to read."""
+    url = os.environ.get("REDIS_URL")
+    return None if url == "embedded" else url

@@ -146,8 +146,44 @@ def load_policy(
         raise PolicyError([(str(p), "invalid YAML: nested too deeply")]) from None
     finally:
         loader.dispose()
-    policy = parse_policy(data, env=env)
+    try:
+        policy = parse_policy(data, env=env)
+    except PolicyError as exc:
+        raise PolicyError(_with_lines(exc.errors, _lines(root), p)) from None
     return attach_lock(policy, p) if with_lock else policy
+
+
+def _lines(root: Any) -> dict[str, int]:
+    """Field path -> the line (1-based) its key or item starts on."""
+    out: dict[str, int] = {}
+    stack: list[tuple[Any, str]] = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"
+                where = f"{path}.{key}" if path else key
+                out.setdefault(where, key_node.start_mark.line + 1)
+                stack.append((value_node, where))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                out.setdefault(f"{path}[{i}]", item.start_mark.line + 1)
+                stack.append((item, f"{path}[{i}]"))
+    return out
+
+
+def _with_lines(
+    errors: list[tuple[str, str]], lines: dict[str, int], p: Path
+) -> list[tuple[str, str]]:
+    """Each error's message followed by ``(<file>:<line>)``: the line of its field, else
+    of the nearest enclosing one the file has."""
+    out = []
+    for path, msg in errors:
+        probe = path
+        while probe and probe not in lines:
+            probe = probe[: max(probe.rfind("."), probe.rfind("["), 0)]
+        out.append((path, f"{msg} ({p}:{lines[probe]})" if probe else msg))
+    return out
 
 
 def check_policy_file(

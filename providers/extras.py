@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Sequence
 from types import ModuleType
 
 from agent_failover.resilience.endpoint import AuthMethod, EndpointConfig, ProviderKind
+from agent_failover.resilience.setup_errors import MissingExtra
 
 #: module → (extra, what needs it)
 BOTOCORE = ("botocore", "bedrock")
@@ -23,8 +25,9 @@ GOOGLE_AUTH_REQUESTS = ("google.auth.transport.requests", "vertex")
 AZURE_IDENTITY = ("azure.identity", "azure")
 
 
-class MissingExtraError(ImportError):
-    """An optional dependency is not installed; the message says which extra brings it."""
+class MissingExtraError(MissingExtra, ImportError):
+    """An optional dependency is not installed; the message says which extra brings it
+    (a :class:`~agent_failover.resilience.setup_errors.SetupError` too)."""
 
     def __init__(self, module: str, extra: str, feature: str) -> None:
         self.module = module
@@ -42,6 +45,14 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(module, extra, feature) from exc
+
+
+def require_installed(feature: str, extra: str, modules: Sequence[str]) -> None:
+    """Raise :class:`MissingExtraError` for the first of ``modules`` not installed (checked
+    without importing them), naming ``extra``; a command calls it before its imports."""
+    for module in modules:
+        if not _installed(module):
+            raise MissingExtraError(module, extra, feature)
 
 
 def needed_modules(endpoint: EndpointConfig) -> list[tuple[str, str, str, str]]:

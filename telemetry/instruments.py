@@ -78,6 +78,7 @@ class Instruments:
     compensations: Any
     escalations: Any
     store_degraded: Any
+    search_attributes_skipped: Any
     cost: Any
     shadow_samples: Any
     shadow_agreement: Any
@@ -169,6 +170,9 @@ _COUNTERS = {
     "compensations": _Spec(names.COMPENSATIONS, "Saga compensations"),
     "escalations": _Spec(names.ESCALATIONS, "Human escalations"),
     "store_degraded": _Spec(names.STORE_DEGRADED, "Shared store degradations"),
+    "search_attributes_skipped": _Spec(
+        names.SEARCH_ATTRIBUTES_SKIPPED, "Runs that skipped their search-attribute upserts"
+    ),
     "cost": _Spec(names.COST, "Cost of answered attempts and billed rejected bodies", "USD"),
     "shadow_samples": _Spec(names.SHADOW_SAMPLES, "Shadow-evaluation samples"),
     "quality_regressions": _Spec(names.QUALITY_REGRESSIONS, "Quality regressions found and lifted"),

@@ -80,6 +80,9 @@ COMPENSATIONS = "failover.compensations"
 ESCALATIONS = "failover.escalations"
 #: Counter: store degradations (shared store unreachable), attributes store.
 STORE_DEGRADED = "failover.store.degraded"
+#: Counter: runs that skipped their search-attribute upserts (the namespace lacks them),
+#: attributes namespace.
+SEARCH_ATTRIBUTES_SKIPPED = "failover.search_attributes.skipped"
 #: Counter (USD): cost of answered attempts, attributes route, role.
 COST = "failover.cost"
 

@@ -14,5 +14,14 @@ workflow code uses is listed here.
 
 from __future__ import annotations
 
+#: Not a code change: the marker a run records when it skips its search-attribute upserts
+#: because its namespace lacks the attributes, so that replay skips them too.
+SEARCH_ATTRIBUTES_MISSING = "search-attributes-missing"
+
 #: Patch id -> why the old path still exists (the behaviour that changed).
-PATCHES: dict[str, str] = {}
+PATCHES: dict[str, str] = {
+    SEARCH_ATTRIBUTES_MISSING: (
+        "a recorded decision, never deprecated: the run found its namespace without the "
+        "failover search attributes and skips its upserts (replay reads the marker)"
+    ),
+}

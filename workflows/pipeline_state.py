@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         REVISION_STATE,
         set_failover_details,
         upsert_failover_search_attributes,
+        upsert_if_available,
     )
 
 #: Stage names (the ``status`` query's pending steps). The planner, critic and synthesis
@@ -96,7 +97,7 @@ class PipelineState:
 
     def upsert_revisions(self) -> None:
         """Publish the ``RevisionState`` search attribute (the worst re-run outcome)."""
-        workflow.upsert_search_attributes([REVISION_STATE.value_set(self.reruns.state())])
+        upsert_if_available([REVISION_STATE.value_set(self.reruns.state())])
 
     def details(self, summary: FailoverSummary | None = None) -> None:
         """Publish the current details (metadata, not a command: replay never sees them)."""

@@ -10,34 +10,103 @@ them; a user's workflow does the same with::
     outputs.append(await resilient_complete("analyst", request))
     upsert_failover_search_attributes(outputs)
 
-The namespace must know the attributes first: :func:`register_search_attributes` (once
-per namespace; ``failover dev`` and the test servers do it), or
-``temporal operator search-attribute create`` as in docker-compose.yml.
+The namespace must know the attributes first: :class:`~agent_failover.FailoverPlugin`
+checks when its worker starts (registering them on a local dev server, else refusing to
+start with the ``temporal operator search-attribute create`` command), or
+:func:`register_search_attributes` once per namespace. Should a run find its namespace
+without them (a worker started with ``search_attributes="warn"``), the upserts are
+skipped for that run: it goes on, the ``failover.search_attributes.skipped`` metric counts
+it and the worker logs one warning, instead of failing its workflow task at every retry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import weakref
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from temporalio import workflow
-from temporalio.client import Client
-from temporalio.common import SearchAttributeKey
+from temporalio.common import SearchAttributeUpdate
 
 with workflow.unsafe.imports_passed_through():
+    from agent_failover.activities.search_attributes import (
+        DEGRADED,
+        ESCALATION_STATE,
+        FAILOVER_COUNT,
+        REVISION_STATE,
+        SEARCH_ATTRIBUTES,
+        WORST_TIER,
+        first_warning,
+        known_missing,
+        register_search_attributes,
+        search_attribute_types,
+    )
     from agent_failover.resilience.contracts import AgentOutput
     from agent_failover.resilience.details import step_table
     from agent_failover.resilience.pipeline import FailoverSummary, summarize
+    from agent_failover.telemetry import names
+    from agent_failover.telemetry.instruments import instruments
+    from agent_failover.workflows.patches import SEARCH_ATTRIBUTES_MISSING
 
-FAILOVER_COUNT = SearchAttributeKey.for_int("FailoverCount")
-WORST_TIER = SearchAttributeKey.for_int("WorstTier")
-DEGRADED = SearchAttributeKey.for_bool("Degraded")
-ESCALATION_STATE = SearchAttributeKey.for_keyword("EscalationState")
-#: Degraded re-runs of the run (``pending`` while waiting for a primary, then the worst
-#: outcome: ``escalated``, ``revised``, ``failed`` or ``expired``); unset without re-runs.
-REVISION_STATE = SearchAttributeKey.for_keyword("RevisionState")
-#: Every key, for registering them on a namespace or a dev server.
-SEARCH_ATTRIBUTES = (FAILOVER_COUNT, WORST_TIER, DEGRADED, ESCALATION_STATE, REVISION_STATE)
+__all__ = [
+    "DEGRADED",
+    "ESCALATION_STATE",
+    "FAILOVER_COUNT",
+    "REVISION_STATE",
+    "SEARCH_ATTRIBUTES",
+    "WORST_TIER",
+    "pipeline_summary",
+    "register_search_attributes",
+    "search_attribute_types",
+    "set_failover_details",
+    "upsert_failover_search_attributes",
+    "upsert_if_available",
+]
+
+#: Per run (its workflow instance): whether its upserts are skipped. Decided once, at the
+#: run's first upsert, so every later task and every replay decides the same.
+_skipping: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _skips_upserts() -> bool:
+    """Whether this run skips its search-attribute upserts (its namespace lacks them).
+
+    The decision is recorded in history as the marker ``SEARCH_ATTRIBUTES_MISSING``
+    (``workflow.patched`` records it when not replaying): a replay reads the marker, not
+    what this process believes about the namespace today, so it emits what the first run
+    emitted.
+    """
+    run = workflow.instance()
+    try:
+        if run in _skipping:
+            return _skipping[run]
+    except TypeError:  # an instance without weak references: decided at each call
+        run = None
+    namespace = workflow.info().namespace
+    skip = False
+    if workflow.unsafe.is_replaying() or known_missing(namespace):
+        skip = workflow.patched(SEARCH_ATTRIBUTES_MISSING)
+    if run is not None:
+        _skipping[run] = skip
+    if skip and not workflow.unsafe.is_replaying():
+        instruments().search_attributes_skipped.add(1, {"namespace": namespace})
+        if first_warning(namespace):
+            workflow.logger.warning(
+                "namespace %r lacks the failover search attributes: upserts skipped "
+                "(metric %s); create them with `temporal operator search-attribute create`",
+                namespace,
+                names.SEARCH_ATTRIBUTES_SKIPPED,
+            )
+    return skip
+
+
+def upsert_if_available(updates: Sequence[SearchAttributeUpdate[Any]]) -> bool:
+    """``workflow.upsert_search_attributes(updates)`` unless this run skips its upserts
+    (its namespace lacks the attributes); returns whether it upserted."""
+    if _skips_upserts():
+        return False
+    workflow.upsert_search_attributes(updates)
+    return True
 
 
 def upsert_failover_search_attributes(
@@ -58,7 +127,7 @@ def upsert_failover_search_attributes(
         steps = [(f"{i + 1}. {out.role}", out) for i, out in enumerate(outputs)]
         summary = summarize(steps)
         set_failover_details(steps, summary, escalation_state=escalation_state)
-    workflow.upsert_search_attributes(
+    upsert_if_available(
         [
             FAILOVER_COUNT.value_set(summary.failover_count),
             WORST_TIER.value_set(summary.worst_tier),
@@ -96,31 +165,3 @@ def set_failover_details(
     workflow.set_current_details(
         step_table(steps, summary, escalation=escalation_state, phase=phase)
     )
-
-
-def search_attribute_types() -> dict[str, Any]:
-    """Name -> indexed value type of every attribute, as the operator service takes them."""
-    return {k.name: k._indexed_value_type for k in SEARCH_ATTRIBUTES}
-
-
-async def register_search_attributes(client: Client) -> list[str]:
-    """Add the attributes to the client's namespace; returns the names it had to add.
-
-    Idempotent: attributes already present are left alone. Needs operator rights (the
-    dev server grants them; on Temporal Cloud create them in the UI or with tcld).
-    """
-    from temporalio.api.operatorservice.v1 import (
-        AddSearchAttributesRequest,
-        ListSearchAttributesRequest,
-    )
-
-    listed = await client.operator_service.list_search_attributes(
-        ListSearchAttributesRequest(namespace=client.namespace)
-    )
-    present = set(listed.custom_attributes)
-    missing = {n: t for n, t in search_attribute_types().items() if n not in present}
-    if missing:
-        await client.operator_service.add_search_attributes(
-            AddSearchAttributesRequest(namespace=client.namespace, search_attributes=missing)
-        )
-    return sorted(missing)

@@ -19,9 +19,14 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from agent_failover.resilience.config.hints import with_hints
 from agent_failover.resilience.config.policy import PolicyConfig
 from agent_failover.resilience.config.roster import approving_static_errors
-from agent_failover.resilience.config.validation import PolicyError, validation_errors
+from agent_failover.resilience.config.validation import (
+    PolicyError,
+    UnknownNameError,
+    validation_errors,
+)
 
 
 def load_time_errors(cfg: PolicyConfig) -> list[tuple[str, str]]:
@@ -91,8 +96,18 @@ def parse_policy(data: Any, *, env: Mapping[str, str] | None = None) -> PolicyCo
     """Validate a policy already parsed from YAML/JSON; raise :class:`PolicyError`.
 
     Strings are interpolated from ``env`` (default ``os.environ``) first; every problem
-    found (interpolation, types, ranges, cross-references, schemas) is reported at once.
+    found (interpolation, types, ranges, cross-references, schemas) is reported at once,
+    an unknown field with the one meant, an unknown endpoint with the known ones.
     """
+    try:
+        return _parse_policy(data, env=env)
+    except UnknownNameError:
+        raise
+    except PolicyError as exc:
+        raise PolicyError(with_hints(exc.errors, PolicyConfig, data)) from None
+
+
+def _parse_policy(data: Any, *, env: Mapping[str, str] | None) -> PolicyConfig:
     env = os.environ if env is None else env
     if not isinstance(data, dict):
         raise PolicyError([("<policy>", "the policy must be a mapping at the top level")])

@@ -15,11 +15,13 @@ from typing import Any
 
 from pydantic import ConfigDict, ValidationError
 
+from agent_failover.resilience.setup_errors import SetupError
+
 #: Every policy section forbids unknown keys (a typo fails) and is immutable once built.
 STRICT = ConfigDict(extra="forbid", frozen=True)
 
 
-class PolicyError(Exception):
+class PolicyError(SetupError):
     """A policy that cannot be used, with every problem found and its field path.
 
     ``errors`` holds ``(field_path, message)`` pairs; ``str()`` prints one per line so

@@ -19,6 +19,7 @@ from agent_failover.activities.notify import (
     WebhookSettings,
     build_webhook_client,
 )
+from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.plugin import FailoverPlugin
 from agent_failover.providers.client import build_http_client
 from agent_failover.service import WorkerDeps
@@ -113,7 +114,7 @@ async def test_provider_client_ignores_proxy_env(proxy: ForwardProxy) -> None:
 
 
 async def test_plugin_uses_its_own_proxy_aware_notify_client(proxy: ForwardProxy) -> None:
-    plugin = FailoverPlugin(None, stores="memory", start_monitor=False)
+    plugin = FailoverPlugin(DEFAULT_POLICY_PATH, stores="memory", start_monitor=False)
     notify_http = plugin.notify_http
     assert notify_http is not plugin.http
     async with WebhookReceiver(SECRET) as rx:
@@ -127,14 +128,16 @@ async def test_plugin_uses_its_own_proxy_aware_notify_client(proxy: ForwardProxy
 
 async def test_plugin_leaves_an_injected_notify_client_open() -> None:
     async with httpx.AsyncClient() as mine:
-        plugin = FailoverPlugin(None, stores="memory", start_monitor=False, notify_http=mine)
+        plugin = FailoverPlugin(
+            DEFAULT_POLICY_PATH, stores="memory", start_monitor=False, notify_http=mine
+        )
         assert plugin.notify_http is mine
         await plugin.aclose()
         assert not mine.is_closed
 
 
 async def test_worker_deps_close_the_notify_client() -> None:
-    plugin = FailoverPlugin(None, stores="memory", start_monitor=False)
+    plugin = FailoverPlugin(DEFAULT_POLICY_PATH, stores="memory", start_monitor=False)
     deps = WorkerDeps(
         plugin.policy,
         plugin.http,

@@ -18,6 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner, Result
 
 from agent_failover.cli.main import app
+from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.testing.harness import Harness, make_harness, running
 from agent_failover.workflows.models import MonitorInput
@@ -96,8 +97,10 @@ def no_worker_queue() -> str:
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    """The environment of a ``failover`` subprocess: quiet, isolated state directory."""
+    """The environment of a ``failover`` subprocess: quiet, isolated state directory; the
+    demo policy named (a worker has no default policy)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "FAILOVER_"))}
+    env["FAILOVER_POLICY"] = str(DEFAULT_POLICY_PATH)
     env.update(extra)
     return env
 

@@ -79,8 +79,9 @@ class Stack:
 async def _launch(args: list[str], tmp_path: Path) -> Stack:
     env = cli_env(
         FAILOVER_STATE_DIR=str(tmp_path),
-        # A Redis port nobody serves: the stack starts its own redis-server child.
-        REDIS_URL=f"redis://127.0.0.1:{free_port()}/0",
+        # The stack's own redis-server child, asked for by name (an unreachable URL is
+        # refused: never silently replaced by an embedded one).
+        REDIS_URL="embedded",
         FAILOVER_REDIS_NAMESPACE=f"sig-{uuid.uuid4().hex[:8]}",
     )
     proc = await asyncio.create_subprocess_exec(

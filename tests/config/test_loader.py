@@ -3,6 +3,7 @@ position (exit 2 in the CLI), never a traceback or a silently wrong policy."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -75,12 +76,21 @@ def test_alias_bomb_is_refused(tmp_path: Path) -> None:
     assert f"over {MAX_NODES} nodes" in msg
 
 
+def _at_line(errors: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The errors without the ``(<file>:<line>)`` each message ends with."""
+    return [(path, re.sub(r" \(\S+policy\.yaml:\d+\)$", "", msg)) for path, msg in errors]
+
+
+def _line_of(text: str, needle: str) -> int:
+    return text[: text.index(needle)].count("\n") + 1
+
+
 def test_booleans_where_numbers_are_expected(tmp_path: Path) -> None:
     """`true`/`false` are not 1/0: each is named, and not also reported as out of range."""
     text = BASE.replace("interval_s: 3", "interval_s: true").replace(
         "context_window: 32000", "context_window: false", 1
     )
-    errors = _errors(tmp_path, text)
+    errors = _at_line(_errors(tmp_path, text))
     assert ("probes.interval_s", "expected a number, got a boolean (true)") in errors
     assert ("endpoints.cheap-mini.context_window", "expected a number, got a boolean (false)") in (
         errors
@@ -90,8 +100,37 @@ def test_booleans_where_numbers_are_expected(tmp_path: Path) -> None:
 
 def test_boolean_in_a_role_is_found_too(tmp_path: Path) -> None:
     text = BASE.replace("ttft_budget_ms: 2000", "ttft_budget_ms: yes", 1)
-    assert ("roles.planner.ttft_budget_ms", "expected a number, got a boolean (true)") in _errors(
-        tmp_path, text
+    assert ("roles.planner.ttft_budget_ms", "expected a number, got a boolean (true)") in (
+        _at_line(_errors(tmp_path, text))
+    )
+
+
+def test_a_misspelt_field_gets_the_one_meant_and_its_line(tmp_path: Path) -> None:
+    """``ttft_budget`` for ``ttft_budget_ms``: the field meant, the file and the line."""
+    text = BASE.replace("ttft_budget_ms: 2000", "ttft_budget: 2000", 1)
+    (path, msg), *_ = _errors(tmp_path, text)
+    assert path == "roles.planner.ttft_budget"
+    line = _line_of(text, "ttft_budget: 2000")
+    assert (
+        msg == f"unknown field; did you mean `ttft_budget_ms`? ({tmp_path / 'policy.yaml'}:{line})"
+    )
+
+
+def test_a_field_like_none_says_where_the_fields_are_listed(tmp_path: Path) -> None:
+    text = BASE.replace("ttft_budget_ms: 2000", "zzzz: 2000", 1)
+    (_, msg), *_ = _errors(tmp_path, text)
+    assert msg.startswith("unknown field (`failover config schema` lists the fields)")
+
+
+def test_an_unknown_roster_endpoint_lists_the_known_ones(tmp_path: Path) -> None:
+    text = BASE.replace("tier0: [anthropic-us-east]", "tier0: [anthropic-us-eats]", 1)
+    (path, msg), *_ = _errors(tmp_path, text)
+    assert path == "roles.planner.roster.tier0[0]"
+    known = ", ".join(sorted(load_policy(DEFAULT_POLICY_PATH, env=ENV).endpoints))
+    line = _line_of(text, "tier0: [anthropic-us-eats]")
+    assert msg == (
+        "unknown endpoint 'anthropic-us-eats'; did you mean 'anthropic-us-east'? "
+        f"known endpoints: {known} ({tmp_path / 'policy.yaml'}:{line})"
     )
 
 

@@ -11,6 +11,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_failover.config import DEFAULT_POLICY_PATH
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -50,7 +52,8 @@ async def start_worker(name: str, env: dict[str, str], log_dir: Path) -> WorkerP
             sys.executable,
             "worker.py",
             cwd=ROOT,
-            env={**os.environ, **env},
+            # The demo policy is never a worker's default: name it.
+            env={"FAILOVER_POLICY": str(DEFAULT_POLICY_PATH), **os.environ, **env},
             stdout=out,
             stderr=subprocess.STDOUT,
         )

@@ -14,6 +14,7 @@ import httpx
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.testing.sim.server import RunningSimulator
 
 pytestmark = pytest.mark.devserver
@@ -45,6 +46,7 @@ async def test_worker_serves_failover_and_temporal_metrics(
     env = {
         "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
         "SIM_URL": simulator.url,
+        "FAILOVER_POLICY": str(DEFAULT_POLICY_PATH),
         "REDIS_URL": redis_url,
         "FAILOVER_REDIS_NAMESPACE": tq,
         "FAILOVER_TASK_QUEUE": tq,

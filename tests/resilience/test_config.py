@@ -115,7 +115,8 @@ def test_breaker_override_merges(demo_policy: PolicyConfig) -> None:
 def test_unknown_endpoint_in_roster(raw: dict[str, Any]) -> None:
     """A roster naming an unknown endpoint reports roles.<role>.roster.tierN[i]."""
     raw["roles"]["critic"]["roster"]["tier1"][0] = "gpt-x"
-    assert ("roles.critic.roster.tier1[0]", "unknown endpoint 'gpt-x'") in errors_of(raw)
+    [msg] = [m for p, m in errors_of(raw) if p == "roles.critic.roster.tier1[0]"]
+    assert msg.startswith("unknown endpoint 'gpt-x'; known endpoints: anthropic-eu-west, ")
 
 
 def test_out_of_range_threshold(raw: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.plugin import FailoverPlugin
 from agent_failover.resilience.breaker import BreakerReason, Transition
 from agent_failover.resilience.contracts import BreakerState
@@ -26,7 +27,7 @@ def test_nothing_configured_means_nothing_installed() -> None:
     assert tel.tracer_provider is None and tel.meter_provider is None
     assert not tracing_enabled()
     assert not trace.get_current_span().is_recording()
-    assert FailoverPlugin(stores="memory").tracing is None
+    assert FailoverPlugin(DEFAULT_POLICY_PATH, stores="memory").tracing is None
 
 
 def test_otel_service_name_wins_over_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,14 +45,14 @@ def test_otel_service_name_wins_over_the_default(monkeypatch: pytest.MonkeyPatch
 def test_tracing_true_without_the_replay_safe_provider_is_an_error() -> None:
     """Asking for tracing with no replay-safe provider fails now, not on every workflow task."""
     with pytest.raises(ValueError, match="replay-safe tracer provider"):
-        FailoverPlugin(stores="memory", tracing=True)
+        FailoverPlugin(DEFAULT_POLICY_PATH, stores="memory", tracing=True)
 
 
 def test_plugin_traces_when_telemetry_is_on(captured: Captured) -> None:
     """With the replay-safe provider installed the plugin adds Temporal's interceptor."""
     assert tracing_enabled()
-    assert FailoverPlugin(stores="memory").tracing is not None
-    assert FailoverPlugin(stores="memory", tracing=False).tracing is None
+    assert FailoverPlugin(DEFAULT_POLICY_PATH, stores="memory").tracing is not None
+    assert FailoverPlugin(DEFAULT_POLICY_PATH, stores="memory", tracing=False).tracing is None
 
 
 def _transition(to: BreakerState, frm: BreakerState, at: float) -> Transition:

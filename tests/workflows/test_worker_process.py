@@ -33,8 +33,44 @@ def _env(dev_env: WorkflowEnvironment, sim: RunningSimulator, **extra: str) -> d
         "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
         "SIM_URL": sim.url,
         "LOG_LEVEL": "WARNING",
+        "FAILOVER_POLICY": str(DEFAULT_POLICY_PATH),
         **extra,
     }
+
+
+def _one_line_error(proc: subprocess.CompletedProcess[str], code: int, starts: str) -> None:
+    """Exit ``code``, stderr's first line starts with ``starts``, no traceback anywhere."""
+    assert proc.returncode == code, proc.stderr
+    assert proc.stderr.splitlines()[0].startswith(starts), proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_no_policy_exits_2_saying_how_to_name_one() -> None:
+    """No ``FAILOVER_POLICY``: not the demo policy, but exit 2 and how to point at one."""
+    env = {k: v for k, v in os.environ.items() if k != "FAILOVER_POLICY"}
+    proc = subprocess.run(
+        [sys.executable, "worker.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    _one_line_error(proc, 2, "error: no policy: set FAILOVER_POLICY")
+    assert "failover dev" in proc.stderr.splitlines()[0]
+
+
+async def test_unreachable_redis_exits_1_in_one_line(
+    dev_env: WorkflowEnvironment, simulator: RunningSimulator
+) -> None:
+    """An explicit ``REDIS_URL`` nobody answers: exit 1 naming it, never an embedded Redis."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"redis://127.0.0.1:{s.getsockname()[1]}/0"
+    proc = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "worker.py"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+        env=_env(dev_env, simulator, REDIS_URL=dead, FAILOVER_REDIS_UNREACHABLE=""),
+    )  # fmt: skip
+    _one_line_error(proc, 1, f"error: Redis at {dead} (REDIS_URL) is not reachable")
 
 
 async def test_bad_policy_exits_2_naming_the_field(
