@@ -249,7 +249,7 @@ class ModelCallActivities:
             stored_at=at,
         )
         try:
-            await self._deps.cache.put(inp.cache.key, entry, ttl_s=inp.cache.ttl_s)
+            await self._deps.cache.put(inp.cache.key, entry, keep_s=inp.cache.keep_s)
         except Exception as exc:  # any cache fault; cancellation is not an Exception
             log.warning("response cache write for role %r failed: %s", inp.role, exc)
 
