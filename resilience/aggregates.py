@@ -36,7 +36,7 @@ from agent_failover.resilience.contracts import (
     RecentSample,
     WindowStats,
 )
-from agent_failover.resilience.windows import slow_call_threshold_ms
+from agent_failover.resilience.windows import p95_limit_ms, slow_call_threshold_ms
 
 #: Width of one count bucket, in seconds.
 BUCKET_S = 1
@@ -199,6 +199,7 @@ def stats_from_fields(
     min_calls: int,
     slow_call_ms: float | None = None,
     semantic: Fields | None = None,
+    p95_limit: float | None = None,
 ) -> WindowStats:
     """The :class:`WindowStats` of a merged window (see :func:`resilience.windows.compute_stats`).
 
@@ -229,6 +230,8 @@ def stats_from_fields(
         enough_samples=calls >= min_calls,
         probes=fields.get("p", 0),
         latency_samples=sum(lat.values()),
+        semantic_calls=sem_calls,
+        p95_limit_ms=p95_limit,
     )
 
 
@@ -273,4 +276,5 @@ def breaker_stats_from(
         min_calls=settings.min_calls,
         slow_call_ms=slow_call_threshold_ms(settings, baseline_p95_ms),
         semantic=semantic_window,
+        p95_limit=p95_limit_ms(settings, baseline_p95_ms),
     )

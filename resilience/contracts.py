@@ -61,6 +61,10 @@ class WindowStats(BaseModel):
     enough_samples: bool = False
     probes: int = 0  # how many of ``calls`` were health probes (they feed latency stats too)
     latency_samples: int = 0  # how many latencies the percentiles were computed from
+    #: Calls in the semantic window (the semantic rate's own minimum count is judged on it).
+    semantic_calls: int = 0
+    #: The p95 above which the latency breaker trips (factor x baseline p95), when known.
+    p95_limit_ms: float | None = None
 
 
 class RecentSample(BaseModel):
