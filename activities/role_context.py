@@ -26,6 +26,7 @@ from agent_failover.activities.models import (
 from agent_failover.resilience.budget import scopes_for
 from agent_failover.resilience.config import PolicyError, RolePolicy
 from agent_failover.resilience.contracts import HealthSnapshot
+from agent_failover.resilience.pipeline import PIPELINE_STAGE_ROLES, pipeline_policy_errors
 from agent_failover.resilience.sla import evaluate_sla
 from agent_failover.telemetry import record
 
@@ -136,22 +137,15 @@ class RoleContextActivities:
     async def pipeline_roles(self, inp: PipelineRolesInput) -> PipelineRoles:
         """Which roles play planner, critic, synthesis and specialists; which are critical."""
         roles = self._deps.policy.roles
-        stages = {"planner", "critic", "synthesis"}
-        missing = sorted(stages - set(roles))
-        if missing:
+        unfit = pipeline_policy_errors(roles)
+        if unfit:
             raise ApplicationError(
-                f"policy has no role(s) {missing}; "
-                "the pipeline needs planner, critic and synthesis",
+                "policy cannot serve the pipeline: "
+                + "; ".join(f"{path}: {msg}" for path, msg in unfit),
                 type=POLICY_ERROR,
                 non_retryable=True,
             )
-        specialists = [r for r in roles if r not in stages]
-        if not specialists:
-            raise ApplicationError(
-                "policy defines no specialist role (any role besides planner/critic/synthesis)",
-                type=POLICY_ERROR,
-                non_retryable=True,
-            )
+        specialists = [r for r in roles if r not in PIPELINE_STAGE_ROLES]
         return PipelineRoles(
             specialists=specialists,
             critical=[n for n, r in roles.items() if r.critical],

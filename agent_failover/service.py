@@ -49,6 +49,7 @@ from agent_failover.plugin import (
 )
 from agent_failover.providers.client import build_http_client
 from agent_failover.resilience.config import PolicyConfig
+from agent_failover.resilience.pipeline import pipeline_policy_errors
 from agent_failover.stores.factory import Stores, connect_stores, env_seconds
 from agent_failover.supervisor import DEFAULT_TASK_QUEUE, keep_monitor_running
 
@@ -290,7 +291,7 @@ async def main() -> None:
 async def _serve(grace_s: float) -> None:
     from agent_failover.logs import redact_policy_secrets
 
-    policy = load_policy_or_exit(os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH))
+    policy = _pipeline_policy_or_exit(os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH))
     redact_policy_secrets(policy)  # the keys' values are masked in every log line
     role, codec = _role_and_codec_or_exit(policy)
     address = connect_config()["target_host"]
@@ -336,6 +337,17 @@ async def _serve(grace_s: float) -> None:
         log.info("worker stopped")
     finally:
         await deps.close()
+
+
+def _pipeline_policy_or_exit(path: str | os.PathLike[str]) -> PolicyConfig:
+    """The policy at ``path``, or exit 2. This worker registers the bundled pipeline, so a
+    policy it cannot serve is refused here, not at the first step of every run."""
+    policy = load_policy_or_exit(path)
+    unfit = pipeline_policy_errors(policy.roles)
+    if unfit:
+        problems = "; ".join(f"{where}: {msg}" for where, msg in unfit)
+        raise _fail(f"invalid policy {path} for the pipeline worker: {problems}", 2)
+    return policy
 
 
 def _role_and_codec_or_exit(policy: PolicyConfig) -> tuple[WorkerRole, AesGcmCodec | None]:

@@ -445,3 +445,21 @@ def test_subset_problems_are_reported_with_the_role(demo_policy: PolicyConfig) -
     with pytest.raises(PolicyError) as info:
         bad.checked_subset_for("analyst")
     assert all(path.startswith("roles.analyst") for path, _ in info.value.errors)
+
+
+def test_context_window_is_bounded(raw: dict[str, Any]) -> None:
+    """A context window of 10^30 tokens is a typo, named by its field (before: accepted)."""
+    raw["endpoints"]["openai-us"]["context_window"] = 10**30
+    paths = [p for p, _ in errors_of(raw, env={"SIM_URL": "http://sim.test"})]
+    assert "endpoints.openai-us.context_window" in paths
+
+
+def test_hedging_on_a_stateful_role_warns(raw: dict[str, Any]) -> None:
+    """Hedging asked for on a role that is not stateless is off for it, and the policy
+    says so in its warnings (before: dropped silently)."""
+    raw["roles"]["critic"]["stateless"] = False
+    raw["roles"]["critic"]["hedging"] = {"enabled": True}
+    cfg = parse_policy(raw, env={"SIM_URL": "http://sim.test"})
+    assert [w for w in cfg.warnings if w.startswith("roles.critic.hedging: ")]
+    shipped = parse_policy(yaml.safe_load(DEMO_POLICY.read_text()), env={"SIM_URL": "http://s"})
+    assert not [w for w in shipped.warnings if "hedging" in w]
