@@ -136,6 +136,7 @@ class ModelCallActivities:
             latency_ms=reply.latency_ms,
             ttft_ms=reply.ttft_ms,
             trial=admission.trial,
+            role=inp.role,
         )
         await self._on_answer(inp, endpoint, reply, data, outcome, grant, settings)
         return CallModelResult(
@@ -279,7 +280,7 @@ class ModelCallActivities:
     ) -> None:
         outcome = failed_outcome(
             inp.route, err, at, elapsed_ms, trial=trial, rate_limit=self._deps.policy.rate_limit
-        )
+        ).model_copy(update={"role": inp.role})
         await self._deps.record(outcome, settings)
         if isinstance(err, ContextLengthError) and err.context_window is not None:
             # The provider's statement beats the configured window, for every worker.

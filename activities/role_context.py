@@ -75,9 +75,10 @@ class RoleContextActivities:
     ) -> None:
         """Evaluate the route's SLA verdict, persist a change, keep what planning reads."""
         rh = snap.get(route)
+        stats = rh.role_stats or rh.stats  # the role's own calls plus probes
         verdict = evaluate_sla(
             rh.sla_demoted,
-            rh.stats,
+            stats,
             role.sla,
             self._deps.policy.hysteresis_margin,
             recent=rh.recent,
@@ -88,7 +89,7 @@ class RoleContextActivities:
         # ever read the newest restore_after observations, so only those enter history.
         update: dict[str, Any] = {"recent": rh.recent[-role.sla.restore_after :]}
         if verdict.demoted != rh.sla_demoted:
-            record.sla_changed(inp.role, route, verdict.demoted, rh.stats)
+            record.sla_changed(inp.role, route, verdict.demoted, stats)
             await self._deps.health.set_sla_demoted(inp.role, route, verdict.demoted, at=inp.now)
             update |= {"sla_demoted": verdict.demoted, "sla_since": inp.now}
         snap.routes[route] = rh.model_copy(update=update)

@@ -39,6 +39,8 @@ class CallOutcome(BaseModel):
     retry_after_s: float | None = None
     probe: bool = False
     trial: bool = False  # a half-open trial call
+    #: The role whose call this was (None for a probe): a role's SLA reads its own calls.
+    role: str | None = None
 
 
 class WindowStats(BaseModel):
@@ -83,6 +85,11 @@ class RouteHealth(BaseModel):
     open_until: float | None = None
     breaker_reason: str | None = None
     stats: WindowStats = Field(default_factory=WindowStats)
+    role_stats: WindowStats | None = Field(
+        default=None,
+        description="latency of the snapshot role's own calls on the route plus its probes "
+        "(what that role's SLA is judged on); None in a snapshot taken for no role",
+    )
     sla_demoted: bool = False
     last_probe_at: float | None = None
     last_probe_ok: bool | None = None

@@ -280,7 +280,7 @@ def _candidate(
         return None
     verdict = evaluate_sla(
         health.sla_demoted,
-        health.stats,
+        health.role_stats or health.stats,
         role.sla,
         policy.hysteresis_margin,
         recent=health.recent,

@@ -249,6 +249,29 @@ async def test_sla_demotion_is_per_role(health_store: HealthStore) -> None:
     assert not snap.get(ROUTE).sla_demoted
 
 
+async def test_role_latency_is_kept_per_role_on_a_shared_route(health_store: HealthStore) -> None:
+    """900 ms planner calls beside 7.5 s synthesis calls on one route, and a 300 ms probe:
+    each role's stats hold its own calls plus the probe; the route's hold everything."""
+    for i in range(20):
+        await health_store.record(ok(T0 + i, 900.0, role="planner"), SETTINGS)
+        await health_store.record(ok(T0 + i + 0.5, 7500.0, role="synthesis"), SETTINGS)
+    await health_store.record(ok(T0 + 21, 300.0, probe=True), SETTINGS)
+    now = T0 + 22
+    snaps = {
+        r: (await health_store.snapshot([ROUTE], now=now, window_s=60, min_calls=10, role=r))
+        for r in ("planner", "synthesis")
+    }
+    planner, synthesis = snaps["planner"].get(ROUTE), snaps["synthesis"].get(ROUTE)
+    assert planner.stats.p95_ms is not None and planner.stats.p95_ms >= 7500
+    assert planner.role_stats is not None and synthesis.role_stats is not None
+    assert planner.role_stats.latency_samples == synthesis.role_stats.latency_samples == 21
+    assert planner.role_stats.probes == 1
+    assert 900 <= (planner.role_stats.p95_ms or 0) <= 900 * 1.02
+    assert (synthesis.role_stats.p95_ms or 0) >= 7500
+    plain = await health_store.snapshot([ROUTE], now=now, window_s=60, min_calls=10)
+    assert plain.get(ROUTE).role_stats is None and plain.get(ROUTE).stats.calls == 41
+
+
 async def test_routes_are_independent(health_store: HealthStore) -> None:
     """Tripping one route leaves every other route closed."""
     await trip(health_store)

@@ -68,7 +68,7 @@ async def test_demoted_route_is_restored_within_four_intervals_at_defaults(
     now = (await ts_env.get_current_time()).timestamp()
     settings = ts.policy.breaker_for(PRIMARY)
     for i in range(12):
-        slow = CallOutcome(route=PRIMARY, at=now - 12 + i, ok=True, latency_ms=2000.0)
+        slow = CallOutcome(route=PRIMARY, at=now - 12 + i, ok=True, latency_ms=2000.0, role="sla")
         await ts.health.record(slow, settings)
     first = await ts.call("sla", env=ts_env)
     assert first.route != PRIMARY and ReasonCode.SLA_DEMOTED in first.reason_codes
