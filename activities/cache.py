@@ -1,8 +1,10 @@
 """The response cache as an activity: the degraded tier's lookup.
 
-``cache_lookup`` serves a cached answer younger than the staleness budget (or says why it
-missed). Writes happen in the model call that produced the answer
-(:mod:`activities.model_call`), so no workflow schedules a write of its own.
+``cache_lookup`` serves a cached answer younger than the staleness budget, saying whether
+it is still fresh (or says why it missed); the verdict is
+:func:`resilience.degrade.cache_age_verdict`. Writes happen in the model call that
+produced the answer (:mod:`activities.model_call`), so no workflow schedules a write of
+its own.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from agent_failover.activities.models import (
     CacheLookupInput,
     CacheLookupResult,
 )
+from agent_failover.resilience.config import CacheTier
+from agent_failover.resilience.degrade import CacheAge, cache_age_verdict
 from agent_failover.telemetry import record
 
 
@@ -32,13 +36,15 @@ class CacheActivities:
         if entry is None:
             record.cache_lookup(False)
             return CacheLookupResult(hit=False, miss_reason="no entry")
-        age_s = max(0.0, inp.now - entry.stored_at)
-        hit = age_s <= inp.max_staleness_s
+        age_s = entry.age(inp.now)
+        tier = CacheTier(ttl_s=inp.ttl_s, max_staleness_s=inp.max_staleness_s)
+        verdict = cache_age_verdict(age_s, tier)
+        hit = verdict is not CacheAge.TOO_OLD
         record.cache_lookup(hit)
         if not hit:
             return CacheLookupResult(
                 hit=False,
-                miss_reason=f"stale: {age_s:.0f}s old > {inp.max_staleness_s:.0f}s allowed",
+                miss_reason=f"too old: {age_s:.0f}s old >= {inp.max_staleness_s:.0f}s allowed",
             )
         return CacheLookupResult(
             hit=True,
@@ -48,5 +54,6 @@ class CacheActivities:
                 model=entry.model,
                 route=entry.route,
                 age_s=age_s,
+                fresh=verdict is CacheAge.FRESH,
             ),
         )

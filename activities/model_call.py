@@ -133,7 +133,9 @@ class ModelCallActivities:
             raise
         finally:
             beat.cancel()
-        outcome = _answered(inp.route, reply, workflow_now(base, started), admission.trial)
+        outcome = _answered(
+            inp.route, reply, workflow_now(base, started), admission.trial, inp.role
+        )
         await self._on_answer(inp, endpoint, reply, data, outcome, grant, settings)
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
@@ -246,7 +248,7 @@ class ModelCallActivities:
             stored_at=at,
         )
         try:
-            await self._deps.cache.put(inp.cache.key, entry, ttl_s=inp.cache.ttl_s)
+            await self._deps.cache.put(inp.cache.key, entry, keep_s=inp.cache.keep_s)
         except Exception as exc:  # any cache fault; cancellation is not an Exception
             log.warning("response cache write for role %r failed: %s", inp.role, exc)
 
@@ -276,7 +278,7 @@ class ModelCallActivities:
             elapsed_ms,
             trial=failed.trial,
             rate_limit=self._deps.policy.rate_limit,
-        )
+        ).model_copy(update={"role": inp.role})
         if failed.billed is not None:
             # A whole body came back and was rejected (a semantic failure): the provider
             # billed it, so its spend counts against the route's tokens per dollar.
@@ -301,7 +303,9 @@ class ModelCallActivities:
         )
 
 
-def _answered(route: str, reply: ChatReply, at: float, trial: bool) -> CallOutcome:
+def _answered(
+    route: str, reply: ChatReply, at: float, trial: bool, role: str | None
+) -> CallOutcome:
     """The outcome of an answered attempt, with the tokens and spend it was billed."""
     return CallOutcome(
         route=route,
@@ -310,6 +314,7 @@ def _answered(route: str, reply: ChatReply, at: float, trial: bool) -> CallOutco
         latency_ms=reply.latency_ms,
         ttft_ms=reply.ttft_ms,
         trial=trial,
+        role=role,
         tokens=reply.usage.input_tokens + reply.usage.output_tokens,
         cost_usd=reply.cost_usd,
     )

@@ -189,7 +189,11 @@ class CacheWrite(BaseModel):
     """Where ``call_model`` caches a successful answer (instead of a second activity)."""
 
     key: str
-    ttl_s: float = Field(gt=0)
+    keep_s: float = Field(
+        gt=0,
+        description="how long the store keeps the answer: the role's max_staleness_s, so a "
+        "stale answer is still there when an outage outlasts the freshness ttl_s",
+    )
 
 
 def _without_default_fields(model: BaseModel, out: dict[str, Any]) -> dict[str, Any]:
@@ -232,8 +236,8 @@ class CallModelInput(BaseModel):
         out = _without_default_fields(self, handler(self))
         if self.cache is not None and self.cache.key == cache_key(self.role, self.request):
             # The usual case (the attempt's request is the call's): the activity derives
-            # the same key from the same request, so history holds only the TTL.
-            out["cache"] = {"ttl_s": self.cache.ttl_s}
+            # the same key from the same request, so history holds only the keep time.
+            out["cache"] = {"keep_s": self.cache.keep_s}
         if self.idle_budget_ms == self.ttft_budget_ms:
             del out["idle_budget_ms"]  # the usual case: one budget for first and later tokens
         return out
@@ -324,7 +328,8 @@ class AttemptFailure(BaseModel):
 class CacheLookupInput(BaseModel):
     key: str
     now: float
-    max_staleness_s: float
+    ttl_s: float = Field(gt=0, description="the role's freshness: older answers are stale")
+    max_staleness_s: float = Field(gt=0, description="the oldest answer that may be served")
 
 
 class CachedAnswer(BaseModel):
@@ -333,6 +338,7 @@ class CachedAnswer(BaseModel):
     model: str | None = None
     route: str | None = None
     age_s: float
+    fresh: bool = Field(default=True, description="younger than the role's ttl_s")
 
 
 class CacheLookupResult(BaseModel):
@@ -343,7 +349,7 @@ class CacheLookupResult(BaseModel):
 
     hit: bool
     answer: CachedAnswer | None = None
-    miss_reason: str | None = Field(default=None, description="'no entry' or 'stale: ...'")
+    miss_reason: str | None = Field(default=None, description="'no entry' or 'too old: ...'")
 
 
 class PipelineRolesInput(BaseModel):

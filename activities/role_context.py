@@ -28,6 +28,7 @@ from agent_failover.resilience.budget import scopes_for
 from agent_failover.resilience.config import PolicyError, RolePolicy
 from agent_failover.resilience.contracts import HealthSnapshot
 from agent_failover.resilience.cost_efficiency import evaluate_cost_efficiency
+from agent_failover.resilience.pipeline import PIPELINE_STAGE_ROLES, pipeline_policy_errors
 from agent_failover.resilience.sla import evaluate_sla
 from agent_failover.telemetry import record
 
@@ -79,9 +80,10 @@ class RoleContextActivities:
     ) -> None:
         """Evaluate the route's SLA verdict, persist a change, keep what planning reads."""
         rh = snap.get(route)
+        stats = rh.role_stats or rh.stats  # the role's own calls plus probes
         verdict = evaluate_sla(
             rh.sla_demoted,
-            rh.stats,
+            stats,
             role.sla,
             self._deps.policy.hysteresis_margin,
             recent=rh.recent,
@@ -92,7 +94,7 @@ class RoleContextActivities:
         # ever read the newest restore_after observations, so only those enter history.
         update: dict[str, Any] = {"recent": rh.recent[-role.sla.restore_after :]}
         if verdict.demoted != rh.sla_demoted:
-            record.sla_changed(inp.role, route, verdict.demoted, rh.stats)
+            record.sla_changed(inp.role, route, verdict.demoted, stats)
             await self._deps.health.set_sla_demoted(inp.role, route, verdict.demoted, at=inp.now)
             update |= {"sla_demoted": verdict.demoted, "sla_since": inp.now}
         snap.routes[route] = rh.model_copy(update=update)
@@ -155,22 +157,15 @@ class RoleContextActivities:
     async def pipeline_roles(self, inp: PipelineRolesInput) -> PipelineRoles:
         """Which roles play planner, critic, synthesis and specialists; which are critical."""
         roles = self._deps.policy.roles
-        stages = {"planner", "critic", "synthesis"}
-        missing = sorted(stages - set(roles))
-        if missing:
+        unfit = pipeline_policy_errors(roles)
+        if unfit:
             raise ApplicationError(
-                f"policy has no role(s) {missing}; "
-                "the pipeline needs planner, critic and synthesis",
+                "policy cannot serve the pipeline: "
+                + "; ".join(f"{path}: {msg}" for path, msg in unfit),
                 type=POLICY_ERROR,
                 non_retryable=True,
             )
-        specialists = [r for r in roles if r not in stages]
-        if not specialists:
-            raise ApplicationError(
-                "policy defines no specialist role (any role besides planner/critic/synthesis)",
-                type=POLICY_ERROR,
-                non_retryable=True,
-            )
+        specialists = [r for r in roles if r not in PIPELINE_STAGE_ROLES]
         return PipelineRoles(
             specialists=specialists,
             critical=[n for n, r in roles.items() if r.critical],

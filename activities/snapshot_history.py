@@ -33,8 +33,9 @@ def rounded(value: Any) -> Any:
 #: What planning in the workflow never reads of a route's health (the activity reads them
 #: from the store; ``status`` and ``health`` show them): left out of history. Planning
 #: reads the breaker, cool-down, budgets, learned context window, SLA and quality verdicts,
-#: the recent streak, and the window's error/semantic rates, p95/p99, TTFT p95 and sample
-#: counts (``resilience.planner``, ``.sla``, ``.scoring``, ``.shadow``, ``.summarize``).
+#: the recent streak, the window's error/semantic rates, p95/p99, TTFT p95 and sample
+#: counts, and the role's own p95/p99 and sample count (``resilience.planner``, ``.sla``,
+#: ``.scoring``, ``.shadow``, ``.summarize``).
 UNPLANNED_FIELDS = frozenset({"last_probe_at", "last_probe_ok", "last_call_at"})
 UNPLANNED_STATS = frozenset(
     {
@@ -49,6 +50,9 @@ UNPLANNED_STATS = frozenset(
         "probes",
     }
 )
+
+#: What the SLA reads of a route's ``role_stats`` (the role's own calls plus probes).
+ROLE_SLA_STATS = frozenset({"p95_ms", "p99_ms", "latency_samples"})
 
 _UNPLANNED: dict[str, Any] = {
     "route": True,
@@ -67,6 +71,9 @@ def _planned_route(rh: Any, newest_observation: bool) -> dict[str, Any]:
     stats = d.get("stats", {})
     if stats.get("latency_samples"):
         stats.pop("calls", None)  # sla reads ``latency_samples or calls``
+    if "role_stats" in d:
+        # The role's own latency: the SLA reads its percentiles and sample count only.
+        d["role_stats"] = {k: v for k, v in d["role_stats"].items() if k in ROLE_SLA_STATS}
     if not rh.sla_demoted and rh.sla_since is None and rh.recent:
         # The streaks only count while demoted or after a change; a restored primary
         # (resilience.shadow.primary_restored, re-runs only) reads the newest observation.

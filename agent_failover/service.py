@@ -51,6 +51,7 @@ from agent_failover.plugin import (
 )
 from agent_failover.providers.client import build_http_client
 from agent_failover.resilience.config import PolicyConfig
+from agent_failover.resilience.pipeline import pipeline_policy_errors
 from agent_failover.resilience.setup_errors import SetupError, TemporalUnreachable
 from agent_failover.startup import policy_version
 from agent_failover.stores.factory import Stores, connect_stores, env_seconds
@@ -368,6 +369,12 @@ def _policy_or_exit() -> tuple[PolicyConfig, Path]:
             2,
         )
     policy = load_policy_or_exit(policy_file)
+    # This worker registers the bundled pipeline: a policy it cannot serve is refused
+    # here, not at the first step of every run.
+    unfit = pipeline_policy_errors(policy.roles)
+    if unfit:
+        problems = "; ".join(f"{where}: {msg}" for where, msg in unfit)
+        raise _fail(f"invalid policy {policy_file} for the pipeline worker: {problems}", 2)
     redact_policy_secrets(policy)  # the keys' values are masked in every log line
     return policy, Path(policy_file).resolve()
 

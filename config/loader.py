@@ -116,6 +116,20 @@ def _read_text(p: Path) -> str:
         ) from None
 
 
+def _unreadable_character(p: Path, text: str, exc: yaml.reader.ReaderError) -> tuple[str, str]:
+    """A character YAML does not allow (a NUL byte, other control characters): its line,
+    column and code point."""
+    before = text[: exc.position]
+    line = before.count("\n") + 1
+    column = exc.position - (before.rfind("\n") + 1) + 1
+    code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
+    name = "a NUL byte" if code == 0 else f"control character U+{code:04X}"
+    return (
+        f"{p}:{line}:{column}",
+        f"{name} (not allowed in YAML): a policy file is text; remove it",
+    )
+
+
 def load_policy(
     path: str | os.PathLike[str],
     *,
@@ -130,14 +144,18 @@ def load_policy(
     """
     p = Path(path)
     text = _read_text(p)
-    loader = _LimitedLoader(text)
+    loader: _LimitedLoader | None = None
     try:
+        # Inside the try: the reader rejects control characters (a NUL byte) on creation.
+        loader = _LimitedLoader(text)
         root = loader.get_single_node()
         if root is not None:
             dupes = _check_tree(root, p)
             if dupes:
                 raise PolicyError(list(dict.fromkeys(dupes)))
         data = loader.construct_document(root) if root is not None else None
+    except yaml.reader.ReaderError as exc:
+        raise PolicyError([_unreadable_character(p, text, exc)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
@@ -145,7 +163,8 @@ def load_policy(
     except RecursionError:
         raise PolicyError([(str(p), "invalid YAML: nested too deeply")]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     try:
         policy = parse_policy(data, env=env)
     except PolicyError as exc:

@@ -36,7 +36,7 @@ from agent_failover.resilience.contracts import (
     RecentSample,
     WindowStats,
 )
-from agent_failover.resilience.windows import slow_call_threshold_ms
+from agent_failover.resilience.windows import p95_limit_ms, slow_call_threshold_ms
 
 #: Width of one count bucket, in seconds.
 BUCKET_S = 1
@@ -132,15 +132,27 @@ def minute_buckets(now: float, horizon_s: float) -> range:
     return range(last, minute_of(now - horizon_s) - 1, -1)
 
 
+#: Separates a latency bin from the role it was observed for (``l<bin>@<role>``); a probe
+#: is ``l<bin>@`` (role names never contain ``@``).
+ROLE_SEP = "@"
+
+
 def bucket_fields(outcome: CallOutcome) -> dict[str, int]:
     """The increments ``outcome`` adds to its second's bucket (empty if it does not count).
 
     Outcomes that do not count against the route (429s, the caller's fault) are left out
-    of every rate, exactly as the windows always did.
+    of every rate, exactly as the windows always did. The latency bin is counted twice:
+    for the route, and for the role the call was made for (``l<bin>@<role>``; a probe
+    under ``l<bin>@``), so a role's SLA can be judged on its own calls plus probes.
     """
     if not outcome.counts_against_route:
         return {}
-    f = {"c": 1, f"l{window_bin(outcome.latency_ms)}": 1}
+    latency_bin_ = window_bin(outcome.latency_ms)
+    f = {"c": 1, f"l{latency_bin_}": 1}
+    if outcome.probe:
+        f[f"l{latency_bin_}{ROLE_SEP}"] = 1
+    elif outcome.role:
+        f[f"l{latency_bin_}{ROLE_SEP}{outcome.role}"] = 1
     if not outcome.ok:
         f["s" if outcome.semantic_failure else "e"] = 1
     if outcome.probe:
@@ -168,7 +180,40 @@ def merge_fields(buckets: Iterable[Fields]) -> dict[str, int]:
 
 def histogram(fields: Fields, prefix: str) -> dict[int, int]:
     """The bin -> count histogram under ``prefix`` (``"l"`` latency, ``"t"`` TTFT)."""
-    return {int(k[1:]): n for k, n in fields.items() if k[0] == prefix and n > 0}
+    return {
+        int(k[1:]): n for k, n in fields.items() if k[0] == prefix and n > 0 and ROLE_SEP not in k
+    }
+
+
+def role_histogram(fields: Fields, role: str) -> dict[int, int]:
+    """The latency histogram of ``role``'s own calls plus the probes."""
+    hist: dict[int, int] = {}
+    for k, n in fields.items():
+        if k[0] != "l" or ROLE_SEP not in k or n <= 0:
+            continue
+        b, owner = k[1:].split(ROLE_SEP, 1)
+        if owner in ("", role):
+            hist[int(b)] = hist.get(int(b), 0) + n
+    return hist
+
+
+def role_latency_stats(fields: Fields, role: str, *, window_s: float) -> WindowStats:
+    """Latency percentiles of ``role``'s calls on the route plus its probes, over the
+    merged window ``fields`` (what :func:`resilience.sla.evaluate_sla` judges the role on:
+    a slow role sharing the route does not demote it for a fast one)."""
+    hist = role_histogram(fields, role)
+    n = sum(hist.values())
+    probes = sum(v for k, v in fields.items() if k.startswith("l") and k.endswith(ROLE_SEP))
+    return WindowStats(
+        window_s=window_s,
+        calls=n,
+        p50_ms=hist_percentile(hist, 50),
+        p95_ms=hist_percentile(hist, 95),
+        p99_ms=hist_percentile(hist, 99),
+        enough_samples=n > 0,
+        probes=probes,
+        latency_samples=n,
+    )
 
 
 def hist_percentile(hist: Mapping[int, int], q: float) -> float | None:
@@ -199,6 +244,7 @@ def stats_from_fields(
     min_calls: int,
     slow_call_ms: float | None = None,
     semantic: Fields | None = None,
+    p95_limit: float | None = None,
 ) -> WindowStats:
     """The :class:`WindowStats` of a merged window (see :func:`resilience.windows.compute_stats`).
 
@@ -229,6 +275,8 @@ def stats_from_fields(
         enough_samples=calls >= min_calls,
         probes=fields.get("p", 0),
         latency_samples=sum(lat.values()),
+        semantic_calls=sem_calls,
+        p95_limit_ms=p95_limit,
     )
 
 
@@ -273,4 +321,5 @@ def breaker_stats_from(
         min_calls=settings.min_calls,
         slow_call_ms=slow_call_threshold_ms(settings, baseline_p95_ms),
         semantic=semantic_window,
+        p95_limit=p95_limit_ms(settings, baseline_p95_ms),
     )

@@ -10,8 +10,9 @@ with compare-and-set and many workers can record at once.
 
 States and moves::
 
-    CLOSED ──trip (error rate, slow calls, semantic, N failures in a row, auth, quota,
-              529+Retry-After; on probation after a close: one failure)──▶ OPEN
+    CLOSED ──trip (window rules: error rate, slow calls, p95 over the baseline, semantic
+              failures; N failures in a row; auth, quota, 529+Retry-After; on probation
+              after a close: one failure)──▶ OPEN
     OPEN ──now >= open_until (admit/tick), or a good probe at any time──▶ HALF_OPEN
     HALF_OPEN ──N consecutive good trials──▶ CLOSED
     HALF_OPEN ──bad trial──▶ OPEN (longer: open_duration x multiplier^(trips-1), capped)
@@ -45,36 +46,12 @@ route out for the breaker's open duration, so a 429 never trips or re-opens a br
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import BaseModel, ConfigDict
 
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome, WindowStats
 from agent_failover.resilience.errors import ErrorClass
-
-
-class BreakerReason(StrEnum):
-    """Why a breaker moved (or why a call was rejected)."""
-
-    ERROR_RATE = "error_rate"
-    SLOW_CALLS = "slow_calls"
-    SEMANTIC_FAILURES = "semantic_failures"
-    RATE_LIMITED = "rate_limited"
-    QUOTA_EXHAUSTED = "quota_exhausted"
-    AUTH_FAILURE = "auth_failure"
-    MODEL_NOT_FOUND = "model_not_found"
-    OVERLOADED = "overloaded"
-    CONSECUTIVE_FAILURES = "consecutive_failures"
-    CONSECUTIVE_TIMEOUTS = "consecutive_timeouts"
-    PROBATION_FAILED = "probation_failed"
-    OPEN_DURATION_ELAPSED = "open_duration_elapsed"
-    PROBE_SUCCEEDED = "probe_succeeded"
-    TRIAL_FAILED = "trial_failed"
-    TRIALS_PASSED = "trials_passed"
-    FORCED_OPEN = "forced_open"
-    FORCED_CLOSED = "forced_closed"
-    RELEASED = "released"
+from agent_failover.resilience.trip_rules import BreakerReason, rate_trip
 
 
 class Breaker(BaseModel):
@@ -152,6 +129,7 @@ _TRIP_REASONS = frozenset(
     {
         _R.ERROR_RATE,
         _R.SLOW_CALLS,
+        _R.P95_ABOVE_BASELINE,
         _R.SEMANTIC_FAILURES,
         _R.RATE_LIMITED,
         _R.QUOTA_EXHAUSTED,
@@ -386,13 +364,9 @@ def _on_closed(
     b, reason = _count_in_a_row(b, outcome, s, now)
     if reason is not None:
         return _trip(b, s, reason, now, None)
-    if stats.enough_samples:
-        if stats.error_rate >= s.error_rate_threshold:
-            return _trip(b, s, _R.ERROR_RATE, now, None)
-        if stats.slow_calls and stats.slow_call_rate >= s.slow_call_rate_threshold:
-            return _trip(b, s, _R.SLOW_CALLS, now, None)
-        if stats.semantic_failure_rate >= s.semantic_failure_threshold:
-            return _trip(b, s, _R.SEMANTIC_FAILURES, now, None)
+    reason = rate_trip(stats, s)
+    if reason is not None:
+        return _trip(b, s, reason, now, None)
     return b, None
 
 

@@ -47,6 +47,8 @@ class CallOutcome(BaseModel):
         ge=0.0,
         description="what the attempt was billed: an answer, or a rejected whole body",
     )
+    #: The role whose call this was (None for a probe): a role's SLA reads its own calls.
+    role: str | None = None
 
 
 class WindowStats(BaseModel):
@@ -69,6 +71,10 @@ class WindowStats(BaseModel):
     enough_samples: bool = False
     probes: int = 0  # how many of ``calls`` were health probes (they feed latency stats too)
     latency_samples: int = 0  # how many latencies the percentiles were computed from
+    #: Calls in the semantic window (the semantic rate's own minimum count is judged on it).
+    semantic_calls: int = 0
+    #: The p95 above which the latency breaker trips (factor x baseline p95), when known.
+    p95_limit_ms: float | None = None
 
 
 class RecentSample(BaseModel):
@@ -126,6 +132,11 @@ class RouteHealth(BaseModel):
     open_until: float | None = None
     breaker_reason: str | None = None
     stats: WindowStats = Field(default_factory=WindowStats)
+    role_stats: WindowStats | None = Field(
+        default=None,
+        description="latency of the snapshot role's own calls on the route plus its probes "
+        "(what that role's SLA is judged on); None in a snapshot taken for no role",
+    )
     sla_demoted: bool = False
     last_probe_at: float | None = None
     last_probe_ok: bool | None = None

@@ -14,6 +14,11 @@ cached response (tier 3)      0.60 at age 0, decaying linearly to 0.30 at max st
 static fallback               0.20
 ============================  ==========================================================
 
+A cached answer younger than the role's ``ttl_s`` is *fresh*; an older one is *stale* and
+still served up to ``max_staleness_s`` (:func:`cache_age_verdict`). Both are served only
+after every live route failed, which is the only time the workflow reads the cache; the
+store keeps each entry for ``max_staleness_s`` so every age in that range is reachable.
+
 Live answers are then multiplied by a penalty per quality-reducing reason code
 (``CONTEXT_TRUNCATED`` x0.85, ``CONTEXT_SUMMARIZED`` x0.92, ``UPSTREAM_DEGRADED`` x0.90,
 ``PREFILL_CONTINUATION`` x0.95). Codes that only describe the failover path
@@ -24,9 +29,10 @@ route that worked, and the tier already says how good that route is.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from enum import StrEnum
 from typing import Any
 
-from agent_failover.resilience.config import DEFAULT_CACHE_MAX_STALENESS_S, RolePolicy
+from agent_failover.resilience.config import DEFAULT_CACHE_MAX_STALENESS_S, CacheTier, RolePolicy
 from agent_failover.resilience.contracts import (
     NON_FAILURE_OUTCOMES,
     AgentOutput,
@@ -73,6 +79,26 @@ _BY_NAME: dict[str, list[ReasonCode]] = {
     "attempt_timeout": [ReasonCode.LATENCY_BUDGET_EXCEEDED],
     "rate_budget": [ReasonCode.RATE_BUDGET],
 }
+
+
+class CacheAge(StrEnum):
+    """How old a cached answer is, against its role's cache tier."""
+
+    #: Younger than ``ttl_s``.
+    FRESH = "fresh"
+    #: At least ``ttl_s`` old, younger than ``max_staleness_s``: served, with low confidence.
+    STALE = "stale"
+    #: ``max_staleness_s`` old or older: never served.
+    TOO_OLD = "too_old"
+
+
+def cache_age_verdict(age_s: float, tier: CacheTier) -> CacheAge:
+    """Whether a cached answer of this age may be served (fresh or stale) or not."""
+    if age_s < tier.ttl_s:
+        return CacheAge.FRESH
+    if age_s < tier.max_staleness_s:
+        return CacheAge.STALE
+    return CacheAge.TOO_OLD
 
 
 def reason_codes_for(error_class: ErrorClass | str | None) -> list[ReasonCode]:

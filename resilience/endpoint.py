@@ -71,6 +71,9 @@ class AuthMethod(StrEnum):
 
 #: The Azure OpenAI data-plane API version used when an endpoint names none (GA).
 DEFAULT_AZURE_API_VERSION = "2024-10-21"
+#: Largest context window a policy may state: 100 M tokens, ten times the largest model
+#: offered today; beyond it the number is a typo, and token arithmetic on it is nonsense.
+MAX_CONTEXT_WINDOW_TOKENS = 100_000_000
 #: Which wire formats each cloud serves.
 CLOUD_PROVIDERS: dict[Cloud, frozenset[ProviderKind]] = {
     Cloud.AZURE: frozenset({ProviderKind.OPENAI}),
@@ -264,7 +267,9 @@ class EndpointConfig(BaseModel):
     context_window: int | None = Field(
         default=None,
         ge=256,
-        description="Tokens of input plus output the model accepts; the planner skips or "
+        le=MAX_CONTEXT_WINDOW_TOKENS,
+        description="Tokens of input plus output the model accepts (at most 100,000,000); "
+        "the planner skips or "
         "triages requests that do not fit. Null: unknown, and the route is tried as-is. "
         "Either way a window the provider states in a context-length rejection is learned "
         "and wins over this value.",

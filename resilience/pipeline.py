@@ -6,6 +6,7 @@ The pipeline workflow calls these with values from history; nothing here does IO
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -255,6 +256,25 @@ def final_answer(
         for step, out in degraded:
             lines.append(f"  - {step}: {_flag(out)}")
     return "\n".join(lines), round(max(0.0, min(1.0, conf)), 4)
+
+
+#: The roles the bundled pipeline's stages are answered by; every other role is a specialist.
+PIPELINE_STAGE_ROLES = ("planner", "critic", "synthesis")
+
+
+def pipeline_policy_errors(role_names: Iterable[str]) -> list[tuple[str, str]]:
+    """Why a policy cannot serve the bundled pipeline (``[]``: it can): a missing stage
+    role, or no specialist. A worker that registers the pipeline refuses such a policy at
+    start-up rather than failing every run at its first step."""
+    names = list(role_names)
+    errors = [
+        (f"roles.{stage}", f"missing: the pipeline's {stage} stage is answered by this role")
+        for stage in PIPELINE_STAGE_ROLES
+        if stage not in names
+    ]
+    if not [n for n in names if n not in PIPELINE_STAGE_ROLES]:
+        errors.append(("roles", "no specialist role (any role besides planner/critic/synthesis)"))
+    return errors
 
 
 class EscalationTrigger(StrEnum):

@@ -311,7 +311,7 @@ def _demoted(
     """The SLA verdict, else the cost-efficiency one: both demote the same way."""
     verdict = evaluate_sla(
         health.sla_demoted,
-        health.stats,
+        health.role_stats or health.stats,
         role.sla,
         policy.hysteresis_margin,
         recent=health.recent,

@@ -71,6 +71,7 @@ def compute_stats(
     min_calls: int,
     slow_call_ms: float | None = None,
     semantic_window_s: float | None = None,
+    p95_limit_ms: float | None = None,
 ) -> WindowStats:
     """Aggregate the outcomes that finished in ``[now - window_s, now]``.
 
@@ -83,7 +84,9 @@ def compute_stats(
     * Latency percentiles cover every call counted against the route, probes included
       (``probes`` says how many were probes); TTFT percentiles cover calls that reported
       one. A call is slow when its latency exceeds ``slow_call_ms``.
-    * ``enough_samples`` is ``calls >= min_calls``: below that, rates are not trusted.
+    * ``enough_samples`` is ``calls >= min_calls``: below that, rates are not trusted;
+      ``semantic_calls`` counts the semantic window, whose rate has its own minimum.
+    * ``p95_limit_ms`` is passed through for the latency breaker.
     """
     outcomes = list(outcomes)
     start = now - window_s
@@ -119,6 +122,8 @@ def compute_stats(
         enough_samples=calls >= min_calls,
         probes=sum(1 for o in in_window if o.probe),
         latency_samples=len(latencies),
+        semantic_calls=len(sem_pool),
+        p95_limit_ms=p95_limit_ms,
     )
 
 
@@ -135,6 +140,15 @@ def slow_call_threshold_ms(
     if baseline_p95_ms is None or baseline_p95_ms <= 0:
         return None
     return settings.slow_call_baseline_factor * baseline_p95_ms
+
+
+def p95_limit_ms(settings: BreakerSettings, baseline_p95_ms: float | None) -> float | None:
+    """The window p95 above which the latency breaker trips: factor x the baseline p95
+    (None when the rule is off or the route has no baseline yet)."""
+    factor = settings.p95_baseline_factor
+    if factor is None or baseline_p95_ms is None or baseline_p95_ms <= 0:
+        return None
+    return factor * baseline_p95_ms
 
 
 def breaker_stats(
@@ -156,4 +170,5 @@ def breaker_stats(
         min_calls=settings.min_calls,
         slow_call_ms=slow_call_threshold_ms(settings, baseline_p95_ms),
         semantic_window_s=settings.semantic_window_s,
+        p95_limit_ms=p95_limit_ms(settings, baseline_p95_ms),
     )

@@ -1,9 +1,11 @@
 """Response cache: the Tier 3 "cached response" fallback, in Redis or in memory.
 
-A successful agent answer is stored under :func:`resilience.cachekey.cache_key` with a
-TTL; when every live route fails, the workflow serves the cached answer and labels it
-``CACHED_RESPONSE`` with its age. The cache only stores and expires entries: how stale
-an answer may be is the caller's decision (``CacheTier.max_staleness_s``), made from
+A successful agent answer is stored under :func:`resilience.cachekey.cache_key` and kept
+for ``keep_s`` seconds (the role's ``max_staleness_s``, not its freshness ``ttl_s``: a
+stale answer must still be there when an outage outlasts the TTL); when every live route
+fails, the workflow serves the cached answer and labels it ``CACHED_RESPONSE`` with its
+age. The cache only stores and expires entries: whether an answer is fresh or stale is
+the caller's decision (:func:`resilience.degrade.cache_age_verdict`), made from
 ``now - entry.stored_at``. Expiry is judged against the caller's ``now`` (so fake clocks
 work) and, in Redis, also enforced by a key TTL so memory stays bounded.
 
@@ -69,8 +71,8 @@ class ResponseCache(Protocol):
         """Return the entry under ``key`` unless it is missing or expired at ``now``."""
         ...
 
-    async def put(self, key: str, entry: CachedEntry, *, ttl_s: float) -> None:
-        """Store ``entry`` until ``entry.stored_at + ttl_s``, replacing any previous one."""
+    async def put(self, key: str, entry: CachedEntry, *, keep_s: float) -> None:
+        """Keep ``entry`` until ``entry.stored_at + keep_s``, replacing any previous one."""
         ...
 
     async def status(self) -> StoreStatus:
@@ -82,9 +84,9 @@ class ResponseCache(Protocol):
         ...
 
 
-def _check_ttl(ttl_s: float) -> None:
-    if not ttl_s > 0 or math.isinf(ttl_s):
-        raise ValueError(f"ttl_s must be a positive finite number of seconds, got {ttl_s!r}")
+def _check_keep(keep_s: float) -> None:
+    if not keep_s > 0 or math.isinf(keep_s):
+        raise ValueError(f"keep_s must be a positive finite number of seconds, got {keep_s!r}")
 
 
 class MemoryResponseCache:
@@ -114,10 +116,10 @@ class MemoryResponseCache:
         self._items.move_to_end(key)
         return entry
 
-    async def put(self, key: str, entry: CachedEntry, *, ttl_s: float) -> None:
-        """Store ``entry`` until ``entry.stored_at + ttl_s``; evict the LRU entry if full."""
-        _check_ttl(ttl_s)
-        self._items[key] = (entry, entry.stored_at + ttl_s)
+    async def put(self, key: str, entry: CachedEntry, *, keep_s: float) -> None:
+        """Keep ``entry`` until ``entry.stored_at + keep_s``; evict the LRU entry if full."""
+        _check_keep(keep_s)
+        self._items[key] = (entry, entry.stored_at + keep_s)
         self._items.move_to_end(key)
         while len(self._items) > self.max_entries:
             self._items.popitem(last=False)
@@ -166,7 +168,7 @@ class RedisResponseCache:
         self._clock = clock
         self._fallback_max_entries = fallback_max_entries
         self._local = MemoryResponseCache(max_entries=fallback_max_entries)
-        # (key, entry, ttl_s, written_at): puts made while degraded, written back on recovery.
+        # (key, entry, keep_s, written_at): puts made while degraded, written back on recovery.
         self._pending: deque[tuple[str, CachedEntry, float, float]] = deque(maxlen=max_pending)
         self._dropped = 0
 
@@ -190,21 +192,21 @@ class RedisResponseCache:
             return None
         return CachedEntry.model_validate(doc["e"])
 
-    async def put(self, key: str, entry: CachedEntry, *, ttl_s: float) -> None:
-        """Store ``entry`` for ``ttl_s`` seconds (locally, queued for Redis, while degraded)."""
-        _check_ttl(ttl_s)
+    async def put(self, key: str, entry: CachedEntry, *, keep_s: float) -> None:
+        """Keep ``entry`` for ``keep_s`` seconds (locally, queued for Redis, while degraded)."""
+        _check_keep(keep_s)
         if self._link.degraded and not await self._link.recover(self._resync):
-            await self._put_local(key, entry, ttl_s)
+            await self._put_local(key, entry, keep_s)
             return
         try:
             await self._link.ready()
-            await self._write(key, entry, expires_at=entry.stored_at + ttl_s, ttl_s=ttl_s)
+            await self._write(key, entry, expires_at=entry.stored_at + keep_s, keep_s=keep_s)
         except REDIS_DOWN as exc:
             self._link.mark_down(exc)
-            await self._put_local(key, entry, ttl_s)
+            await self._put_local(key, entry, keep_s)
 
     async def _write(
-        self, key: str, entry: CachedEntry, *, expires_at: float, ttl_s: float
+        self, key: str, entry: CachedEntry, *, expires_at: float, keep_s: float
     ) -> None:
         value = json.dumps(
             {"e": entry.model_dump(mode="json"), "x": expires_at},
@@ -214,7 +216,7 @@ class RedisResponseCache:
             plain = Payload(metadata={"encoding": b"json/plain"}, data=value)
             (sealed,) = await self._codec.encode([plain])
             value = SEALED_PREFIX + sealed.SerializeToString()
-        await self._r.set(self._key(key), value, px=max(1, math.ceil(ttl_s * 1000)))
+        await self._r.set(self._key(key), value, px=max(1, math.ceil(keep_s * 1000)))
 
     async def _open(self, key: str, raw: bytes) -> dict[str, Any] | None:
         """The stored document, unsealed if the codec sealed it; None if it cannot be."""
@@ -230,19 +232,19 @@ class RedisResponseCache:
             return None
         return json.loads(plain.data)
 
-    async def _put_local(self, key: str, entry: CachedEntry, ttl_s: float) -> None:
-        await self._local.put(key, entry, ttl_s=ttl_s)
+    async def _put_local(self, key: str, entry: CachedEntry, keep_s: float) -> None:
+        await self._local.put(key, entry, keep_s=keep_s)
         if len(self._pending) == self._pending.maxlen:
             self._dropped += 1
-        self._pending.append((key, entry, ttl_s, self._clock()))
+        self._pending.append((key, entry, keep_s, self._clock()))
 
     async def _resync(self) -> None:
-        """Write back the entries cached while Redis was away, with their remaining TTL."""
+        """Write back the entries cached while Redis was away, with their remaining time."""
         while self._pending:
-            key, entry, ttl_s, written_at = self._pending[0]
-            remaining = ttl_s - (self._clock() - written_at)
+            key, entry, keep_s, written_at = self._pending[0]
+            remaining = keep_s - (self._clock() - written_at)
             if remaining > 0:
-                await self._write(key, entry, expires_at=entry.stored_at + ttl_s, ttl_s=remaining)
+                await self._write(key, entry, expires_at=entry.stored_at + keep_s, keep_s=remaining)
             self._pending.popleft()
         self._local = MemoryResponseCache(max_entries=self._fallback_max_entries)
 

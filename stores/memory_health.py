@@ -33,6 +33,7 @@ from agent_failover.resilience.aggregates import (
     breaker_epoch,
     breaker_stats_from,
     decode_recent,
+    role_latency_stats,
     stats_from_fields,
 )
 from agent_failover.resilience.baseline import LatencyBaseline
@@ -81,6 +82,7 @@ def route_health(
     facts: RouteFacts,
     recent: list[RecentSample],
     quality: QualityState | None = None,
+    role: str | None = None,
 ) -> RouteHealth:
     """Assemble one route's :class:`RouteHealth` from its persisted parts.
 
@@ -93,6 +95,7 @@ def route_health(
         open_until=breaker.open_until,
         breaker_reason=breaker.reason.value if breaker.reason is not None else None,
         stats=stats_from_fields(window, window_s=window_s, min_calls=min_calls),
+        role_stats=None if role is None else role_latency_stats(window, role, window_s=window_s),
         sla_demoted=sla[0],
         sla_since=sla[1],
         last_probe_at=facts.last_probe_at,
@@ -227,6 +230,7 @@ class MemoryHealthStore:
                 facts=r.facts() if r else RouteFacts(),
                 recent=(decode_recent(r.agg.recent, now=now, keep=MAX_SLA_STREAK) if r else []),
                 quality=self.roles.quality.get((role, name)) if role is not None else None,
+                role=role,
             )
         return HealthSnapshot(taken_at=now, routes=out)
 

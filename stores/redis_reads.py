@@ -104,6 +104,7 @@ class RedisSnapshots:
                 facts=read.facts,
                 recent=decode_recent(read.recent, now=now, keep=MAX_SLA_STREAK),
                 quality=verdicts.quality.get(route),
+                role=role,
             )
         return HealthSnapshot(taken_at=now, routes=out)
 

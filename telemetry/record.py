@@ -35,7 +35,7 @@ def attempt_answered(role: str, endpoint: Any, reply: Any) -> None:
         return
     inst = instruments()
     attrs = genai_attributes(endpoint, reply.model)
-    inst.duration.record(reply.latency_ms / 1000, attrs)
+    inst.duration.record(reply.latency_ms / 1000, {**attrs, "role": role})
     if reply.ttft_ms is not None:
         inst.ttfc.record(reply.ttft_ms / 1000, attrs)
     if reply.usage is not None:
@@ -65,7 +65,7 @@ def attempt_failed(
         return
     inst = instruments()
     attrs = {**genai_attributes(endpoint), names.ERROR_TYPE: error_class}
-    inst.duration.record(elapsed_ms / 1000, attrs)
+    inst.duration.record(elapsed_ms / 1000, {**attrs, "role": role})
     inst.attempts.add(1, {"route": endpoint.name, "role": role, "outcome": error_class})
     if billed_usd:
         inst.cost.add(billed_usd, {"route": endpoint.name, "role": role})

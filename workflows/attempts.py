@@ -188,7 +188,8 @@ def _cache_write(call: Call, attempt: PlannedAttempt) -> CacheWrite | None:
         or ReasonCode.CONTEXT_SUMMARIZED in call.state.reasons
     ):
         return None
-    return CacheWrite(key=call.cache_key, ttl_s=cache.ttl_s)
+    # Kept until the oldest age the degraded tier may serve, not just while fresh.
+    return CacheWrite(key=call.cache_key, keep_s=cache.max_staleness_s)
 
 
 async def collect(

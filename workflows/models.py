@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from agent_failover.activities.health_models import HealthTable, ProbeResult
+from agent_failover.resilience.config import DEFAULT_PROBE_INTERVAL_S
 from agent_failover.resilience.contracts import AgentOutput, AttemptRecord, BreakerState
 from agent_failover.resilience.limits import MAX_RESULT_BYTES, clip
 from agent_failover.resilience.models import Priority
@@ -318,7 +319,7 @@ class PipelineStatus(BaseModel):
 
 class MonitorInput(BaseModel):
     routes: list[str] = Field(min_length=1)
-    interval_s: float = Field(default=12.0, ge=0.5, le=3600)
+    interval_s: float = Field(default=DEFAULT_PROBE_INTERVAL_S, ge=0.5, le=3600)
     #: Round cadence while any route is half-open (its probes are the trials that close
     #: it). None: interval_s / 4, at least 0.5 s.
     half_open_interval_s: float | None = Field(default=None, ge=0.5, le=3600)

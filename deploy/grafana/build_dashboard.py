@@ -41,7 +41,7 @@ def quantiles(metric: str, by: str, where: str = "") -> list[dict]:
     return [
         q(
             f"histogram_quantile({p}, sum by (le, {by}) (rate({metric}_bucket{{{sel}}}[{W}])))",
-            f"p{int(p * 100)} {{{{{by}}}}}",
+            f"p{int(p * 100)} " + " ".join(f"{{{{{b.strip()}}}}}" for b in by.split(",")),
             ref,
         )
         for p, ref in ((0.5, "A"), (0.95, "B"), (0.99, "C"))
@@ -130,6 +130,13 @@ def panels() -> list[dict]:
             quantiles("gen_ai_client_operation_duration_seconds", "route", ok),
             unit="s",
             desc="gen_ai.client.operation.duration of answered attempts.",
+        ),
+        panel(
+            "Per-role, per-route latency p50/p95/p99",
+            quantiles("gen_ai_client_operation_duration_seconds", "role, route", ok),
+            unit="s",
+            desc="The same duration by the role that made the call: each role's SLA is "
+            "judged on its own calls on a route (plus probes), not on every role's.",
         ),
         panel(
             "Per-route time to first chunk",

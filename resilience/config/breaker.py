@@ -22,6 +22,9 @@ DEFAULT_MIN_CALLS = 10
 DEFAULT_SLOW_CALL_MS: float | None = None
 DEFAULT_SLOW_CALL_BASELINE_FACTOR = 3.0
 DEFAULT_SLOW_CALL_RATE_THRESHOLD = 0.5
+#: Seed 003's latency breaker: the error window's p95 above this multiple of the route's
+#: 7-day baseline p95 (with ``min_calls`` calls in the window) opens the breaker.
+DEFAULT_P95_BASELINE_FACTOR: float | None = 3.0
 DEFAULT_SEMANTIC_FAILURE_THRESHOLD = 0.10
 DEFAULT_SEMANTIC_WINDOW_S = 60.0
 DEFAULT_OPEN_DURATION_S = 30.0
@@ -42,7 +45,8 @@ DEFAULT_CONSECUTIVE_TIMEOUTS: int | None = 3
 #: Seconds after closing during which one failure re-opens (None: ``open_duration_s``).
 DEFAULT_PROBATION_S: float | None = None
 
-DEFAULT_PROBE_INTERVAL_S = 12.0
+#: Seed 000: every endpoint is probed every 10 s.
+DEFAULT_PROBE_INTERVAL_S = 10.0
 MIN_PROBE_INTERVAL_S = 1.0
 #: Half-open routes are probed this many times faster than the probe interval, so the
 #: close_after_consecutive_successes good probes take a fraction of an interval.
@@ -74,7 +78,9 @@ class BreakerSettings(BaseModel):
         default=DEFAULT_MIN_CALLS,
         ge=1,
         le=10_000,
-        description="Calls the error window must hold before any rate can trip the breaker.",
+        description="Calls a window must hold before its rate or percentile can trip the "
+        "breaker: the error window for the error rate, slow calls and p95, the semantic "
+        "window for the semantic failure rate.",
     )
     slow_call_ms: float | None = Field(
         default=DEFAULT_SLOW_CALL_MS,
@@ -97,6 +103,15 @@ class BreakerSettings(BaseModel):
         le=1.0,
         description="A closed breaker opens when slow calls / calls over `error_window_s` "
         "reach this share.",
+    )
+    p95_baseline_factor: float | None = Field(
+        default=DEFAULT_P95_BASELINE_FACTOR,
+        ge=1.0,
+        le=100.0,
+        description="A closed breaker opens when the p95 latency of the calls over "
+        "`error_window_s` (at least `min_calls` of them) exceeds this multiple of the "
+        "route's baseline p95 (the rolling 7-day p95, else the last 10 minutes'; see "
+        "`slow_call_ms`), so a minority of very slow calls trips it. Null: off.",
     )
     semantic_failure_threshold: float = Field(
         default=DEFAULT_SEMANTIC_FAILURE_THRESHOLD,
@@ -248,6 +263,9 @@ class BreakerOverride(BaseModel):
     )
     slow_call_rate_threshold: float | None = Field(
         default=None, gt=0.0, le=1.0, description=_inherited("slow_call_rate_threshold")
+    )
+    p95_baseline_factor: float | None = Field(
+        default=None, ge=1.0, le=100.0, description=_inherited("p95_baseline_factor")
     )
     semantic_failure_threshold: float | None = Field(
         default=None, gt=0.0, le=1.0, description=_inherited("semantic_failure_threshold")

@@ -162,7 +162,7 @@ class PolicyConfig(BaseModel):
             # PolicyError (not ValueError) so pydantic does not wrap it and the field
             # paths survive to the caller unchanged.
             raise PolicyError(errors)
-        self.warnings = _standby_warnings(self)
+        self.warnings = [*_standby_warnings(self), *_hedge_warnings(self)]
         return self
 
     def breaker_for(self, route: str) -> BreakerSettings:
@@ -357,6 +357,17 @@ def _prompt_key_errors(cfg: PolicyConfig, role: RolePolicy, path: str) -> list[t
         if k not in providers
     ]
     return errors
+
+
+def _hedge_warnings(cfg: PolicyConfig) -> list[str]:
+    """Hedging asked for on a role that is not stateless: the planner never hedges it (two
+    concurrent runs of a call with side effects could apply them twice), so say so."""
+    return [
+        f"roles.{key}.hedging: enabled on a role that is not stateless; hedging is off for "
+        "it (set `stateless: true` if its calls have no side effects, or disable hedging)"
+        for key, role in cfg.roles.items()
+        if role.hedging.enabled and not role.stateless
+    ]
 
 
 def _standby_warnings(cfg: PolicyConfig) -> list[str]:

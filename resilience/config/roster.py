@@ -36,13 +36,15 @@ class CacheTier(BaseModel):
     ttl_s: float = Field(
         default=DEFAULT_CACHE_TTL_S,
         gt=0.0,
-        description="Seconds a stored answer counts as fresh.",
+        description="Seconds a stored answer counts as fresh; older ones are stale but still "
+        "served (after every live route failed) until `max_staleness_s`.",
     )
     max_staleness_s: float = Field(
         default=DEFAULT_CACHE_MAX_STALENESS_S,
         gt=0.0,
         description="Age in seconds of the oldest answer the degraded path may still serve, "
-        "at least `ttl_s`; its confidence decays from 0.6 to 0.3 across it.",
+        "at least `ttl_s`; the cache keeps each answer this long, and its confidence decays "
+        "from 0.6 to 0.3 across it.",
     )
 
     @model_validator(mode="after")

@@ -277,7 +277,7 @@ def _attempt(key: str | None = None) -> CallModelInput:
         idle_budget_ms=2000.0,
         timeout_ms=10000.0,
         now=1.0,
-        cache=CacheWrite(key=key or cache_key("plain", request), ttl_s=1800.0),
+        cache=CacheWrite(key=key or cache_key("plain", request), keep_s=1800.0),
     )
 
 
@@ -285,7 +285,7 @@ def test_an_attempt_leaves_out_a_cache_key_its_request_derives() -> None:
     """The usual key (the call's request is the attempt's) is derived again on decode."""
     inp = _attempt()
     [payload] = pydantic_data_converter.payload_converter.to_payloads([inp])
-    assert json.loads(payload.data)["cache"] == {"ttl_s": 1800.0}
+    assert json.loads(payload.data)["cache"] == {"keep_s": 1800.0}
     [back] = pydantic_data_converter.payload_converter.from_payloads([payload], [CallModelInput])
     assert back == inp
 

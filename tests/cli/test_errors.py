@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
@@ -290,6 +291,37 @@ async def test_config_check_missing_file(tmp_path: Path) -> None:
     result = await invoke(["config", "check", str(tmp_path / "nope.yaml")])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "cannot read policy file" in result.output
+
+
+async def test_config_check_nul_byte(tmp_path: Path) -> None:
+    """A NUL byte in the policy: exit 2 naming it and where, no traceback (before: exit 1
+    with "unexpected error: ReaderError")."""
+    bad = tmp_path / "nul.yaml"
+    bad.write_bytes(b"breaker:\n  min_calls: 10\x00\n")
+    result = await invoke(["config", "check", str(bad)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{bad}:2:16: a NUL byte" in result.output
+
+
+async def test_worker_with_a_nul_byte_in_its_policy(tmp_path: Path) -> None:
+    """`python worker.py` with that policy: exit 2, the problem on stderr, no traceback."""
+    bad = tmp_path / "nul.yaml"
+    bad.write_bytes(b"breaker:\n  min_calls: 10\x00\n")
+    proc = await run_cli(["worker.py"], cli_env(FAILOVER_POLICY=str(bad)), exe=sys.executable)
+    assert proc.returncode == 2, proc.stderr
+    assert "a NUL byte" in proc.stderr and "Traceback" not in proc.stderr
+
+
+async def test_worker_refuses_a_policy_without_a_planner(tmp_path: Path) -> None:
+    """The worker registers the pipeline: a policy with no planner role is refused at
+    start-up, exit 2 naming the role (before: it loaded, and every run failed later)."""
+    data = yaml.safe_load(DEFAULT_POLICY_PATH.read_text())
+    del data["roles"]["planner"]
+    bad = tmp_path / "no-planner.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    proc = await run_cli(["worker.py"], cli_env(FAILOVER_POLICY=str(bad)), exe=sys.executable)
+    assert proc.returncode == 2, proc.stderr
+    assert "roles.planner: missing" in proc.stderr and "Traceback" not in proc.stderr
 
 
 async def test_sim_on_a_busy_port(busy_port: int) -> None:

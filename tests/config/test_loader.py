@@ -48,6 +48,15 @@ def test_non_utf8_names_the_line_and_byte(tmp_path: Path) -> None:
     assert "not UTF-8: byte 0xe9" in msg
 
 
+def test_nul_byte_names_the_position_without_a_traceback(tmp_path: Path) -> None:
+    """A NUL byte is a PolicyError naming line and column (before: yaml's ReaderError
+    escaped from the loader's constructor, outside the error handling)."""
+    text = BASE.replace("You plan research work", "You plan\x00 research work")
+    (path, msg), *_ = _errors(tmp_path, text)
+    line = BASE[: BASE.index("You plan research work")].count("\n") + 1
+    assert f"policy.yaml:{line}:" in path and msg.startswith("a NUL byte")
+
+
 def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
     p = tmp_path / "bom.yaml"
     p.write_bytes(b"\xef\xbb\xbf" + BASE.encode())

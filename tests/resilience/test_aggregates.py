@@ -26,7 +26,12 @@ from agent_failover.resilience.errors import ErrorClass
 def test_bucket_fields_of_each_kind() -> None:
     """Errors, semantic failures, probes and TTFT each add their counter; 429s add none."""
     ok = CallOutcome(route="r", at=1.5, ok=True, latency_ms=100.0, ttft_ms=20.0, probe=True)
-    assert bucket_fields(ok) == {"c": 1, f"l{window_bin(100)}": 1, "p": 1, f"t{window_bin(20)}": 1}
+    assert bucket_fields(ok) == {
+        "c": 1, f"l{window_bin(100)}": 1, f"l{window_bin(100)}@": 1, "p": 1,
+        f"t{window_bin(20)}": 1,
+    }  # fmt: skip
+    mine = CallOutcome(route="r", at=1.5, ok=True, latency_ms=100.0, role="planner")
+    assert bucket_fields(mine)[f"l{window_bin(100)}@planner"] == 1
     sem = CallOutcome(route="r", at=1.0, ok=False, semantic_failure=True, latency_ms=5.0)
     assert bucket_fields(sem)["s"] == 1 and "e" not in bucket_fields(sem)
     err = CallOutcome(route="r", at=1.0, ok=False, error_class=ErrorClass.SERVER_ERROR)

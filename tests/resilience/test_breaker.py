@@ -35,9 +35,12 @@ ALL_REASONS = list(BreakerReason)
 class Driver:
     """Feeds outcomes through a real rolling window, as the health store does."""
 
-    def __init__(self, clock: FakeClock, settings: BreakerSettings = S) -> None:
+    def __init__(
+        self, clock: FakeClock, settings: BreakerSettings = S, baseline_p95_ms: float | None = None
+    ) -> None:
         self.clock = clock
         self.settings = settings
+        self.baseline_p95_ms = baseline_p95_ms
         self.window = RollingWindow()
         self.breaker = Breaker(route=ROUTE, since=clock.now)
         self.transitions = []
@@ -46,7 +49,8 @@ class Driver:
         """Add the outcome to the window and let the breaker see it."""
         self.window.add(outcome)
         s = breaker_stats(self.window.outcomes(now=self.clock.now, window_s=600),
-                          self.settings, now=self.clock.now)  # fmt: skip
+                          self.settings, now=self.clock.now,
+                          baseline_p95_ms=self.baseline_p95_ms)  # fmt: skip
         self.breaker, t = on_outcome(self.breaker, outcome, s, self.settings, self.clock.now)
         if t:
             self.transitions.append(t)
@@ -221,6 +225,63 @@ def test_slow_calls_trip(clock: FakeClock) -> None:
         clock.advance(1)
         d.record(ok(ROUTE, clock.now, 5000.0 if i % 2 else 100.0))
     assert d.breaker.reason is BreakerReason.SLOW_CALLS
+
+
+def test_one_call_in_five_at_ten_x_trips_on_the_window_p95(clock: FakeClock) -> None:
+    """Baseline p95 200 ms, a call a second, every fifth at 2 s: the window p95 is 10x the
+    baseline, so the breaker opens as soon as the window holds min_calls calls, although
+    only 20 % of them are slow (before: the slow-call rate's 50 % was never reached)."""
+    d = Driver(clock, baseline_p95_ms=200.0)
+    opened_after = None
+    for i in range(1, 31):
+        clock.advance(1)
+        d.record(ok(ROUTE, clock.now, 2000.0 if i % 5 == 0 else 200.0))
+        if d.breaker.state is BreakerState.OPEN:
+            opened_after = i
+            break
+    assert opened_after == S.min_calls
+    assert d.breaker.reason is BreakerReason.P95_ABOVE_BASELINE
+
+
+def test_window_p95_needs_min_calls(clock: FakeClock) -> None:
+    """Fewer than min_calls calls in the error window never trip on the p95."""
+    d = Driver(clock, baseline_p95_ms=200.0)
+    for _ in range(S.min_calls - 1):
+        clock.advance(1)
+        d.record(ok(ROUTE, clock.now, 5000.0))
+    assert d.breaker.state is BreakerState.CLOSED
+
+
+def test_p95_within_three_x_the_baseline_does_not_trip(clock: FakeClock) -> None:
+    """Every call at 2.9x the baseline: the p95 stays under the line, and null turns the
+    rule off whatever the latency."""
+    d = Driver(clock, baseline_p95_ms=200.0)
+    off = Driver(clock, BreakerSettings(**{**S.model_dump(), "p95_baseline_factor": None}), 200.0)
+    for _ in range(30):
+        clock.advance(1)
+        d.record(ok(ROUTE, clock.now, 580.0))
+        off.record(ok(ROUTE, clock.now, 5000.0 if clock.now % 5 == 0 else 200.0))
+    assert d.breaker.state is BreakerState.CLOSED and off.breaker.state is BreakerState.CLOSED
+
+
+def test_half_invalid_outputs_at_fifteen_calls_a_minute_open(clock: FakeClock) -> None:
+    """One call every 4 s, every other one semantically invalid: 30 s hold fewer than
+    min_calls calls, but the semantic window's 60 s hold 15, so the breaker opens on
+    SEMANTIC_FAILURES within a minute (before: the minimum was counted in the 30 s error
+    window and it never opened)."""
+    d = Driver(clock)
+    opened_at = None
+    for i in range(1, 46):  # three minutes
+        clock.advance(4)
+        if i % 2:
+            d.record(fail(ROUTE, clock.now, ErrorClass.INVALID_OUTPUT, semantic_failure=True))
+        else:
+            d.record(ok(ROUTE, clock.now))
+        if d.breaker.state is BreakerState.OPEN:
+            opened_at = i * 4
+            break
+    assert opened_at is not None and opened_at <= 60, opened_at
+    assert d.breaker.reason is BreakerReason.SEMANTIC_FAILURES
 
 
 def test_semantic_failures_trip(clock: FakeClock) -> None:

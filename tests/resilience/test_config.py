@@ -94,15 +94,18 @@ def test_example_policy_loads() -> None:
 
 
 def test_defaults_are_the_seeds() -> None:
-    """Unset settings take the documented seeds."""
+    """Unset settings take the seeds' numbers: seed 000's 10 s probe interval, seed 003's
+    breakers (15 % errors over 30 s, 10 % semantic failures over 60 s, window p95 over 3x
+    the 7-day baseline p95), with a minimum of 10 calls per window."""
     b = BreakerSettings()
+    assert b.p95_baseline_factor == 3.0
     assert b.error_rate_threshold == DEFAULT_ERROR_RATE_THRESHOLD == 0.15
     assert (b.error_window_s, b.min_calls) == (30, 10)
     assert (b.open_duration_s, b.open_duration_multiplier, b.max_open_duration_s) == (30, 2, 300)
     assert (b.half_open_max_trials, b.close_after_consecutive_successes) == (3, 3)
     assert (b.semantic_failure_threshold, b.semantic_window_s) == (0.10, 60)
     assert (b.slow_call_baseline_factor, b.slow_call_rate_threshold) == (3.0, 0.5)
-    assert DEFAULT_PROBE_INTERVAL_S == 12 and DEFAULT_HYSTERESIS_MARGIN == 0.8
+    assert DEFAULT_PROBE_INTERVAL_S == 10 and DEFAULT_HYSTERESIS_MARGIN == 0.8
 
 
 def test_breaker_override_merges(demo_policy: PolicyConfig) -> None:
@@ -443,3 +446,21 @@ def test_subset_problems_are_reported_with_the_role(demo_policy: PolicyConfig) -
     with pytest.raises(PolicyError) as info:
         bad.checked_subset_for("analyst")
     assert all(path.startswith("roles.analyst") for path, _ in info.value.errors)
+
+
+def test_context_window_is_bounded(raw: dict[str, Any]) -> None:
+    """A context window of 10^30 tokens is a typo, named by its field (before: accepted)."""
+    raw["endpoints"]["openai-us"]["context_window"] = 10**30
+    paths = [p for p, _ in errors_of(raw, env={"SIM_URL": "http://sim.test"})]
+    assert "endpoints.openai-us.context_window" in paths
+
+
+def test_hedging_on_a_stateful_role_warns(raw: dict[str, Any]) -> None:
+    """Hedging asked for on a role that is not stateless is off for it, and the policy
+    says so in its warnings (before: dropped silently)."""
+    raw["roles"]["critic"]["stateless"] = False
+    raw["roles"]["critic"]["hedging"] = {"enabled": True}
+    cfg = parse_policy(raw, env={"SIM_URL": "http://sim.test"})
+    assert [w for w in cfg.warnings if w.startswith("roles.critic.hedging: ")]
+    shipped = parse_policy(yaml.safe_load(DEMO_POLICY.read_text()), env={"SIM_URL": "http://s"})
+    assert not [w for w in shipped.warnings if "hedging" in w]

@@ -98,3 +98,16 @@ def test_cached_output_decays_over_the_roles_staleness_budget(demo_policy: Polic
     assert fresh.reason_codes == [ReasonCode.MODEL_UNAVAILABLE, ReasonCode.CACHED_RESPONSE]
     assert fresh.confidence > half.confidence > stale.confidence
     assert half.cache_age_s == budget / 2
+
+
+def test_cache_age_verdict_fresh_then_stale_then_too_old() -> None:
+    """Fresh below ttl_s, stale from ttl_s to max_staleness_s, never served after."""
+    from agent_failover.resilience.config import CacheTier
+    from agent_failover.resilience.degrade import CacheAge, cache_age_verdict
+
+    tier = CacheTier(ttl_s=600, max_staleness_s=3600)
+    assert cache_age_verdict(0, tier) is CacheAge.FRESH
+    assert cache_age_verdict(599.9, tier) is CacheAge.FRESH
+    assert cache_age_verdict(601, tier) is CacheAge.STALE
+    assert cache_age_verdict(3599.9, tier) is CacheAge.STALE
+    assert cache_age_verdict(3600, tier) is CacheAge.TOO_OLD

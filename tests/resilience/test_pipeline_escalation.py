@@ -107,3 +107,13 @@ def test_small_request_is_untouched() -> None:
     request = critic_request("t", [("a#1", _out())])
     bounded = bound_request_bytes(request, MAX_REQUEST_BYTES)
     assert bounded.request == request and not bounded.truncated
+
+
+def test_a_policy_without_a_planner_cannot_serve_the_pipeline() -> None:
+    """Missing stage roles and a missing specialist are named; the shipped roles pass."""
+    from agent_failover.resilience.pipeline import pipeline_policy_errors
+
+    assert pipeline_policy_errors(["planner", "researcher", "critic", "synthesis"]) == []
+    errors = pipeline_policy_errors(["researcher", "critic", "synthesis"])
+    assert [p for p, _ in errors] == ["roles.planner"]
+    assert [p for p, _ in pipeline_policy_errors(["planner", "critic", "synthesis"])] == ["roles"]

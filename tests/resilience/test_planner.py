@@ -310,6 +310,21 @@ def test_forced_open_and_cooldown_and_exclusion() -> None:
     assert routes_of(p) == ["cheap-mini", "gemini-flash"]
 
 
+def test_a_role_is_judged_on_its_own_latency_on_a_shared_route() -> None:
+    """The route's p95 is 7.5 s (a slow role's calls), this role's own calls and probes
+    900 ms, under its 4 s SLA: it keeps its primary first; with its own p95 at 7.5 s it is
+    demoted (before: the route-wide percentiles demoted the route for every role)."""
+    planner = role(attempt_timeout_ms=3000)
+    assert planner.sla.p95_ms == 4000
+    mixed = slow_stats(7500)
+    own = health("anthropic-us-east", stats=mixed, role_stats=slow_stats(900))
+    p = plan(planner, POLICY, snap(own), facts(), NOW)
+    assert routes_of(p)[0] == "anthropic-us-east" and not p.attempts[0].sla_demoted
+    slow = health("anthropic-us-east", stats=mixed, role_stats=slow_stats(7500))
+    demoted = plan(planner, POLICY, snap(slow), facts(), NOW)
+    assert demoted.attempts[-1].route == "anthropic-us-east" and demoted.attempts[-1].sla_demoted
+
+
 def test_sla_demoted_primary_moves_to_the_back() -> None:
     """A primary breaching the SLA is tried last, not dropped (proactive substitution)."""
     h = health("anthropic-us-east", stats=slow_stats(9000))

@@ -20,18 +20,18 @@ async def test_memory_lru_evicts_least_recently_used() -> None:
     """Past max_entries the least recently *read or written* entry goes first."""
     cache = MemoryResponseCache(max_entries=3)
     for k in "abc":
-        await cache.put(k, entry(k), ttl_s=60)
+        await cache.put(k, entry(k), keep_s=60)
     assert await cache.get("a", now=T0) is not None  # a is now most recent
-    await cache.put("d", entry("d"), ttl_s=60)
+    await cache.put("d", entry("d"), keep_s=60)
     assert len(cache) == 3
     assert await cache.get("b", now=T0) is None
     assert [await cache.get(k, now=T0) is not None for k in "acd"] == [True] * 3
 
 
 async def test_redis_key_has_ttl_and_namespace(redis_client, namespace: str) -> None:
-    """Entries are stored under the namespace with a Redis TTL matching ttl_s."""
+    """Entries are stored under the namespace with a Redis TTL matching keep_s."""
     cache = RedisResponseCache(redis_client, namespace=namespace)
-    await cache.put("k", entry(), ttl_s=30)
+    await cache.put("k", entry(), keep_s=30)
     pttl = await redis_client.pttl(f"{namespace}:cache:k")
     assert 0 < pttl <= 30_000
     other = RedisResponseCache(redis_client, namespace=namespace + "-other")
@@ -48,7 +48,7 @@ async def test_redis_cache_survives_redis_loss(embedded_redis: EmbeddedRedis, fa
     )
     try:
         await asyncio.to_thread(embedded_redis.kill)
-        await cache.put("k", entry("during outage"), ttl_s=600)
+        await cache.put("k", entry("during outage"), keep_s=600)
         got = await cache.get("k", now=T0 + 1)
         assert got is not None and got.content == "during outage"
         status = await cache.status()

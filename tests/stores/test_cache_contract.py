@@ -29,30 +29,39 @@ async def test_miss_returns_none(cache: ResponseCache) -> None:
 async def test_round_trip(cache: ResponseCache) -> None:
     """What was put comes back equal, structured data included."""
     e = entry()
-    await cache.put("k1", e, ttl_s=60)
+    await cache.put("k1", e, keep_s=60)
     got = await cache.get("k1", now=T0 + 1)
     assert got == e and got is not None and got.age(T0 + 1) == pytest.approx(1.0)
 
 
 async def test_expiry_follows_callers_clock(cache: ResponseCache) -> None:
-    """An entry expires at stored_at + ttl_s as judged by the caller's ``now``."""
-    await cache.put("k1", entry(), ttl_s=10)
+    """An entry expires at stored_at + keep_s as judged by the caller's ``now``."""
+    await cache.put("k1", entry(), keep_s=10)
     assert await cache.get("k1", now=T0 + 9.9) is not None
     assert await cache.get("k1", now=T0 + 10) is None
 
 
 async def test_put_overwrites(cache: ResponseCache) -> None:
     """A second put under the same key replaces the first."""
-    await cache.put("k1", entry("old"), ttl_s=60)
-    await cache.put("k1", entry("new", T0 + 5), ttl_s=60)
+    await cache.put("k1", entry("old"), keep_s=60)
+    await cache.put("k1", entry("new", T0 + 5), keep_s=60)
     got = await cache.get("k1", now=T0 + 6)
     assert got is not None and got.content == "new" and got.age(T0 + 6) == pytest.approx(1.0)
 
 
+async def test_entry_is_kept_for_its_whole_keep_time(cache: ResponseCache) -> None:
+    """The store keeps an answer for the keep time it was given, however old the answer
+    gets inside it: a stale answer three hours old is still there when kept for a day."""
+    await cache.put("k1", entry(), keep_s=86_400)
+    got = await cache.get("k1", now=T0 + 3 * 3600)
+    assert got is not None and got.age(T0 + 3 * 3600) == pytest.approx(3 * 3600)
+    assert await cache.get("k1", now=T0 + 86_400) is None
+
+
 async def test_rejects_bad_ttl(cache: ResponseCache) -> None:
-    """A non-positive TTL is a caller bug and raises instead of caching forever."""
+    """A non-positive keep time is a caller bug and raises instead of caching forever."""
     with pytest.raises(ValueError):
-        await cache.put("k1", entry(), ttl_s=0)
+        await cache.put("k1", entry(), keep_s=0)
 
 
 async def test_status_healthy(cache: ResponseCache) -> None:

@@ -21,7 +21,7 @@ def entry(content: str = SECRET) -> CachedEntry:
 async def test_redis_holds_ciphertext_and_the_codec_reads_it(redis_client, namespace) -> None:
     """The stored value is sealed (no plaintext, the key id visible); get returns the entry."""
     cache = RedisResponseCache(redis_client, namespace=namespace, codec=sealing_codec())
-    await cache.put("k", entry(), ttl_s=60)
+    await cache.put("k", entry(), keep_s=60)
     raw = await redis_client.get(f"{namespace}:cache:k")
     assert raw.startswith(SEALED_PREFIX) and SECRET.encode() not in raw
     assert b"cache-k1" in raw and 0 < await redis_client.pttl(f"{namespace}:cache:k") <= 60_000
@@ -32,7 +32,7 @@ async def test_redis_holds_ciphertext_and_the_codec_reads_it(redis_client, names
 
 async def test_clear_entries_from_before_the_codec_still_serve(redis_client, namespace) -> None:
     """Turning the codec on does not throw away the answers cached before."""
-    await RedisResponseCache(redis_client, namespace=namespace).put("k", entry(), ttl_s=60)
+    await RedisResponseCache(redis_client, namespace=namespace).put("k", entry(), keep_s=60)
     sealed = RedisResponseCache(redis_client, namespace=namespace, codec=sealing_codec())
     assert await sealed.get("k", now=T0) == entry()
 
@@ -44,7 +44,7 @@ async def test_unreadable_entry_is_a_logged_miss(
     """A sealed entry read without a codec, or with a codec lacking its key, is a miss and a
     warning naming the entry (and the key id it needs)."""
     writer = RedisResponseCache(redis_client, namespace=namespace, codec=sealing_codec())
-    await writer.put("k", entry(), ttl_s=60)
+    await writer.put("k", entry(), keep_s=60)
     codec = sealing_codec(reader_codec) if reader_codec else None
     reader = RedisResponseCache(redis_client, namespace=namespace, codec=codec)
     with caplog.at_level(logging.WARNING, logger="agent_failover.stores.cache"):

@@ -195,8 +195,9 @@ async def test_force_and_release(health_store: HealthStore) -> None:
 
 
 async def test_slow_calls_trip_against_baseline(health_store: HealthStore) -> None:
-    """With no absolute slow-call threshold, calls 10x the route's baseline p95 trip it."""
-    settings = BreakerSettings(slow_call_ms=None)
+    """With no absolute slow-call threshold, calls 10x the route's baseline p95 trip it
+    (the p95 rule is off here: it would trip first)."""
+    settings = BreakerSettings(slow_call_ms=None, p95_baseline_factor=None)
     for i in range(20):
         assert await health_store.record(ok(T0 + i, 100.0), settings) is None
     transition = None
@@ -246,6 +247,29 @@ async def test_sla_demotion_is_per_role(health_store: HealthStore) -> None:
     await health_store.set_sla_demoted("reasoning", ROUTE, False)
     snap = await health_store.snapshot([ROUTE], now=T0, window_s=30, min_calls=1, role="reasoning")
     assert not snap.get(ROUTE).sla_demoted
+
+
+async def test_role_latency_is_kept_per_role_on_a_shared_route(health_store: HealthStore) -> None:
+    """900 ms planner calls beside 7.5 s synthesis calls on one route, and a 300 ms probe:
+    each role's stats hold its own calls plus the probe; the route's hold everything."""
+    for i in range(20):
+        await health_store.record(ok(T0 + i, 900.0, role="planner"), SETTINGS)
+        await health_store.record(ok(T0 + i + 0.5, 7500.0, role="synthesis"), SETTINGS)
+    await health_store.record(ok(T0 + 21, 300.0, probe=True), SETTINGS)
+    now = T0 + 22
+    snaps = {
+        r: (await health_store.snapshot([ROUTE], now=now, window_s=60, min_calls=10, role=r))
+        for r in ("planner", "synthesis")
+    }
+    planner, synthesis = snaps["planner"].get(ROUTE), snaps["synthesis"].get(ROUTE)
+    assert planner.stats.p95_ms is not None and planner.stats.p95_ms >= 7500
+    assert planner.role_stats is not None and synthesis.role_stats is not None
+    assert planner.role_stats.latency_samples == synthesis.role_stats.latency_samples == 21
+    assert planner.role_stats.probes == 1
+    assert 900 <= (planner.role_stats.p95_ms or 0) <= 900 * 1.02
+    assert (synthesis.role_stats.p95_ms or 0) >= 7500
+    plain = await health_store.snapshot([ROUTE], now=now, window_s=60, min_calls=10)
+    assert plain.get(ROUTE).role_stats is None and plain.get(ROUTE).stats.calls == 41
 
 
 async def test_routes_are_independent(health_store: HealthStore) -> None:
@@ -336,11 +360,11 @@ HOUR = 472_222 * 3600.0  # an hour boundary
 
 
 async def feed(store: HealthStore, latency_at, start: int, seconds: int, every: int = 4):
-    """A call every ``every`` s from HOUR + start; returns the first slow-call trip time."""
+    """A call every ``every`` s from HOUR + start; returns the first latency trip's time."""
     for i in range(start, start + seconds, every):
         t = await store.record(ok(HOUR + i, latency_at(i)), SETTINGS)
         if t is not None:
-            assert t.reason is BreakerReason.SLOW_CALLS
+            assert t.reason in (BreakerReason.SLOW_CALLS, BreakerReason.P95_ABOVE_BASELINE)
             return i
     return None
 
@@ -362,11 +386,45 @@ def ramp(i: int) -> float:
 
 
 async def test_gradual_slowdown_trips_through_the_store(health_store: HealthStore) -> None:
-    """The 30x ramp trips the slow-call breaker within minutes (before: the 10-minute
+    """The 30x ramp trips a latency rule within minutes (before: the 10-minute
     baseline followed the ramp and it never tripped)."""
     assert await feed(health_store, ramp, 0, 7200, every=20) is None
     tripped = await feed(health_store, ramp, 7200, 1800, every=2)
     assert tripped is not None and tripped - 7200 < 600, tripped
+
+
+async def test_one_call_in_five_at_ten_x_trips_through_the_store(
+    health_store: HealthStore,
+) -> None:
+    """Two hours at 200 ms, then a call a second with every fifth at 2 s: the window p95
+    is 10x the 7-day baseline and the breaker opens within the error window (before: only
+    20 % of calls were slow, under the 50 % slow-call rate, and it stayed closed)."""
+    assert await feed(health_store, lambda i: 200.0, 0, 7200, every=20) is None
+    tripped = await feed(health_store, lambda i: 2000.0 if i % 5 == 0 else 200.0, 7200, 600, 1)
+    assert tripped is not None and tripped - 7200 <= SETTINGS.error_window_s, tripped
+    breaker = await health_store.breaker(ROUTE)
+    assert breaker.reason is BreakerReason.P95_ABOVE_BASELINE
+
+
+async def test_half_invalid_outputs_at_fifteen_calls_a_minute_open_through_the_store(
+    health_store: HealthStore,
+) -> None:
+    """A call every 4 s, every other one semantically invalid: the semantic window (60 s)
+    holds min_calls calls, so the breaker opens within a minute and a half (before: the
+    minimum was counted in the 30 s error window, which never holds 10 such calls)."""
+    opened_at = None
+    for i in range(45):
+        at = T0 + 4 * i
+        if i % 2:
+            outcome = err(at, ErrorClass.INVALID_OUTPUT, semantic_failure=True)
+        else:
+            outcome = ok(at)
+        transition = await health_store.record(outcome, SETTINGS)
+        if transition is not None:
+            assert transition.reason is BreakerReason.SEMANTIC_FAILURES
+            opened_at = 4 * i
+            break
+    assert opened_at is not None and opened_at <= 90, opened_at
 
 
 async def test_always_slow_route_does_not_trip_through_the_store(

@@ -232,7 +232,7 @@ async def test_latency_demoted_route_comes_back_on_probes(
     settings = h.policy.breaker_for(PRIMARY)
     now = time.time()
     for i in range(12):
-        slow = CallOutcome(route=PRIMARY, at=now - 12 + i, ok=True, latency_ms=2000.0)
+        slow = CallOutcome(route=PRIMARY, at=now - 12 + i, ok=True, latency_ms=2000.0, role="sla")
         await h.health.record(slow, settings)
     out: AgentOutput = await (await _start(h, "sla")).result()
     assert out.route != PRIMARY and ReasonCode.SLA_DEMOTED in out.reason_codes

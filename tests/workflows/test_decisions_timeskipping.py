@@ -1,7 +1,7 @@
 """Failover decisions that take minutes of workflow time, on the time-skipping server.
 
-At the code's default monitor settings (probes every 12 s): a latency-demoted route comes
-back within interval x (restore_after + 1) = 48 s and stays; a route with real traffic is
+At the code's default monitor settings (probes every 10 s): a latency-demoted route comes
+back within interval x (restore_after + 1) = 40 s and stays; a route with real traffic is
 not probed; a probe that meets a 429 cools the route down instead of opening its breaker;
 a 429 that failed over keeps the route out for Retry-After, not the breaker's open time.
 """
@@ -28,7 +28,7 @@ from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from tests.workflows.conftest import Harness, make_harness, running
 
 PRIMARY, OTHER_REGION = "anthropic-us-east", "anthropic-eu-west"
-INTERVAL = DEFAULT_PROBE_INTERVAL_S  # 12 s, the code's default
+INTERVAL = DEFAULT_PROBE_INTERVAL_S  # 10 s, the code's default (seed 000)
 
 
 @pytest_asyncio.fixture
@@ -63,12 +63,12 @@ async def _seen(admin: SimAdmin) -> Counter[str]:
 async def test_demoted_route_is_restored_within_four_intervals_at_defaults(
     ts_env: WorkflowEnvironment, ts: Harness, sim_admin: SimAdmin
 ) -> None:
-    """Probes every 12 s, SLA window 60 s, min_samples 10: the recovered primary is back by
-    48 s and stays back for the next minute (before: never, a 60 s window holds 5 probes)."""
+    """Probes every 10 s, SLA window 60 s, min_samples 10: the recovered primary is back by
+    40 s and stays back for the next minute (before: never, a 60 s window holds 5 probes)."""
     now = (await ts_env.get_current_time()).timestamp()
     settings = ts.policy.breaker_for(PRIMARY)
     for i in range(12):
-        slow = CallOutcome(route=PRIMARY, at=now - 12 + i, ok=True, latency_ms=2000.0)
+        slow = CallOutcome(route=PRIMARY, at=now - 12 + i, ok=True, latency_ms=2000.0, role="sla")
         await ts.health.record(slow, settings)
     first = await ts.call("sla", env=ts_env)
     assert first.route != PRIMARY and ReasonCode.SLA_DEMOTED in first.reason_codes

@@ -73,7 +73,7 @@ async def test_thirty_minute_outage_with_production_probe_interval(
     ts_env: WorkflowEnvironment, policy: PolicyConfig, sim_admin: SimAdmin
 ) -> None:
     """Every call is answered; during the outage none by the primary; probes keep running
-    on the 12 s grid and only meet the 529 inside the outage; after it the primary is
+    on the 10 s grid and only meet the 529 inside the outage; after it the primary is
     back within the longest open duration plus two probe intervals."""
     policy = _production(policy)
     scenario = {

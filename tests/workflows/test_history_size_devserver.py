@@ -67,7 +67,7 @@ async def test_one_call_writes_no_patch_markers_and_a_compact_context(harness: H
     )
     inp = json.loads(scheduled.activity_task_scheduled_event_attributes.input.payloads[0].data)
     assert "tool_calls" not in inp["request"]["messages"][0] and "output_schema" not in inp
-    assert inp["cache"] == {"ttl_s": harness.policy.roles["plain"].roster.cache.ttl_s}
+    assert inp["cache"] == {"keep_s": harness.policy.roles["plain"].roster.cache.max_staleness_s}
 
 
 async def test_a_pipeline_names_every_policy_by_ref_from_the_store(harness: Harness) -> None:

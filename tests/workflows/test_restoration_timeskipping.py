@@ -1,6 +1,6 @@
 """Return to the primary at the code's defaults, on the time-skipping server.
 
-Probes every 12 s, breaker open for 30 s doubling to 300 s, 3 good trials to close. The
+Probes every 10 s, breaker open for 30 s doubling to 300 s, 3 good trials to close. The
 primary is down for ten minutes (so failed half-open trials have pushed its open duration
 towards the cap), then heals: it takes real traffic again within two probe intervals
 (before: up to the remaining open duration, 240 s here) and stays (no flapping). A
@@ -30,7 +30,7 @@ from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from tests.workflows.conftest import Harness, make_harness, running
 
 PRIMARY = "anthropic-us-east"
-INTERVAL = DEFAULT_PROBE_INTERVAL_S  # 12 s
+INTERVAL = DEFAULT_PROBE_INTERVAL_S  # 10 s
 
 
 @pytest_asyncio.fixture
