@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import logging
 import os
 import shutil
 import tempfile
@@ -19,7 +20,7 @@ os.environ.setdefault("NO_GCE_CHECK", "true")
 if "FAILOVER_POLICY_DIR" not in os.environ:
     os.environ["FAILOVER_POLICY_DIR"] = tempfile.mkdtemp(prefix="failover-test-policies-")
     atexit.register(shutil.rmtree, os.environ["FAILOVER_POLICY_DIR"], ignore_errors=True)
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import pytest_asyncio
@@ -33,13 +34,10 @@ from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import RunningSimulator, start_simulator
 from tests.workflows.helpers import with_test_roles
 
-#: Test folders whose tests build Temporal workers (sandboxed workflow validation).
-_WORKER_TIERS = ("workflows", "chaos", "deploy", "examples", "cli", "contrib", "telemetry", "drill")
-
 
 @pytest.fixture(autouse=True)
-def _collect_garbage_before_workers(request: pytest.FixtureRequest) -> None:
-    """Finalize the previous tests' garbage before a test builds workers.
+def _collect_garbage_before_workers() -> None:
+    """Finalize the previous tests' garbage before a test (which may build workers).
 
     On Python 3.10/3.11 a finalizer that imports (a never-awaited coroutine's warning) can
     run inside the workflow sandbox's module lock and fail validation with ``KeyError:
@@ -47,14 +45,27 @@ def _collect_garbage_before_workers(request: pytest.FixtureRequest) -> None:
     such finalizers out of the sandbox's imports.
 
     A full collection walks every tracked object (about a million once the SDK, the
-    simulator and the official clients are loaded): half a second per test, half of the
-    workflow tier's CPU. So what survives a collection is frozen (``gc.freeze``) and the
-    next collection walks only what has been allocated since: the garbage the previous
-    test left is still finalized here, before the next worker's validation.
+    simulator and the official clients are loaded): half a second per test, which was half
+    of the workflow tier's CPU. So what survives a collection is frozen (``gc.freeze``) and
+    the next collection walks only what has been allocated since: the garbage the previous
+    test left is still finalized here, and a collection before a unit test costs little.
     """
-    if any(part in _WORKER_TIERS for part in request.node.path.parts):
-        gc.collect()
-        gc.freeze()
+    gc.collect()
+    gc.freeze()
+
+
+#: Loggers whose level an in-process CLI command sets (``failover`` quiets the SDK's
+#: workflow and activity loggers): restored after every test, so no test depends on order.
+_LEVELLED_LOGGERS = ("", "temporalio.workflow", "temporalio.activity", "agent_failover")
+
+
+@pytest.fixture(autouse=True)
+def _restore_logger_levels() -> Iterator[None]:
+    """Put back the levels of the loggers a CLI invocation changes."""
+    levels = {name: logging.getLogger(name).level for name in _LEVELLED_LOGGERS}
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -82,8 +93,14 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
     await env.shutdown()
 
 
-@pytest_asyncio.fixture(scope="session")
+@pytest_asyncio.fixture
 async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping test server of the test's own (it starts in about 0.1 s).
+
+    Never shared: a workflow an earlier test left running (a monitor, a paused pipeline)
+    would hold the server's clock at its next workflow task, and this test's
+    ``env.sleep`` would wait out the RPC timeout instead of skipping.
+    """
     env = await start_time_skipping()
     yield env
     await env.shutdown()

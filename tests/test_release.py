@@ -13,6 +13,7 @@ environment's site-packages through a ``.pth`` path entry (a plain directory on
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -41,8 +42,27 @@ def _run(*argv: str | Path, cwd: Path | None = None) -> subprocess.CompletedProc
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    _run(sys.executable, "-m", "build", "--no-isolation", "--outdir", out, ROOT, cwd=ROOT)
+    # Built from a copy: the suite's other wheel build (tests/test_package.py) writes the
+    # tree's build/ and egg-info, possibly at the same time on another xdist worker, and
+    # a build/ folder in the working directory would shadow the `build` module itself.
+    src = tmp_path_factory.mktemp("src") / "agent-failover"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*_NOT_SOURCE))
+    _run(sys.executable, "-m", "build", "--no-isolation", "--outdir", out, src, cwd=out)
     return out
+
+
+#: What a source copy leaves out: environments, caches and earlier build output.
+_NOT_SOURCE = (
+    ".venv",
+    ".git",
+    ".failover",
+    "build",
+    "dist",
+    "site",
+    "__pycache__",
+    "*.egg-info",
+    ".*cache",
+)
 
 
 def test_version_is_single_sourced() -> None:

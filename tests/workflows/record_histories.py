@@ -457,14 +457,7 @@ async def _call(h: Harness, role: str, text: str, prefix: str | None = None) -> 
     """One call of ``role`` with ``text`` as the user message, to its end; its workflow id
     (``prefix``, by default the text, and a random suffix)."""
     wid = f"{prefix or text}-{uuid.uuid4().hex[:6]}"
-    request = ChatRequest(messages=[Message(role="user", content=text)])
-    await h.client.execute_workflow(
-        ResilientCallWorkflow.run,
-        CallInput(role=role, request=request),
-        id=wid,
-        task_queue=h.task_queue,
-        result_type=AgentOutput,
-    )
+    await h.call(role, text, workflow_id=wid)
     return wid
 
 

@@ -164,6 +164,8 @@ async def test_run_goes_on_without_the_attributes_and_replays(
     """``warn``: the worker starts; a run that upserts completes (its upserts skipped, one
     warning), and its history replays, also once the namespace has the attributes."""
     worker = _worker(bare, policy, "warn")
+    # Whatever level an earlier test in this process left on the workflow logger.
+    caplog.set_level(logging.WARNING, logger="temporalio.workflow")
     with caplog.at_level(logging.WARNING):
         async with running([worker]):
             results = []
