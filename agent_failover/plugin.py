@@ -187,7 +187,10 @@ class FailoverPlugin(SimplePlugin):
         self.bulkheads = self._check_bulkheads(bulkheads)
         self.dispatch = self._resolve_dispatch(dispatch)
         self._own_http = http is None
-        self.http = http or build_http_client(self.policy.endpoints.values())
+        # Each bulkhead has its own connection slots per endpoint; the pools hold them all.
+        self.http = http or build_http_client(
+            self.policy.endpoints.values(), bulkheads=max(len(self.bulkheads), 1)
+        )
         # The webhook's own client honours the proxy env vars; built on first use.
         self._own_notify_http = notify_http is None
         self._notify_http = notify_http

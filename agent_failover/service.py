@@ -154,7 +154,9 @@ async def build_deps(
     ``failover``): deployments sharing a Redis keep separate health state. ``codec``
     (default: the environment's, if any) seals the cached answers in Redis.
     """
-    http = build_http_client(policy.endpoints.values())
+    # Each bulkhead has its own connection slots per endpoint; the pools hold them all.
+    bulkheads = {role.bulkhead for role in policy.roles.values()}
+    http = build_http_client(policy.endpoints.values(), bulkheads=max(len(bulkheads), 1))
     stores = await connect_stores(
         redis_url,
         namespace=namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", "failover"),
