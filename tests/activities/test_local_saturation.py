@@ -78,7 +78,9 @@ async def test_a_burst_to_a_slow_healthy_primary_leaves_its_breaker_closed(
     assert breaker.state is BreakerState.CLOSED
     assert breaker.consecutive_failures == breaker.consecutive_timeouts == 0
     snap = await health.snapshot([PRIMARY], now=T0 + 1, window_s=60, min_calls=1)
-    assert snap.get(PRIMARY).stats.error_rate == 0
+    stats = snap.get(PRIMARY).stats
+    assert stats.error_rate == 0
+    assert stats.local_saturations == len(failed)
 
 
 async def test_the_store_ignores_local_saturation() -> None:
@@ -97,3 +99,4 @@ async def test_the_store_ignores_local_saturation() -> None:
     assert breaker.consecutive_failures == breaker.consecutive_timeouts == 0
     snap = await health.snapshot([PRIMARY], now=T0 + 10, window_s=60, min_calls=1)
     assert snap.get(PRIMARY).stats.calls == snap.get(PRIMARY).stats.errors == 0
+    assert snap.get(PRIMARY).stats.local_saturations == 10
