@@ -64,7 +64,7 @@ from agent_failover.activities.tools import ToolActivities, tools_base_url
 from agent_failover.codec import AesGcmCodec, codec_from_env, with_codec
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
-from agent_failover.providers.client import build_http_client
+from agent_failover.providers.client import policy_http_client
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.stores.factory import DEFAULT_NAMESPACE, Stores
 from agent_failover.supervisor import (
@@ -187,10 +187,7 @@ class FailoverPlugin(SimplePlugin):
         self.bulkheads = self._check_bulkheads(bulkheads)
         self.dispatch = self._resolve_dispatch(dispatch)
         self._own_http = http is None
-        # Each bulkhead has its own connection slots per endpoint; the pools hold them all.
-        self.http = http or build_http_client(
-            self.policy.endpoints.values(), bulkheads=max(len(self.bulkheads), 1)
-        )
+        self.http = http or policy_http_client(self.policy)
         # The webhook's own client honours the proxy env vars; built on first use.
         self._own_notify_http = notify_http is None
         self._notify_http = notify_http

@@ -47,7 +47,7 @@ from agent_failover.plugin import (
     llm_task_queue,
     with_passthrough,
 )
-from agent_failover.providers.client import build_http_client
+from agent_failover.providers.client import policy_http_client
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.pipeline import pipeline_policy_errors
 from agent_failover.stores.factory import Stores, connect_stores, env_seconds
@@ -154,9 +154,7 @@ async def build_deps(
     ``failover``): deployments sharing a Redis keep separate health state. ``codec``
     (default: the environment's, if any) seals the cached answers in Redis.
     """
-    # Each bulkhead has its own connection slots per endpoint; the pools hold them all.
-    bulkheads = {role.bulkhead for role in policy.roles.values()}
-    http = build_http_client(policy.endpoints.values(), bulkheads=max(len(bulkheads), 1))
+    http = policy_http_client(policy)
     stores = await connect_stores(
         redis_url,
         namespace=namespace or os.environ.get("FAILOVER_REDIS_NAMESPACE", "failover"),

@@ -33,6 +33,7 @@ from contextlib import asynccontextmanager
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.endpoint import EndpointConfig
 from agent_failover.resilience.errors import LocalSaturationError
 
@@ -201,3 +202,10 @@ def build_http_client(
         trust_env=False,
         **common,
     )
+
+
+def policy_http_client(policy: PolicyConfig) -> FailoverHTTPClient:
+    """The worker's client for ``policy``: its endpoints' pools hold every bulkhead's slots
+    (each bulkhead of the policy's roles has its own connection slots per endpoint)."""
+    bulkheads = {role.bulkhead for role in policy.roles.values()}
+    return build_http_client(policy.endpoints.values(), bulkheads=max(len(bulkheads), 1))

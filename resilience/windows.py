@@ -91,12 +91,9 @@ def compute_stats(
     """
     outcomes = list(outcomes)
     start = now - window_s
-    in_window = [o for o in outcomes if start <= o.at <= now and o.counts_against_route]
-    saturated = sum(
-        1
-        for o in outcomes
-        if start <= o.at <= now and o.error_class is ErrorClass.LOCAL_SATURATION
-    )
+    timely = [o for o in outcomes if start <= o.at <= now]
+    in_window = [o for o in timely if o.counts_against_route]
+    saturated = sum(o.error_class is ErrorClass.LOCAL_SATURATION for o in timely)
     calls = len(in_window)
     errors = sum(1 for o in in_window if not o.ok and not o.semantic_failure)
     slow = (

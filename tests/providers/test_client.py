@@ -251,3 +251,19 @@ async def test_key_absent_from_reply(name):
         reply = await complete(client, endpoint(name), Q, Budgets())
     assert SENTINEL_KEY not in reply.model_dump_json()
     assert SENTINEL_KEY not in repr(endpoint(name))
+
+
+async def test_a_policys_client_sizes_its_pools_for_every_bulkhead():
+    """The worker's client gives each origin room for every bulkhead of the policy's roles."""
+    from agent_failover.config import DEFAULT_POLICY_PATH
+    from agent_failover.config.loader import load_policy
+    from agent_failover.providers.client import policy_http_client
+
+    policy = load_policy(DEFAULT_POLICY_PATH, env={})
+    bulkheads = {role.bulkhead for role in policy.roles.values()}
+    assert len(bulkheads) > 1
+    client = policy_http_client(policy)
+    async with client:
+        default = client._transport._pool  # type: ignore[attr-defined]
+        expected = sum(e.max_connections for e in policy.endpoints.values()) * len(bulkheads)
+        assert default._max_connections == expected
