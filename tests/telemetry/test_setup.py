@@ -124,5 +124,6 @@ def test_committed_dashboard_is_the_generator_output_and_reads_our_names() -> No
         "Shadow samples and agreement",
         "Quality regressions",
         "Rate-budget refusals",
+        "Local saturation",
     ):
         assert needed in titles
