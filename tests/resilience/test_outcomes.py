@@ -61,3 +61,11 @@ def test_a_tail_is_never_continued() -> None:
     splice an answer without its beginning, so the next route restarts instead."""
     s = fail(CallState(), "stream_cut", partial_text="…tail of an answer", partial_truncated=True)
     assert s.prefill_text == "" and "r1" in s.excluded
+
+
+def test_local_saturation_moves_on_to_the_next_route() -> None:
+    """Our own slots to r1 were full: the call moves on to the next route (r2, same model,
+    has its own slots), with no cool-down and the live tiers still open."""
+    s = fail(CallState(), "local_saturation")
+    assert s.excluded == ["r1"]
+    assert s.cooldowns == {} and not s.stop_live
