@@ -34,7 +34,12 @@ from agent_failover.resilience.breaker import Admission
 from agent_failover.resilience.budget import scopes_for
 from agent_failover.resilience.config import BreakerSettings, EndpointConfig, PolicyError
 from agent_failover.resilience.contracts import CallOutcome
-from agent_failover.resilience.errors import ContextLengthError, ErrorClass, ProviderError
+from agent_failover.resilience.errors import (
+    ContextLengthError,
+    ErrorClass,
+    LocalSaturationError,
+    ProviderError,
+)
 from agent_failover.resilience.estimate import estimate_request_tokens
 from agent_failover.resilience.models import ChatReply
 from agent_failover.resilience.outcomes import BREAKER_REJECTED, RATE_BUDGET
@@ -173,6 +178,9 @@ class ModelCallActivities:
             idle_s=inp.idle_budget_ms / 1000,
             total_s=inp.timeout_ms / 1000,
             max_reply_bytes=inp.max_reply_bytes,
+            bulkhead=self._deps.policy.role(inp.role).bulkhead
+            if inp.role in self._deps.policy.roles
+            else "",
         )
 
     async def _on_answer(
@@ -301,6 +309,8 @@ class ModelCallActivities:
             semantic=err.classification.semantic,
             billed_usd=outcome.cost_usd,
         )
+        if isinstance(err, LocalSaturationError):
+            record.local_saturation(inp.role, inp.route, err.bulkhead)
 
 
 def _answered(

@@ -62,7 +62,7 @@ from agent_failover.activities.search_attributes import SearchAttributeMode
 from agent_failover.activities.shadow import ShadowActivities
 from agent_failover.activities.tools import ToolActivities, tools_base_url
 from agent_failover.codec import with_codec
-from agent_failover.providers.client import build_http_client
+from agent_failover.providers.client import policy_http_client
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.startup import (
     NamespaceCheck,
@@ -203,9 +203,9 @@ class FailoverPlugin(SimplePlugin):
         self.bulkheads = self._check_bulkheads(bulkheads)
         self.dispatch = self._resolve_dispatch(dispatch)
         self._own_http = http is None
-        self.http = http or build_http_client(self.policy.endpoints.values())
+        self.http = http or policy_http_client(self.policy)
         self._own_notify_http = notify_http is None
-        self._notify_http = notify_http
+        self._notify_http = notify_http  # honours the proxy env vars; built on first use
         self._acts: dict[str, LLMActivitySet] = {}
         self._internal_queues: set[str] = set()
         self._standalone: dict[str, str] = {}  # bulkhead queue -> its deployment's queue

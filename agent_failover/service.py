@@ -49,7 +49,7 @@ from agent_failover.plugin import (
     llm_task_queue,
     with_passthrough,
 )
-from agent_failover.providers.client import build_http_client
+from agent_failover.providers.client import policy_http_client
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.pipeline import pipeline_policy_errors
 from agent_failover.resilience.setup_errors import SetupError, TemporalUnreachable
@@ -175,7 +175,7 @@ async def build_deps(
         codec=codec or codec_from_env(),
         embedded_fallback=embedded,
     )
-    http = build_http_client(policy.endpoints.values())
+    http = policy_http_client(policy)
     return WorkerDeps(policy, http, stores)
 
 

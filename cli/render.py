@@ -98,9 +98,14 @@ def health_table(table: HealthTable, now: float | None = None) -> Table:
         )
     t = Table(title=title, title_justify="left")
     cols = ("route", "breaker", "reason", "calls", "err %", "p50 ms", "p95 ms", "p99 ms")
-    for col in (*cols, "last probe", "context window"):
+    # Our own saturation (calls that found a worker's connection slots all busy) is not the
+    # route's fault: its own column, shown only when some route has any.
+    saturated = any(row.stats.local_saturations for row in table.rows)
+    extra = ("saturated",) if saturated else ()
+    for col in (*cols, *extra, "last probe", "context window"):
         t.add_column(
-            col, justify="right" if col.endswith(("ms", "%")) or col == "calls" else "left"
+            col,
+            justify="right" if col.endswith(("ms", "%")) or col in ("calls", *extra) else "left",
         )
     for row in table.rows:
         st = row.stats
@@ -117,6 +122,7 @@ def health_table(table: HealthTable, now: float | None = None) -> Table:
             _ms(st.p50_ms),
             _ms(st.p95_ms),
             _ms(st.p99_ms),
+            *((str(st.local_saturations),) if saturated else ()),
             _probe(row, now),
             _window(table, row.route),
         )

@@ -220,7 +220,10 @@ class Call:
 async def slot(call: Call) -> AsyncIterator[None]:
     """An endpoint connection slot when the client keeps them, else nothing to hold."""
     if isinstance(call.client, FailoverHTTPClient):
-        async with call.client.endpoint_slots.acquire(call.endpoint, call.budgets.connect_s):
+        budgets = call.budgets
+        async with call.client.endpoint_slots.acquire(
+            call.endpoint, budgets.connect_s, budgets.bulkhead
+        ):
             yield
     else:
         yield

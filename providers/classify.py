@@ -56,6 +56,7 @@ from agent_failover.resilience.errors import (
     ContextLengthError,
     Decision,
     InvalidRequestError,
+    LocalSaturationError,
     MalformedStreamError,
     MalformedToolCallError,
     ModelNotFoundError,
@@ -264,6 +265,9 @@ def classify_exception(
     if isinstance(exc, httpx.ConnectTimeout):
         # No connection within connect_s: the route is unreachable, same as refused.
         return ConnectError(f"connect timed out ({what})", **kw)
+    if isinstance(exc, httpx.PoolTimeout):
+        # No free connection in *our* pool: the request never left this process.
+        return LocalSaturationError(f"no free connection in this worker's pool ({what})", **kw)
     if isinstance(exc, httpx.TimeoutException | TimeoutError):
         if before:
             return NoResponseError(f"no response headers in time ({what})", **kw)

@@ -8,12 +8,16 @@ built by :func:`build_http_client`:
 * **explicit pool limits** — ``httpx.Limits`` sized from the endpoints' budgets;
 * **bulkheads at two levels** — each distinct origin (provider host) gets its own mounted
   transport, hence its own socket pool, so one provider's slow sockets cannot starve
-  another's; and each *endpoint* gets an ``asyncio.Semaphore`` of
+  another's; and each (*endpoint*, *bulkhead*) pair gets an ``asyncio.Semaphore`` of
   ``EndpointConfig.max_connections`` slots. The semaphore is the finer knob because
   several endpoints share one origin (two regions behind one gateway, or every endpoint of
-  the simulator on one port), where a pool per origin cannot tell them apart. Waiting for
-  a slot counts against the connect budget and fails as ``NoResponseError``, exactly like
-  an httpx pool timeout.
+  the simulator on one port), where a pool per origin cannot tell them apart. Slots are
+  per bulkhead as the activity slots are: a burst in one agent tier queues behind its
+  own connections and never takes the ones another tier needs for the same endpoint
+  (the origin pools are sized for every bulkhead's share, so httpx's pool is not the
+  tighter limit). Waiting for a slot counts against the connect budget and fails as
+  :class:`~resilience.errors.LocalSaturationError`, exactly like an httpx pool timeout:
+  our own saturation, which never counts against the route.
 
 :class:`Budgets` are the per-call time limits. httpx's read timeout bounds one socket read
 only; time to first token and total time span many reads, so the call pipeline enforces
@@ -32,8 +36,9 @@ from contextlib import asynccontextmanager
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.endpoint import EndpointConfig
-from agent_failover.resilience.errors import NoResponseError
+from agent_failover.resilience.errors import LocalSaturationError
 
 DEFAULT_CONNECT_S = 5.0
 DEFAULT_TTFT_S = 20.0
@@ -66,6 +71,8 @@ class Budgets(BaseModel):
     #: Largest reply text accepted (UTF-8 bytes); a stream past it is abandoned at once
     #: as ``oversized_output``. None: unbounded (only for callers that bound it themselves).
     max_reply_bytes: int | None = Field(default=None, gt=0)
+    #: The bulkhead whose connection slots the call takes ("" outside any bulkhead).
+    bulkhead: str = ""
 
     def httpx_timeout(self) -> httpx.Timeout:
         """The per-request httpx timeout: a backstop; the adapters enforce the real budgets."""
@@ -75,39 +82,46 @@ class Budgets(BaseModel):
 
 
 class EndpointSlots:
-    """Per-endpoint connection budget: at most ``max_connections`` calls in flight each."""
+    """Connection budget per (endpoint, bulkhead): at most ``max_connections`` calls of one
+    bulkhead in flight to one endpoint."""
 
     def __init__(self) -> None:
-        self._slots: dict[str, tuple[int, asyncio.Semaphore]] = {}
+        self._slots: dict[tuple[str, str], tuple[int, asyncio.Semaphore]] = {}
 
-    def _semaphore(self, endpoint: EndpointConfig) -> asyncio.Semaphore:
-        size, sem = self._slots.get(endpoint.name, (0, None))  # type: ignore[arg-type]
+    def _semaphore(self, endpoint: EndpointConfig, bulkhead: str) -> asyncio.Semaphore:
+        key = (endpoint.name, bulkhead)
+        size, sem = self._slots.get(key, (0, None))  # type: ignore[arg-type]
         if sem is None or size != endpoint.max_connections:
             # A changed budget (config reload) starts a new semaphore; calls holding the
             # old one finish against it.
             sem = asyncio.Semaphore(endpoint.max_connections)
-            self._slots[endpoint.name] = (endpoint.max_connections, sem)
+            self._slots[key] = (endpoint.max_connections, sem)
         return sem
 
-    def in_use(self, endpoint: EndpointConfig) -> int:
-        """How many slots of ``endpoint`` are taken right now."""
-        entry = self._slots.get(endpoint.name)
-        if entry is None:
-            return 0
-        size, sem = entry
-        return size - sem._value  # asyncio exposes no public counter
+    def in_use(self, endpoint: EndpointConfig, bulkhead: str | None = None) -> int:
+        """How many slots of ``endpoint`` are taken right now (one bulkhead's, or all)."""
+        taken = 0
+        for (name, owner), (size, sem) in self._slots.items():
+            if name == endpoint.name and bulkhead in (None, owner):
+                taken += size - sem._value  # asyncio exposes no public counter
+        return taken
 
     @asynccontextmanager
-    async def acquire(self, endpoint: EndpointConfig, timeout_s: float) -> AsyncIterator[None]:
-        """Hold one slot of ``endpoint`` for the body; waiting longer than ``timeout_s`` fails."""
-        sem = self._semaphore(endpoint)
+    async def acquire(
+        self, endpoint: EndpointConfig, timeout_s: float, bulkhead: str = ""
+    ) -> AsyncIterator[None]:
+        """Hold one of ``bulkhead``'s slots of ``endpoint`` for the body; waiting longer than
+        ``timeout_s`` fails as :class:`LocalSaturationError` (the request never left)."""
+        sem = self._semaphore(endpoint, bulkhead)
         try:
             async with asyncio.timeout(timeout_s):
                 await sem.acquire()
         except TimeoutError as exc:
-            raise NoResponseError(
-                f"all {endpoint.max_connections} connection slots busy for {timeout_s:.3g}s",
+            owner = f" of bulkhead {bulkhead!r}" if bulkhead else ""
+            raise LocalSaturationError(
+                f"all {endpoint.max_connections} connection slots{owner} busy for {timeout_s:.3g}s",
                 endpoint=endpoint.name,
+                bulkhead=bulkhead,
             ) from exc
         try:
             yield
@@ -146,6 +160,14 @@ def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+def _origin_sizes(endpoints: list[EndpointConfig], bulkheads: int) -> dict[str, int]:
+    """Connections per provider origin: every endpoint's slots, once per bulkhead."""
+    sizes: dict[str, int] = {}
+    for e in endpoints:
+        sizes[_origin(e)] = sizes.get(_origin(e), 0) + e.max_connections * bulkheads
+    return sizes
+
+
 def build_http_client(
     endpoints: Iterable[EndpointConfig] = (),
     *,
@@ -155,19 +177,28 @@ def build_http_client(
     keepalive_expiry_s: float = DEFAULT_KEEPALIVE_EXPIRY_S,
     connect_timeout_s: float = DEFAULT_CONNECT_S,
     trust_env: bool = False,
+    bulkheads: int = 1,
 ) -> FailoverHTTPClient:
     """The process-wide client: explicit limits, zero retries, a pool per provider origin.
 
     ``endpoints`` size the pools: each origin's pool holds the sum of its endpoints'
-    ``max_connections``; the default pool (unknown origins) holds ``max_connections`` or
-    that same sum (at least :data:`DEFAULT_MAX_CONNECTIONS` when no endpoint is given).
+    ``max_connections`` times ``bulkheads`` (the number of bulkheads whose calls share the
+    client: each has its own slots per endpoint); the default pool (unknown origins)
+    holds ``max_connections`` or that same sum (at least :data:`DEFAULT_MAX_CONNECTIONS`
+    when no endpoint is given).
     ``transport`` replaces every pool with one injected transport (``httpx.MockTransport``
     in tests). ``trust_env=True`` reads proxy settings from the environment; httpx then
     routes through its own proxy-aware pools, so the per-origin pools are not mounted
     (the per-endpoint slots still apply). Build it once per worker; close it on shutdown.
     """
+    if bulkheads < 1:
+        raise ValueError(f"bulkheads must be at least 1, got {bulkheads}")
     eps = list(endpoints)
-    total = max_connections or sum(e.max_connections for e in eps) or DEFAULT_MAX_CONNECTIONS
+    total = (
+        max_connections
+        or sum(e.max_connections for e in eps) * bulkheads
+        or DEFAULT_MAX_CONNECTIONS
+    )
 
     def limits(size: int) -> httpx.Limits:
         keep = max_keepalive_connections if max_keepalive_connections is not None else size
@@ -186,13 +217,10 @@ def build_http_client(
     if trust_env:
         # httpx's own default transport is built with retries=0 as well.
         return FailoverHTTPClient(limits=limits(total), trust_env=True, **common)
-    per_origin: dict[str, int] = {}
-    for e in eps:
-        per_origin[_origin(e)] = per_origin.get(_origin(e), 0) + e.max_connections
     ssl_context = default_ssl_context()
     mounts: dict[str, httpx.AsyncBaseTransport | None] = {
         origin: httpx.AsyncHTTPTransport(retries=0, limits=limits(size), verify=ssl_context)
-        for origin, size in per_origin.items()
+        for origin, size in _origin_sizes(eps, bulkheads).items()
     }
     return FailoverHTTPClient(
         transport=httpx.AsyncHTTPTransport(retries=0, limits=limits(total), verify=ssl_context),
@@ -200,3 +228,10 @@ def build_http_client(
         trust_env=False,
         **common,
     )
+
+
+def policy_http_client(policy: PolicyConfig) -> FailoverHTTPClient:
+    """The worker's client for ``policy``: its endpoints' pools hold every bulkhead's slots
+    (each bulkhead of the policy's roles has its own connection slots per endpoint)."""
+    bulkheads = {role.bulkhead for role in policy.roles.values()}
+    return build_http_client(policy.endpoints.values(), bulkheads=max(len(bulkheads), 1))

@@ -36,6 +36,7 @@ from agent_failover.resilience.contracts import (
     RecentSample,
     WindowStats,
 )
+from agent_failover.resilience.errors import ErrorClass
 from agent_failover.resilience.windows import p95_limit_ms, slow_call_threshold_ms
 
 #: Width of one count bucket, in seconds.
@@ -132,6 +133,9 @@ def minute_buckets(now: float, horizon_s: float) -> range:
     return range(last, minute_of(now - horizon_s) - 1, -1)
 
 
+#: Bucket field of a call that found the worker's own connection slots busy (no rate).
+SATURATED = "x"
+
 #: Separates a latency bin from the role it was observed for (``l<bin>@<role>``); a probe
 #: is ``l<bin>@`` (role names never contain ``@``).
 ROLE_SEP = "@"
@@ -145,6 +149,9 @@ def bucket_fields(outcome: CallOutcome) -> dict[str, int]:
     for the route, and for the role the call was made for (``l<bin>@<role>``; a probe
     under ``l<bin>@``), so a role's SLA can be judged on its own calls plus probes.
     """
+    if outcome.error_class is ErrorClass.LOCAL_SATURATION:
+        # Our own saturation: counted for operators under its own field, in no rate.
+        return {SATURATED: 1}
     if not outcome.counts_against_route:
         return {}
     latency_bin_ = window_bin(outcome.latency_ms)
@@ -262,6 +269,7 @@ def stats_from_fields(
         calls=calls,
         errors=errors,
         semantic_failures=sem_failures,
+        local_saturations=fields.get(SATURATED, 0),
         slow_calls=slow,
         error_rate=errors / calls if calls else 0.0,
         semantic_failure_rate=sem_failures / sem_calls if sem_calls else 0.0,

@@ -58,6 +58,9 @@ class WindowStats(BaseModel):
     calls: int = 0
     errors: int = 0
     semantic_failures: int = 0
+    #: Calls that found every one of a worker's own connection slots to the route busy
+    #: (``local_saturation``): shown to operators, never part of any rate or count above.
+    local_saturations: int = 0
     slow_calls: int = 0
     error_rate: float = 0.0
     semantic_failure_rate: float = 0.0

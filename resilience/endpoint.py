@@ -292,7 +292,10 @@ class EndpointConfig(BaseModel):
         default=20,
         ge=1,
         le=1000,
-        description="Size of this endpoint's connection pool (a bulkhead per provider).",
+        description="Connections one worker keeps open to this endpoint per bulkhead: "
+        "each bulkhead has its own slots (a burst in one agent tier never takes another's); "
+        "a call that finds them all busy for the connect budget fails as local_saturation, "
+        "which never counts against the route.",
     )
 
     @field_validator("cloud")

@@ -36,6 +36,11 @@ The tree (``ErrorClass`` value in brackets, then decision)::
     │   ├── MalformedStreamError[malformed_stream]    FAILOVER  events that cannot be trusted
     │   └── StreamErrorEvent    [stream_error_event]  FAILOVER  an error event inside a 200 stream
     │                                                           (overloaded_error → COOLDOWN)
+    ├── LocalSaturationError [local_saturation]  FAILOVER  every one of *our own* connection
+    │                                                       slots for the endpoint was busy (the
+    │                                                       worker's per-endpoint slots or httpx's
+    │                                                       pool): the request never left, so it
+    │                                                       never counts against the route
     └── SemanticError                        a well-formed reply that is not a usable answer
         ├── EmptyOutputError    [empty_output]        FAILOVER
         ├── TruncatedOutputError[truncated_output]    FAILOVER  finish_reason=length where the
@@ -86,6 +91,7 @@ class ErrorClass(StrEnum):
     INVALID_OUTPUT = "invalid_output"
     MALFORMED_TOOL_CALL = "malformed_tool_call"
     OVERSIZED_OUTPUT = "oversized_output"
+    LOCAL_SATURATION = "local_saturation"
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,10 @@ CLASSIFICATION: dict[ErrorClass, Classification] = {
     ErrorClass.MALFORMED_TOOL_CALL: Classification(Decision.FAILOVER, True, True, semantic=True),
     # A runaway generation repeats on the same route; the reply could never enter history.
     ErrorClass.OVERSIZED_OUTPUT: Classification(Decision.FAILOVER, False, True, semantic=True),
+    # Our own connection slots were all taken: the provider never saw the request, so the
+    # route's breaker, windows and timeouts-in-a-row must not hear of it. Another route has
+    # its own slots; the same route would queue behind the same calls, so no same-route retry.
+    ErrorClass.LOCAL_SATURATION: Classification(Decision.FAILOVER, False, False),
 }
 
 
@@ -269,6 +279,17 @@ class StreamErrorEvent(StreamError):
     error_class = ErrorClass.STREAM_ERROR_EVENT
 
 
+class LocalSaturationError(ProviderError):
+    """Every one of this worker's connection slots for the endpoint stayed busy for the
+    connect budget (``bulkhead``: whose slots, when known). Our saturation, not the route's."""
+
+    error_class = ErrorClass.LOCAL_SATURATION
+
+    def __init__(self, message: str, *, bulkhead: str = "", **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.bulkhead = bulkhead
+
+
 class SemanticError(ProviderError):
     pass
 
@@ -301,5 +322,6 @@ ERROR_TYPES: dict[ErrorClass, type[ProviderError]] = {
         ModelNotFoundError, ContextLengthError, ContentFilterError, StreamStalledError,
         StreamCutError, MalformedStreamError, StreamErrorEvent, EmptyOutputError,
         TruncatedOutputError, InvalidOutputError, MalformedToolCallError, OversizedOutputError,
+        LocalSaturationError,
     )
 }  # fmt: skip

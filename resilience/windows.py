@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import CallOutcome, WindowStats
+from agent_failover.resilience.errors import ErrorClass
 from agent_failover.resilience.percentile import percentile
 
 DEFAULT_MAX_SAMPLES = 2048
@@ -90,7 +91,9 @@ def compute_stats(
     """
     outcomes = list(outcomes)
     start = now - window_s
-    in_window = [o for o in outcomes if start <= o.at <= now and o.counts_against_route]
+    timely = [o for o in outcomes if start <= o.at <= now]
+    in_window = [o for o in timely if o.counts_against_route]
+    saturated = sum(o.error_class is ErrorClass.LOCAL_SATURATION for o in timely)
     calls = len(in_window)
     errors = sum(1 for o in in_window if not o.ok and not o.semantic_failure)
     slow = (
@@ -109,6 +112,7 @@ def compute_stats(
         calls=calls,
         errors=errors,
         semantic_failures=semantic,
+        local_saturations=saturated,
         slow_calls=slow,
         error_rate=errors / calls if calls else 0.0,
         semantic_failure_rate=semantic / len(sem_pool) if sem_pool else 0.0,

@@ -85,6 +85,7 @@ class Instruments:
     quality_regressions: Any
     reruns: Any
     budget_refusals: Any
+    local_saturations: Any
 
 
 _cache: tuple[object, Instruments] | None = None
@@ -178,6 +179,9 @@ _COUNTERS = {
     "quality_regressions": _Spec(names.QUALITY_REGRESSIONS, "Quality regressions found and lifted"),
     "reruns": _Spec(names.RERUNS, "Degraded re-runs by outcome"),
     "budget_refusals": _Spec(names.RATE_BUDGET_REFUSALS, "Calls refused by a shared rate budget"),
+    "local_saturations": _Spec(
+        names.LOCAL_SATURATIONS, "Calls that found all of the worker's connection slots busy"
+    ),
 }
 
 

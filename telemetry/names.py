@@ -97,6 +97,10 @@ QUALITY_REGRESSIONS = "failover.quality.regressions"
 #: attributes scope (the refusing bucket, ``endpoint:<route>`` or ``bulkhead:<name>``),
 #: route, bulkhead (the role's), role.
 RATE_BUDGET_REFUSALS = "failover.rate_budget.refusals"
+#: Counter: calls that found every one of the worker's own connection slots to a route
+#: busy (``local_saturation``: never counted against the route); attributes route,
+#: bulkhead (whose slots), role.
+LOCAL_SATURATIONS = "failover.local_saturations"
 #: Counter: degraded re-runs, attributes role, status (revised/escalated/expired/failed).
 RERUNS = "failover.reruns"
 
@@ -109,6 +113,7 @@ EV_QUALITY_REGRESSION = "failover.quality.regression"
 EV_QUALITY_RESTORED = "failover.quality.restored"
 EV_RERUN = "failover.rerun"
 EV_RATE_BUDGET_REFUSED = "failover.rate_budget.refused"
+EV_LOCAL_SATURATION = "failover.local_saturation"
 EV_HEDGE_FIRED = "failover.hedge.fired"
 EV_HEDGE_WON = "failover.hedge.won"
 EV_HEDGE_CANCELLED = "failover.hedge.cancelled"

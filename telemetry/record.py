@@ -171,3 +171,13 @@ def budget_refused(role: str, route: str, bulkhead: str, scope: str) -> None:
     instruments().budget_refusals.add(
         1, {"scope": scope, "route": route, "bulkhead": bulkhead, "role": role}
     )
+
+
+def local_saturation(role: str, route: str, bulkhead: str) -> None:
+    """A call that found every one of this worker's connection slots for ``route`` busy
+    (``bulkhead``'s): the span event and the saturation counter. Never the route's fault."""
+    event(
+        names.EV_LOCAL_SATURATION,
+        {"failover.role": role, "failover.route": route, "failover.bulkhead": bulkhead},
+    )
+    instruments().local_saturations.add(1, {"route": route, "bulkhead": bulkhead, "role": role})

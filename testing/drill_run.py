@@ -23,6 +23,7 @@ from temporalio.client import Client, WorkflowFailureError
 from agent_failover.activities.failures import BULKHEAD_FULL
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.resilience.endpoint import Prices
+from agent_failover.resilience.errors import ErrorClass
 from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.outcomes import BREAKER_REJECTED, RATE_BUDGET
 from agent_failover.testing.drill import DrillFile, DrillSettings, Outcome, Sample
@@ -32,9 +33,17 @@ from agent_failover.workflows.errors import FAILOVER_EXHAUSTED
 
 #: Attempt outcomes that never reached a provider: a skipped route, a cache miss, and an
 #: attempt the worker refused before sending (an open breaker, the rate budget, a full
-#: bulkhead), which is a failover, not an upstream call.
+#: bulkhead, its own connection slots all busy), which is a failover, not an upstream call.
 _NOT_UPSTREAM = frozenset(
-    {"skipped", "miss", "pending", BREAKER_REJECTED, RATE_BUDGET, BULKHEAD_FULL}
+    {
+        "skipped",
+        "miss",
+        "pending",
+        BREAKER_REJECTED,
+        RATE_BUDGET,
+        BULKHEAD_FULL,
+        ErrorClass.LOCAL_SATURATION.value,
+    }
 )
 #: Answers that are not a model's (no tokens billed).
 _LOCAL_ROUTES = frozenset({"cache", "static"})

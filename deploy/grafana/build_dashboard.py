@@ -241,6 +241,19 @@ def panels() -> list[dict]:
             "the refusing bucket (endpoint:<route> or bulkhead:<name>), route and bulkhead.",
         ),
         panel(
+            "Local saturation",
+            [
+                q(
+                    "sum by (route, bulkhead) "
+                    f"(rate(failover_local_saturations_total{{{SEL}}}[{W}]))",
+                    "{{route}} ({{bulkhead}})",
+                )
+            ],
+            unit="ops",
+            desc="Calls that found every one of a worker's own connection slots to the route "
+            "busy (local_saturation): our saturation, never counted against the route.",
+        ),
+        panel(
             "Tokens and cost",
             [
                 q(

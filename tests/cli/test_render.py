@@ -103,3 +103,20 @@ def test_budget_table_projects_the_refill_to_now() -> None:
     assert cells(ep) == ["endpoint:openai-us", "requests", "30", "600", "60", "57 s"]
     bh = next(line for line in lines if "bulkhead:specialists" in line)
     assert cells(bh) == ["bulkhead:specialists", "tokens", "90,000", "90,000", "-", "-"]
+
+
+def test_local_saturations_get_their_own_column_only_when_there_are_some() -> None:
+    """Calls that found our own connection slots busy are shown beside, not in, the route's
+    calls and error rate; a table without any has no such column."""
+    assert "saturated" not in _text(health_table(_table(), now=NOW))
+    table = _table()
+    table.rows[0] = table.rows[0].model_copy(
+        update={"stats": WindowStats(calls=4, local_saturations=37)}
+    )
+    text = _text(health_table(table, now=NOW))
+    header = next(line for line in text.splitlines() if "saturated" in line)
+    row = next(line for line in text.splitlines() if line.strip().startswith("│ openai-us"))
+    cells = [c.strip() for c in row.split("│")]
+    names = [c.strip() for c in header.split("┃")]
+    assert cells[names.index("saturated")] == "37"
+    assert cells[names.index("err %")] == "0"

@@ -189,7 +189,7 @@ async def test_content_filter_stream(mock_client, wire):
         (httpx.ConnectTimeout("slow connect"), E.ConnectError),
         (httpx.RemoteProtocolError("server disconnected"), E.ConnectError),
         (httpx.ReadTimeout("no headers"), E.NoResponseError),
-        (httpx.PoolTimeout("pool full"), E.NoResponseError),
+        (httpx.PoolTimeout("pool full"), E.LocalSaturationError),
     ],
     ids=["connect", "connect-timeout", "protocol", "read-timeout", "pool-timeout"],
 )

@@ -230,7 +230,7 @@ def test_every_httpx_exception_maps(cls, phase):
         (httpx.ConnectError("x"), Phase.BEFORE_HEADERS, E.ConnectError),
         (httpx.RemoteProtocolError("x"), Phase.BEFORE_HEADERS, E.ConnectError),
         (httpx.ReadTimeout("x"), Phase.BEFORE_HEADERS, E.NoResponseError),
-        (httpx.PoolTimeout("x"), Phase.BEFORE_HEADERS, E.NoResponseError),
+        (httpx.PoolTimeout("x"), Phase.BEFORE_HEADERS, E.LocalSaturationError),
         (httpx.ReadTimeout("x"), Phase.AWAITING_FIRST_TOKEN, E.SlowFirstTokenError),
         (httpx.ReadTimeout("x"), Phase.STREAMING, E.StreamStalledError),
         (httpx.RemoteProtocolError("x"), Phase.STREAMING, E.StreamCutError),

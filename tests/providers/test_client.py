@@ -63,7 +63,8 @@ async def test_build_http_client_pools_per_origin_without_retries():
 
 
 async def test_endpoint_slots_bound_concurrency():
-    """With max_connections=1 a second concurrent call waits, then fails as NoResponseError."""
+    """With max_connections=1 a second concurrent call waits, then fails as our own
+    saturation (local_saturation, not counted against the route), not as no_response."""
     ep = endpoint("openai-us", max_connections=1)
     release = asyncio.Event()
     started = asyncio.Event()
@@ -80,11 +81,65 @@ async def test_endpoint_slots_bound_concurrency():
         first = asyncio.create_task(complete(client, ep, req, budgets))
         await started.wait()
         assert client.endpoint_slots.in_use(ep) == 1
-        with pytest.raises(E.NoResponseError, match="slots busy"):
+        with pytest.raises(E.LocalSaturationError, match="slots busy") as info:
             await complete(client, ep, req, budgets)
+        assert info.value.error_class is E.ErrorClass.LOCAL_SATURATION
+        assert info.value.classification.counts_against_route is False
         release.set()
         assert (await first).text == "ok"
         assert client.endpoint_slots.in_use(ep) == 0
+
+
+async def test_endpoint_slots_are_per_bulkhead():
+    """A bulkhead whose slots to an endpoint are all taken does not take another
+    bulkhead's: the other's call to the same endpoint goes through."""
+    ep = endpoint("openai-us", max_connections=1)
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    async def respond(_):
+        started.set()
+        await release.wait()
+        return httpx.Response(200, json=openai_json("ok"))
+
+    client = build_http_client(transport=httpx.MockTransport(respond))
+    req = Q.model_copy(update={"stream": False})
+    busy = Budgets(connect_s=0.03, total_s=5, bulkhead="specialists")
+    other = Budgets(connect_s=0.03, total_s=5, bulkhead="planner")
+    async with client:
+        first = asyncio.create_task(complete(client, ep, req, busy))
+        await started.wait()
+        with pytest.raises(E.LocalSaturationError, match="specialists") as info:
+            await complete(client, ep, req, busy)
+        assert info.value.bulkhead == "specialists"
+        second = asyncio.create_task(complete(client, ep, req, other))
+        for _ in range(50):
+            if client.endpoint_slots.in_use(ep, "planner"):
+                break
+            await asyncio.sleep(0)
+        assert client.endpoint_slots.in_use(ep) == 2
+        release.set()
+        assert (await first).text == (await second).text == "ok"
+
+
+async def test_origin_pools_hold_every_bulkheads_slots():
+    """With two bulkheads sharing the client, each origin's pool holds both bulkheads'
+    slots, so httpx's pool is never the tighter limit."""
+    eps = [
+        endpoint("openai-us", max_connections=7),
+        endpoint("gemini-flash", base_url="http://127.0.0.2:9000/gemini-flash", max_connections=4),
+    ]
+    client = build_http_client(eps, bulkheads=2)
+    async with client:
+        pools = {
+            str(pattern.pattern): transport._pool  # type: ignore[union-attr]
+            for pattern, transport in client._mounts.items()
+            if transport is not None
+        }
+        assert pools["http://127.0.0.1:8400"]._max_connections == 7 * 2
+        assert pools["http://127.0.0.2:9000"]._max_connections == 4 * 2
+    with pytest.raises(ValueError, match="bulkheads"):
+        build_http_client(eps, bulkheads=0)
 
 
 async def test_total_budget_while_tokens_trickle():
@@ -196,3 +251,19 @@ async def test_key_absent_from_reply(name):
         reply = await complete(client, endpoint(name), Q, Budgets())
     assert SENTINEL_KEY not in reply.model_dump_json()
     assert SENTINEL_KEY not in repr(endpoint(name))
+
+
+async def test_a_policys_client_sizes_its_pools_for_every_bulkhead():
+    """The worker's client gives each origin room for every bulkhead of the policy's roles."""
+    from agent_failover.config import DEFAULT_POLICY_PATH
+    from agent_failover.config.loader import load_policy
+    from agent_failover.providers.client import policy_http_client
+
+    policy = load_policy(DEFAULT_POLICY_PATH, env={})
+    bulkheads = {role.bulkhead for role in policy.roles.values()}
+    assert len(bulkheads) > 1
+    client = policy_http_client(policy)
+    async with client:
+        default = client._transport._pool  # type: ignore[attr-defined]
+        expected = sum(e.max_connections for e in policy.endpoints.values()) * len(bulkheads)
+        assert default._max_connections == expected

@@ -19,8 +19,8 @@ from agent_failover.resilience.breaker import (
     transition,
 )
 from agent_failover.resilience.config import BreakerSettings
-from agent_failover.resilience.contracts import BreakerState, CallOutcome
-from agent_failover.resilience.errors import ErrorClass
+from agent_failover.resilience.contracts import BreakerState, CallOutcome, WindowStats
+from agent_failover.resilience.errors import CLASSIFICATION, ErrorClass
 from agent_failover.resilience.windows import RollingWindow, breaker_stats
 from tests.resilience.conftest import FakeClock
 from tests.resilience.helpers import fail, ok, rate_limited, stats
@@ -660,3 +660,36 @@ def test_force_and_release(clock: FakeClock) -> None:
             fc, fail(ROUTE, clock.now, ErrorClass.AUTH), stats(error_rate=1.0), S, clock.now
         )
     assert fc.state is BreakerState.FORCED_CLOSED
+
+
+def _saturated(*, trial: bool = False) -> CallOutcome:
+    """A call that found every one of our own connection slots busy."""
+    cls = CLASSIFICATION[ErrorClass.LOCAL_SATURATION]
+    return CallOutcome(
+        route="r",
+        at=100.0,
+        ok=False,
+        error_class=ErrorClass.LOCAL_SATURATION,
+        latency_ms=5000.0,
+        counts_against_route=cls.counts_against_route,
+        trial=trial,
+    )
+
+
+def test_local_saturation_never_counts_toward_a_closed_breakers_rows() -> None:
+    """One failure and one timeout short of both in-a-row rules, a local_saturation
+    outcome leaves the breaker closed with its counts unchanged."""
+    s = BreakerSettings(consecutive_failures=2, consecutive_timeouts=2)
+    b = Breaker(route="r", consecutive_failures=1, consecutive_timeouts=1)
+    after, moved = on_outcome(b, _saturated(), WindowStats(), s, now=100.0)
+    assert moved is None and after.state is BreakerState.CLOSED
+    assert (after.consecutive_failures, after.consecutive_timeouts) == (1, 1)
+
+
+def test_a_saturated_trial_neither_closes_nor_reopens_a_half_open_breaker() -> None:
+    """A half-open trial that never left the worker frees its slot and decides nothing."""
+    s = BreakerSettings(close_after_consecutive_successes=1)
+    b = Breaker(route="r", state=BreakerState.HALF_OPEN, since=90.0, trials_in_flight=1)
+    after, moved = on_outcome(b, _saturated(trial=True), WindowStats(), s, now=100.0)
+    assert moved is None and after.state is BreakerState.HALF_OPEN
+    assert after.trials_in_flight == 0

@@ -76,3 +76,11 @@ def test_model_not_found_cools_the_route_and_moves_on() -> None:
     """A route whose model is not served is left for a while; the call does not stop."""
     s = fail(CallState(), "model_not_found")
     assert not s.stop_live and "r1" in s.cooldowns and s.excluded == ["r1"]
+
+
+def test_local_saturation_moves_on_to_the_next_route() -> None:
+    """Our own slots to r1 were full: the call moves on to the next route (r2, same model,
+    has its own slots), with no cool-down and the live tiers still open."""
+    s = fail(CallState(), "local_saturation")
+    assert s.excluded == ["r1"]
+    assert s.cooldowns == {} and not s.stop_live

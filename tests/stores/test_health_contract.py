@@ -77,6 +77,27 @@ async def test_failures_in_a_row_trip_and_a_success_resets_them(health_store: He
     assert (await health_store.breaker(ROUTE)).state is BreakerState.OPEN
 
 
+async def test_local_saturation_counts_for_operators_not_against_the_route(
+    health_store: HealthStore,
+) -> None:
+    """Ten calls that found our own connection slots busy, with both in-a-row rules at 2:
+    the breaker stays closed with nothing counted, the rates see no call, and the snapshot
+    shows the ten saturations."""
+    settings = BreakerSettings(consecutive_failures=2, consecutive_timeouts=2)
+    for i in range(10):
+        saturated = err(T0 + i * 0.1, ErrorClass.LOCAL_SATURATION, counts_against_route=False)
+        assert await health_store.record(saturated, settings) is None
+    b = await health_store.breaker(ROUTE)
+    assert b.state is BreakerState.CLOSED
+    assert b.consecutive_failures == b.consecutive_timeouts == 0
+    stats = (
+        (await health_store.snapshot([ROUTE], now=T0 + 2, window_s=60, min_calls=1))
+        .get(ROUTE)
+        .stats
+    )
+    assert (stats.calls, stats.errors, stats.local_saturations) == (0, 0, 10)
+
+
 async def test_error_rate_trips_once(health_store: HealthStore) -> None:
     """Crossing the error-rate threshold opens the breaker once, with the right cool-down."""
     transitions = []

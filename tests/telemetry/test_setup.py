@@ -126,5 +126,6 @@ def test_committed_dashboard_is_the_generator_output_and_reads_our_names() -> No
         "Quality regressions",
         "Rate-budget refusals",
         "Cost efficiency: tokens per dollar by route",
+        "Local saturation",
     ):
         assert needed in titles
