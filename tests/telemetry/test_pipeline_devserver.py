@@ -156,6 +156,9 @@ async def test_endpoint_serves_every_dashboard_and_alert_rule_series(
     from agent_failover.telemetry import record
 
     record.store_outage("health")
+    # Our own connection slots full takes a burst (tests/activities/test_local_saturation.py
+    # provokes one): recorded here as call_model records it.
+    record.local_saturation("analyst", PRIMARY, "core")
     async with httpx.AsyncClient() as http:
         text = (await http.get(f"http://127.0.0.1:{captured.telemetry.metrics_port}/metrics")).text
     wanted = {s for s in dashboard_series() if not s.startswith("temporal_")} - NOT_IN_SCENARIO
