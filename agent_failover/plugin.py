@@ -96,7 +96,7 @@ DEFAULT_SHADOW_SLOTS = 4
 #: workflow run (and per workflow validated at worker start), and pydantic classes stay
 #: identical inside and outside workflows. The whole ``agent_failover`` package qualifies:
 #: importing it has no side effect a workflow could see, and no module keeps state that
-#: workflow code mutates (``tests/workflows/test_sandbox.py`` checks both, and replays
+#: workflow code mutates (``tests/test_sandbox.py`` checks both, and replays
 #: every committed history under the strict sandbox, where our own workflow code is
 #: re-imported per run and every restriction applies to it). A user's modules are never
 #: passed through: a package of theirs that happens to be called ``activities`` stays

@@ -8,7 +8,7 @@ nothing. The grant remembers what it took so :meth:`BudgetBuckets.settle` can ch
 give back) the difference between the estimate and the actual usage.
 
 Two implementations share the arithmetic of :mod:`resilience.budget` and one contract
-suite (``tests/stores/test_budget_contract.py``): :class:`MemoryBudgets` (one process)
+suite (``tests/stores/test_budgets_contract.py``): :class:`MemoryBudgets` (one process)
 and :class:`~stores.redis_budgets.RedisBudgets` (every worker, one Lua script per scope).
 """
 

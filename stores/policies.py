@@ -8,7 +8,7 @@ worker whose policy has changed since (edited mid-run, worker restarted) still d
 version its history names. A ref names exactly one content, so ``put`` is idempotent and
 any worker may read any version.
 
-Three implementations, one contract suite (``tests/stores/test_policy_store_contract.py``):
+Three implementations, one contract suite (``tests/stores/test_policies_contract.py``):
 
 * :class:`MemoryPolicyStore`: one process (tests);
 * :class:`DirectoryPolicyStore`: ``<dir>/<ref>.json`` files, so a single-machine worker's

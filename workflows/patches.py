@@ -8,7 +8,7 @@ reader sees at once which behaviours still carry an old path and can drop a patc
 
 Before the first release there are none: pre-release histories were re-recorded from the
 current code (``python -m tests.workflows.record_histories --force``). Add new ids to
-``PATCHES`` with their reason; ``tests/workflows/test_replay.py`` checks that every id the
+``PATCHES`` with their reason; ``tests/workflows/test_patches_replay.py`` checks that every id the
 workflow code uses is listed here.
 """
 

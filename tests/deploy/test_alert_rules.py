@@ -1,6 +1,6 @@
 """The Prometheus alerting rules: loaded by compose's Prometheus, unit-tested beside them,
 and checked against what a scrape really serves (the check itself is tested here; the
-real scrape is in tests/telemetry/test_pipeline_devserver.py)."""
+real scrape is in tests/telemetry/test_prometheus_pipeline_devserver.py)."""
 
 from __future__ import annotations
 

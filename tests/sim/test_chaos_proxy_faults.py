@@ -1,6 +1,6 @@
 """Every fault the chaos proxy injects looks to our adapters as it does from the simulator.
 
-For each fault of the adapter test table (``tests/providers/test_against_simulator.py``),
+For each fault of the adapter test table (``tests/providers/test_registry_against_simulator.py``),
 on four wire formats (Anthropic, OpenAI, Gemini, and Bedrock's
 binary event stream), the same adapter call is made twice: once with the simulator
 injecting the fault directly, once through the proxy (simulator as a healthy upstream)
@@ -30,7 +30,7 @@ from agent_failover.testing.chaos_proxy import (
 from agent_failover.testing.chaos_proxy.scenario import Timeline
 from agent_failover.testing.sim.faults import Fault, FaultKind
 from agent_failover.testing.sim.server import RunningSimulator
-from tests.providers.test_against_simulator import CASES, STREAM, request_for
+from tests.providers.test_registry_against_simulator import CASES, STREAM, request_for
 
 ENDPOINTS = ["anthropic-us-east", "openai-us", "gemini-flash", "bedrock-us-west-2"]
 SUPPORTED = CASES

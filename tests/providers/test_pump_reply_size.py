@@ -15,7 +15,7 @@ from agent_failover.providers.registry import complete
 from agent_failover.providers.validate import reply_bytes, validate_reply
 from agent_failover.resilience import errors as E
 from agent_failover.resilience.models import ChatReply, FinishReason, ToolCall
-from tests.providers.test_adapter_errors import WIRE_IDS, assert_no_key, request
+from tests.providers.test_pipeline_errors import WIRE_IDS, assert_no_key, request
 from tests.providers.wire import WIRES, Wire, endpoint, stream_response
 
 LIMIT = 8 * 1024

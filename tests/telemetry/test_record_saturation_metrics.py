@@ -19,7 +19,7 @@ from agent_failover.resilience.errors import ErrorClass
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.health import MemoryHealthStore
 from agent_failover.telemetry import names
-from tests.activities.test_rate_budget import ROLE, ROUTE, T0, _call, _reply
+from tests.activities.test_model_call_rate_budget import ROLE, ROUTE, T0, _call, _reply
 from tests.telemetry.conftest import Captured
 from tests.telemetry.test_setup import _points
 

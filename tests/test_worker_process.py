@@ -24,7 +24,7 @@ from agent_failover.workflows.monitor import HealthMonitorWorkflow, monitor_work
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 
 pytestmark = pytest.mark.devserver
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _env(dev_env: WorkflowEnvironment, sim: RunningSimulator, **extra: str) -> dict[str, str]:

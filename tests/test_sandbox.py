@@ -11,7 +11,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from agent_failover.plugin import PASSTHROUGH_MODULES, STRICT_PASSTHROUGH_MODULES
 from agent_failover.service import workflow_runner
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 #: The code that runs inside workflows: orchestration and the pure policy it calls.
 WORKFLOW_SIDE = ("workflows", "resilience")
 _MUTABLE_CALLS = {"list", "dict", "set", "defaultdict", "OrderedDict", "Counter", "deque"}

@@ -18,7 +18,7 @@ from agent_failover.workflows.models import PipelineInput, PipelineOptions, Pipe
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from tests.workflows.conftest import Harness
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow
-from tests.workflows.test_failover_devserver import _request
+from tests.workflows.test_resilient_failover_devserver import _request
 
 pytestmark = pytest.mark.devserver
 

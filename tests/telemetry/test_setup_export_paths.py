@@ -19,7 +19,7 @@ from agent_failover.telemetry.config import TelemetryConfig
 from agent_failover.telemetry.setup import setup_telemetry, tracer
 from agent_failover.telemetry.spans import event
 from tests.telemetry.conftest import Captured
-from tests.workflows.test_replay import REPLAY_WORKFLOWS, fresh_worker_policies
+from tests.workflows.test_patches_replay import REPLAY_WORKFLOWS, fresh_worker_policies
 
 HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.json"))
 

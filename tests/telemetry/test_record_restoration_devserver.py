@@ -15,7 +15,7 @@ from agent_failover.telemetry import names
 from agent_failover.testing.harness import Harness
 from agent_failover.testing.sim.admin import SimAdmin
 from tests.telemetry.conftest import Captured
-from tests.telemetry.test_metrics_devserver import points
+from tests.telemetry.test_record_metrics_devserver import points
 
 pytestmark = pytest.mark.devserver
 PRIMARY = "anthropic-us-east"

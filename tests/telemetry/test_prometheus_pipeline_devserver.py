@@ -39,8 +39,8 @@ from tests.telemetry.dashboard import (
     served_labels,
     served_series,
 )
-from tests.telemetry.test_budget_metrics import budgeted, refuse_a_call
-from tests.telemetry.test_metrics_devserver import _sum, points
+from tests.telemetry.test_record_budget_metrics import budgeted, refuse_a_call
+from tests.telemetry.test_record_metrics_devserver import _sum, points
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow, drive_escalations
 
 pytestmark = pytest.mark.devserver
@@ -48,7 +48,7 @@ PRIMARY = "anthropic-us-east"
 TICKET = ActionSpec(tool="create_ticket", args={"title": "incident"}, answer_arg="body")
 MESSAGE = ActionSpec(tool="post_message", args={"channel": "#ops"}, answer_arg="text")
 #: Dashboard series no scenario here produces: a breaker closes again only through the
-#: health monitor's probes (test_restoration_devserver.py runs that on the dev server).
+#: health monitor's probes (test_record_restoration_devserver.py runs that on the dev server).
 NOT_IN_SCENARIO = {"failover_restoration_duration_seconds_bucket"}
 
 
@@ -156,8 +156,8 @@ async def test_endpoint_serves_every_dashboard_and_alert_rule_series(
     from agent_failover.telemetry import record
 
     record.store_outage("health")
-    # Our own connection slots full takes a burst (tests/activities/test_local_saturation.py
-    # provokes one): recorded here as call_model records it.
+    # Our own connection slots full takes a burst (one is provoked in
+    # tests/activities/test_model_call_local_saturation.py): recorded as call_model does.
     record.local_saturation("analyst", PRIMARY, "core")
     async with httpx.AsyncClient() as http:
         text = (await http.get(f"http://127.0.0.1:{captured.telemetry.metrics_port}/metrics")).text
