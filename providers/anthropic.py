@@ -40,7 +40,7 @@ from agent_failover.providers.wire import (
     carried,
     parse_tool_arguments,
 )
-from agent_failover.resilience.endpoint import EndpointConfig
+from agent_failover.resilience.endpoint import EndpointConfig, ProviderKind
 from agent_failover.resilience.errors import ContentFilterError
 from agent_failover.resilience.models import ChatRequest, FinishReason, Reasoning, ToolCall
 
@@ -139,17 +139,35 @@ NATIVE_JSON_MODELS = (
 )
 
 
+#: The Claude models with structured outputs on Bedrock (the same guide), as they appear
+#: in Bedrock model ids and inference profiles (``us.anthropic.claude-sonnet-4-5-…``).
+BEDROCK_NATIVE_JSON_MODELS = (
+    "anthropic.claude-opus-4-5",
+    "anthropic.claude-opus-4-6",
+    "anthropic.claude-sonnet-4-5",
+    "anthropic.claude-sonnet-4-6",
+    "anthropic.claude-haiku-4-5",
+)
+
+
+def native_json_default(endpoint: EndpointConfig) -> bool:
+    """The capability when unset: the Claude API or Bedrock with a listed model."""
+    if endpoint.cloud is None and endpoint.provider is ProviderKind.ANTHROPIC:
+        return endpoint.model.startswith(NATIVE_JSON_MODELS)
+    if endpoint.provider is ProviderKind.BEDROCK:
+        return any(m in endpoint.model for m in BEDROCK_NATIVE_JSON_MODELS)
+    return False
+
+
 def native_json(endpoint: EndpointConfig, request: ChatRequest) -> bool:
-    """Whether ``json_schema`` goes on the wire as ``output_config.format``: an object
+    """Whether ``json_schema`` goes on the wire as the API's structured output: an object
     schema, no prefill (the answer must start fresh), and the route's capability (by
-    default: the Claude API with a model of :data:`NATIVE_JSON_MODELS`)."""
+    default :func:`native_json_default`)."""
     schema = request.json_schema
     if schema is None or wrapped(schema) or prefill_text(request):
         return False
     wanted = endpoint.capabilities.native_json_schema
-    if wanted is None:
-        return endpoint.cloud is None and endpoint.model.startswith(NATIVE_JSON_MODELS)
-    return wanted
+    return native_json_default(endpoint) if wanted is None else wanted
 
 
 _SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")

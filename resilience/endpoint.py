@@ -155,13 +155,15 @@ class Capabilities(BaseModel):
     )
     native_json_schema: bool | None = Field(
         default=None,
-        description="Anthropic Messages routes only: a role's object `output_schema` goes "
-        "on the wire as the API's own structured output (`output_config.format`, "
-        "constrained decoding) instead of a forced `structured_output` tool, so the "
-        "caller's tools stay callable under `tool_choice: auto`; the answer is JSON text, "
-        "still validated. Null: on for the Claude API (no `cloud`) with the models "
-        "Anthropic lists as supporting it (Claude Opus 4.5 to 4.7, Sonnet 4.5 and 4.6, "
-        "Haiku 4.5, Mythos), off elsewhere. Bedrock Converse keeps the tool path.",
+        description="Anthropic and Bedrock routes: a role's object `output_schema` goes on "
+        "the wire as the API's own structured output (Anthropic `output_config.format`, "
+        "Bedrock Converse `outputConfig.textFormat`; constrained decoding) instead of a "
+        "forced `structured_output` tool, so the caller's tools stay callable under "
+        "`tool_choice: auto`; the answer is JSON text, still validated. Null: on for the "
+        "Claude models Anthropic lists as supporting it (on the Claude API: Opus 4.5 to "
+        "4.7, Sonnet 4.5 and 4.6, Haiku 4.5, Mythos; on Bedrock: Opus 4.5 and 4.6, Sonnet "
+        "4.5 and 4.6, Haiku 4.5), off elsewhere (Vertex, older or other models). False: "
+        "the tool path.",
     )
 
 

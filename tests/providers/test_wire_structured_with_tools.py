@@ -14,6 +14,11 @@ are requested with ``output_config: {format: {type: "json_schema", schema}}``, n
 beta header since general availability, require ``additionalProperties: false`` on
 objects, and come back as the JSON in the response's text content block), the schema
 goes there instead and no tool is forced: the routes in the ``native`` tests below.
+Bedrock Converse has its own: ``outputConfig.textFormat`` (``OutputConfig``,
+``OutputFormat`` with ``type: json_schema`` and ``structure.jsonSchema``, whose ``schema``
+is a JSON *string*: https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_OutputFormat.html,
+https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_JsonSchemaDefinition.html;
+the answer is the message's text block).
 """
 
 from __future__ import annotations
@@ -65,7 +70,9 @@ async def test_anthropic_user_tool_can_be_called(mock_client):
     """The JSON tool is offered, not forced; the model's call to the user's tool comes back."""
     blocks = [{"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": "x"}}]
     payload = anthropic_json("", stop="tool_use", blocks=blocks)
-    reply, body = await _call(mock_client, endpoint("anthropic-us-east", **TOOL_PATH), payload, ask())
+    reply, body = await _call(
+        mock_client, endpoint("anthropic-us-east", **TOOL_PATH), payload, ask()
+    )
     assert body["tool_choice"] == {"type": "auto"}
     assert [t["name"] for t in body["tools"]] == ["lookup", anthropic.JSON_TOOL]
     assert anthropic.JSON_TOOL in body["system"]
@@ -87,7 +94,10 @@ async def test_anthropic_caller_choice_is_kept(mock_client):
     """``required`` stays Anthropic's ``any``; ``none`` (no user tool callable) forces JSON."""
     payload = anthropic_json("", stop="tool_use", blocks=[])
     _, body = await _call(
-        mock_client, endpoint("anthropic-us-east", **TOOL_PATH), payload, ask(tool_choice="required")
+        mock_client,
+        endpoint("anthropic-us-east", **TOOL_PATH),
+        payload,
+        ask(tool_choice="required"),
     )
     assert body["tool_choice"] == {"type": "any"}
     _, body = await _call(
@@ -100,7 +110,9 @@ async def test_bedrock_user_tool_can_be_called(mock_client):
     """Converse: ``toolChoice.auto`` beside user tools; the user's toolUse comes back."""
     blocks = [{"toolUse": {"toolUseId": "tooluse_1", "name": "lookup", "input": {"q": "x"}}}]
     payload = bedrock_json("", stop="tool_use", blocks=blocks)
-    reply, body = await _call(mock_client, endpoint("bedrock-us-west-2"), payload, ask())
+    reply, body = await _call(
+        mock_client, endpoint("bedrock-us-west-2", **TOOL_PATH), payload, ask()
+    )
     config = body["toolConfig"]
     assert config["toolChoice"] == {"auto": {}}
     assert [t["toolSpec"]["name"] for t in config["tools"]] == ["lookup", anthropic.JSON_TOOL]
@@ -115,7 +127,9 @@ async def test_bedrock_without_user_tools_still_forces_json(mock_client):
     request = ChatRequest(
         messages=[Message(role="user", content="q")], json_schema=SCHEMA, stream=False
     )
-    reply, body = await _call(mock_client, endpoint("bedrock-us-west-2"), payload, request)
+    reply, body = await _call(
+        mock_client, endpoint("bedrock-us-west-2", **TOOL_PATH), payload, request
+    )
     assert body["toolConfig"]["toolChoice"] == {"tool": {"name": anthropic.JSON_TOOL}}
     assert json.loads(reply.text) == {"n": 1}
 
@@ -200,3 +214,41 @@ def test_closed_schema_closes_nested_objects_only_where_unset():
     assert closed["$defs"]["P"]["additionalProperties"] is False
     assert closed["properties"]["m"]["additionalProperties"] == {"type": "string"}
     assert "additionalProperties" not in schema
+
+
+async def test_bedrock_native_schema_beside_user_tools(mock_client):
+    """Converse native: ``outputConfig.textFormat`` with the closed schema as a string, the
+    user's tool under ``toolChoice.auto``, no JSON tool; the text answer is validated."""
+    payload = bedrock_json('{"n": 3}')
+    reply, body = await _call(mock_client, endpoint("bedrock-us-west-2"), payload, ask())
+    fmt = body["outputConfig"]["textFormat"]
+    assert fmt["type"] == "json_schema"
+    definition = fmt["structure"]["jsonSchema"]
+    assert isinstance(definition["schema"], str)
+    assert json.loads(definition["schema"]) == {**SCHEMA, "additionalProperties": False}
+    config = body["toolConfig"]
+    assert config["toolChoice"] == {"auto": {}}
+    assert [t["toolSpec"]["name"] for t in config["tools"]] == ["lookup"]
+    assert "system" not in body
+    assert validate_reply(reply, SCHEMA, endpoint="e") == {"n": 3}
+
+
+async def test_bedrock_native_default_by_model(mock_client):
+    """Unset capability: on for a listed Claude model id or inference profile, off for
+    another Bedrock model (the tool path, forced without user tools)."""
+    plain = ChatRequest(
+        messages=[Message(role="user", content="q")], json_schema=SCHEMA, stream=False
+    )
+    for model in (
+        "anthropic.claude-haiku-4-5-20251001-v1:0",
+        "global.anthropic.claude-opus-4-6-v1",
+    ):
+        assert anthropic.native_json(endpoint("bedrock-us-west-2", model=model), plain)
+    other = endpoint("bedrock-us-west-2", model="meta.llama3-70b-instruct-v1:0")
+    assert not anthropic.native_json(other, plain)
+    blocks = [{"toolUse": {"toolUseId": "t", "name": anthropic.JSON_TOOL, "input": {"n": 1}}}]
+    _, body = await _call(
+        mock_client, other, bedrock_json("", stop="tool_use", blocks=blocks), plain
+    )
+    assert "outputConfig" not in body
+    assert body["toolConfig"]["toolChoice"] == {"tool": {"name": anthropic.JSON_TOOL}}
