@@ -33,7 +33,13 @@ from agent_failover.providers.registry import complete
 from agent_failover.providers.validate import validate_reply
 from agent_failover.resilience.endpoint import Capabilities
 from agent_failover.resilience.models import ChatRequest, FinishReason, Message, ToolSpec
-from tests.providers.wire import anthropic_json, bedrock_json, endpoint
+from tests.providers.wire import (
+    anthropic_json,
+    anthropic_stream,
+    bedrock_json,
+    endpoint,
+    stream_response,
+)
 
 BUDGETS = Budgets(total_s=5)
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
@@ -252,3 +258,17 @@ async def test_bedrock_native_default_by_model(mock_client):
     )
     assert "outputConfig" not in body
     assert body["toolConfig"]["toolChoice"] == {"tool": {"name": anthropic.JSON_TOOL}}
+
+
+async def test_anthropic_native_streamed_answer(mock_client):
+    """Streamed: the JSON arrives as ``text_delta`` events of the text block (the stream
+    shape of the Messages API) and is the validated answer; the body asked to stream."""
+    chunks = anthropic_stream(['{"n"', ": 5}"])
+    client, rec = mock_client(lambda _: stream_response(chunks))
+    request = ask().model_copy(update={"stream": True})
+    async with client:
+        reply = await complete(client, endpoint("anthropic-us-east"), request, BUDGETS)
+    body = json.loads(rec.requests[0].content)
+    assert body["stream"] is True and "output_config" in body
+    assert reply.finish_reason is FinishReason.STOP
+    assert validate_reply(reply, SCHEMA, endpoint="e") == {"n": 5}
