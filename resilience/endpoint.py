@@ -139,8 +139,9 @@ class Capabilities(BaseModel):
     structured_output: bool = Field(
         default=True,
         description="The route honours a JSON schema natively, so a role's `output_schema` "
-        "goes on the wire (OpenAI `response_format`, Gemini `responseSchema`, a forced tool "
-        "on Anthropic and Bedrock). False: the schema is written into the system prompt and "
+        "goes on the wire (OpenAI `response_format`, Gemini `responseSchema`, on Anthropic "
+        "and Bedrock their own structured output or a forced tool: see "
+        "`native_json_schema`). False: the schema is written into the system prompt and "
         "the answer validated against it.",
     )
     assistant_prefill: bool = Field(
