@@ -5,7 +5,11 @@ Mapping choices:
 * ``system`` is the top-level ``system`` field; ``tool`` messages become ``tool_result``
   blocks in a user turn and assistant tool calls ``tool_use`` blocks; adjacent turns of
   the same role are merged, since parallel tool results must share one user turn.
-* ``json_schema`` is enforced with a forced tool (``tool_choice`` naming
+* ``json_schema`` uses the API's structured outputs (``output_config.format`` of type
+  ``json_schema``) where :func:`native_json` allows: the answer is a text block holding
+  the JSON, the caller's tools stay offered under ``tool_choice: auto``, and objects get
+  ``additionalProperties: false`` (which the API requires). Otherwise it
+  is enforced with a forced tool (``tool_choice`` naming
   :data:`JSON_TOOL`): the model must fill the schema as the tool's input, which is more
   reliable than instructions. The input becomes the reply text and is not reported as a
   tool call. With user tools the JSON tool is offered, not forced (``tool_choice`` stays
@@ -36,7 +40,7 @@ from agent_failover.providers.wire import (
     carried,
     parse_tool_arguments,
 )
-from agent_failover.resilience.endpoint import EndpointConfig
+from agent_failover.resilience.endpoint import EndpointConfig, ProviderKind
 from agent_failover.resilience.errors import ContentFilterError
 from agent_failover.resilience.models import ChatRequest, FinishReason, Reasoning, ToolCall
 
@@ -122,12 +126,81 @@ def force_json_tool(request: ChatRequest) -> bool:
     return not request.tools or request.tool_choice == "none"
 
 
+#: Model id prefixes with structured outputs on the Claude API (Anthropic's structured
+#: outputs guide, https://platform.claude.com/docs/en/build-with-claude/structured-outputs).
+NATIVE_JSON_MODELS = (
+    "claude-opus-4-5",
+    "claude-opus-4-6",
+    "claude-opus-4-7",
+    "claude-sonnet-4-5",
+    "claude-sonnet-4-6",
+    "claude-haiku-4-5",
+    "claude-mythos",
+)
+
+
+#: The Claude models with structured outputs on Bedrock (the same guide), as they appear
+#: in Bedrock model ids and inference profiles (``us.anthropic.claude-sonnet-4-5-…``).
+BEDROCK_NATIVE_JSON_MODELS = (
+    "anthropic.claude-opus-4-5",
+    "anthropic.claude-opus-4-6",
+    "anthropic.claude-sonnet-4-5",
+    "anthropic.claude-sonnet-4-6",
+    "anthropic.claude-haiku-4-5",
+)
+
+
+def native_json_default(endpoint: EndpointConfig) -> bool:
+    """The capability when unset: the Claude API or Bedrock with a listed model."""
+    if endpoint.cloud is None and endpoint.provider is ProviderKind.ANTHROPIC:
+        return endpoint.model.startswith(NATIVE_JSON_MODELS)
+    if endpoint.provider is ProviderKind.BEDROCK:
+        return any(m in endpoint.model for m in BEDROCK_NATIVE_JSON_MODELS)
+    return False
+
+
+def native_json(endpoint: EndpointConfig, request: ChatRequest) -> bool:
+    """Whether ``json_schema`` goes on the wire as the API's structured output: an object
+    schema, no prefill (the answer must start fresh), and the route's capability (by
+    default :func:`native_json_default`)."""
+    schema = request.json_schema
+    if schema is None or wrapped(schema) or prefill_text(request):
+        return False
+    wanted = endpoint.capabilities.native_json_schema
+    return native_json_default(endpoint) if wanted is None else wanted
+
+
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SUBSCHEMA_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
+
+
+def closed_schema(schema: Any) -> Any:
+    """``schema`` with ``additionalProperties: false`` on every object that leaves it
+    unset (structured outputs require it); any answer it allows the original allows too."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key in _SUBSCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {k: closed_schema(v) for k, v in out[key].items()}
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [closed_schema(v) for v in out[key]]
+    for key in ("items", "additionalProperties", "not"):
+        if isinstance(out.get(key), dict):
+            out[key] = closed_schema(out[key])
+    if (out.get("type") == "object" or "properties" in out) and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
 def prefill_text(request: ChatRequest) -> str:
     """The assistant text the reply continues: the prefill with trailing whitespace trimmed."""
     return (request.prefill or "").rstrip()
 
 
 def _structured_output(
+    endpoint: EndpointConfig,
     request: ChatRequest,
     body: dict[str, Any],
     tools: list[dict[str, Any]],
@@ -137,6 +210,11 @@ def _structured_output(
     """Put ``json_schema`` on the wire (JSON tool into ``tools``, maybe ``tool_choice``
     into ``body``); returns the system prompt, extended when the schema goes there."""
     if request.json_schema is None:
+        return system
+    if native_json(endpoint, request):
+        body["output_config"] = {
+            "format": {"type": "json_schema", "schema": closed_schema(request.json_schema)}
+        }
         return system
     sep = f"{system}\n\n" if system else ""
     if prefill:
@@ -170,7 +248,7 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest, *, stream: bool) 
         {"name": t.name, "description": t.description, "input_schema": t.parameters}
         for t in request.tools
     ]
-    system = _structured_output(request, body, tools, request.system or "", prefill)
+    system = _structured_output(endpoint, request, body, tools, request.system or "", prefill)
     if prefill:
         body["messages"].append({"role": "assistant", "content": prefill})
     if system:

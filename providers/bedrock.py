@@ -12,11 +12,14 @@ budgets as the SSE wires. Mapping choices:
 * ``system`` → ``system[{text}]``; tool calls are ``toolUse`` blocks and tool results
   ``toolResult`` blocks in a user turn; adjacent same-role turns merge; empty text
   blocks are dropped (Converse rejects blank text).
-* ``json_schema`` → a forced tool (``toolChoice.tool``) whose input is the answer, as
-  for Anthropic; beside user tools it is offered with ``toolChoice.auto`` (or the
-  caller's choice) and the answer validated, so the user's tools can still be called;
-  ``tool_choice`` → ``auto`` / ``any`` / ``tool`` (Converse has no
-  ``none``: the tools stay declared); ``prefill`` → a trailing assistant turn (trailing
+* ``json_schema`` → on the Claude models with structured outputs (or where
+  ``capabilities.native_json_schema`` says so), ``outputConfig.textFormat`` (type
+  ``json_schema``, the schema as a JSON string) and the answer is the text, with user
+  tools under ``toolChoice.auto``; otherwise a forced tool (``toolChoice.tool``) whose
+  input is the answer, as for Anthropic; beside user tools it is offered with
+  ``toolChoice.auto`` (or the caller's choice) and the answer validated, so the user's
+  tools can still be called; ``tool_choice`` → ``auto`` / ``any`` / ``tool`` (Converse
+  has no ``none``: the tools stay declared); ``prefill`` → a trailing assistant turn (trailing
   whitespace trimmed).
 * Stream events ``messageStart``, ``contentBlockStart`` / ``Delta`` / ``Stop``,
   ``messageStop`` (the terminal event, with ``stopReason``), then ``metadata`` (usage,
@@ -41,8 +44,10 @@ from urllib.parse import quote
 from agent_failover.providers.anthropic import (
     JSON_TOOL,
     JSON_TOOL_HINT,
+    closed_schema,
     force_json_tool,
     json_tool_text,
+    native_json,
     prefill_text,
     tool_schema,
     wrapped,
@@ -111,7 +116,7 @@ def _messages(endpoint: EndpointConfig, request: ChatRequest) -> list[dict[str, 
     return turns
 
 
-def _tool_config(request: ChatRequest, forced: bool) -> dict[str, Any] | None:
+def _tool_config(request: ChatRequest, forced: bool, native: bool) -> dict[str, Any] | None:
     tools = [
         {
             "toolSpec": {
@@ -135,7 +140,7 @@ def _tool_config(request: ChatRequest, forced: bool) -> dict[str, Any] | None:
     choice = request.tool_choice
     if forced and force_json_tool(request):
         config["toolChoice"] = {"tool": {"name": JSON_TOOL}}
-    elif forced and choice is None:
+    elif (forced or native) and choice is None:
         config["toolChoice"] = {"auto": {}}
     elif choice in ("auto", "required"):
         config["toolChoice"] = {"auto": {}} if request.tool_choice == "auto" else {"any": {}}
@@ -150,6 +155,13 @@ def _forced(request: ChatRequest) -> bool:
     return request.json_schema is not None and not prefill_text(request)
 
 
+def output_config(schema: dict[str, Any]) -> dict[str, Any]:
+    """Converse's structured output: ``outputConfig.textFormat`` with the schema as a
+    JSON string (``JsonSchemaDefinition.schema`` is a string), objects closed."""
+    definition = {"schema": json.dumps(closed_schema(schema)), "name": JSON_TOOL}
+    return {"textFormat": {"type": "json_schema", "structure": {"jsonSchema": definition}}}
+
+
 def build_body(endpoint: EndpointConfig, request: ChatRequest) -> dict[str, Any]:
     """The Converse request body for ``request`` (the same for ConverseStream)."""
     inference: dict[str, Any] = {"maxTokens": min(request.max_tokens, endpoint.max_output_tokens)}
@@ -160,17 +172,21 @@ def build_body(endpoint: EndpointConfig, request: ChatRequest) -> dict[str, Any]
         inference["stopSequences"] = request.stop
     body: dict[str, Any] = {"messages": _messages(endpoint, request), "inferenceConfig": inference}
     system = request.system or ""
-    if request.json_schema is not None and not _forced(request):
+    native = native_json(endpoint, request)
+    forced = _forced(request) and not native
+    if native:
+        body["outputConfig"] = output_config(request.json_schema or {})
+    elif request.json_schema is not None and not forced:
         # Resuming a cut JSON answer: the prefill continues text, so state the schema.
         system = (f"{system}\n\n" if system else "") + (
             "Answer with JSON only, valid against this JSON Schema:\n"
             + json.dumps(request.json_schema)
         )
-    if _forced(request) and not force_json_tool(request):
+    if forced and not force_json_tool(request):
         system = (f"{system}\n\n" if system else "") + JSON_TOOL_HINT
     if system:
         body["system"] = [{"text": system}]
-    tools = _tool_config(request, _forced(request))
+    tools = _tool_config(request, forced, native)
     if tools is not None:
         body["toolConfig"] = tools
     return body

@@ -139,8 +139,9 @@ class Capabilities(BaseModel):
     structured_output: bool = Field(
         default=True,
         description="The route honours a JSON schema natively, so a role's `output_schema` "
-        "goes on the wire (OpenAI `response_format`, Gemini `responseSchema`, a forced tool "
-        "on Anthropic and Bedrock). False: the schema is written into the system prompt and "
+        "goes on the wire (OpenAI `response_format`, Gemini `responseSchema`, on Anthropic "
+        "and Bedrock their own structured output or a forced tool: see "
+        "`native_json_schema`). False: the schema is written into the system prompt and "
         "the answer validated against it.",
     )
     assistant_prefill: bool = Field(
@@ -152,6 +153,18 @@ class Capabilities(BaseModel):
         description="OpenAI-style routes only: streamed requests ask for token usage with "
         "`stream_options: {include_usage: true}` (compatible servers report it only when "
         "asked). False for a server that rejects the field; usage is then estimated.",
+    )
+    native_json_schema: bool | None = Field(
+        default=None,
+        description="Anthropic and Bedrock routes: a role's object `output_schema` goes on "
+        "the wire as the API's own structured output (Anthropic `output_config.format`, "
+        "Bedrock Converse `outputConfig.textFormat`; constrained decoding) instead of a "
+        "forced `structured_output` tool, so the caller's tools stay callable under "
+        "`tool_choice: auto`; the answer is JSON text, still validated. Null: on for the "
+        "Claude models Anthropic lists as supporting it (on the Claude API: Opus 4.5 to "
+        "4.7, Sonnet 4.5 and 4.6, Haiku 4.5, Mythos; on Bedrock: Opus 4.5 and 4.6, Sonnet "
+        "4.5 and 4.6, Haiku 4.5), off elsewhere (Vertex, older or other models). False: "
+        "the tool path.",
     )
 
 

@@ -9,10 +9,17 @@ import httpx
 from agent_failover.providers import anthropic
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.registry import complete
+from agent_failover.resilience.endpoint import Capabilities
 from agent_failover.resilience.models import ChatRequest, FinishReason, Message, ToolCall, ToolSpec
 from tests.providers.wire import SENTINEL_KEY, anthropic_json, endpoint, sse, stream_response
 
 EP = endpoint("anthropic-us-east", max_output_tokens=1000)
+#: The same route without native structured output: schemas go through the forced tool.
+TOOL_EP = endpoint(
+    "anthropic-us-east",
+    max_output_tokens=1000,
+    capabilities=Capabilities(native_json_schema=False),
+)
 BUDGETS = Budgets(total_s=5, trailer_grace_s=0.05)
 
 
@@ -171,7 +178,8 @@ async def test_reply_mapping_stream(mock_client):
 
 
 async def test_json_schema_uses_forced_tool(mock_client):
-    """json_schema forces the structured-output tool; its input is the reply text, not a call."""
+    """Without native structured output, json_schema forces the structured-output tool; its
+    input is the reply text, not a call."""
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
     blocks = [{"type": "tool_use", "id": "t", "name": anthropic.JSON_TOOL, "input": {"n": 4}}]
     client, rec = mock_client(
@@ -181,7 +189,7 @@ async def test_json_schema_uses_forced_tool(mock_client):
         messages=[Message(role="user", content="q")], json_schema=schema, stream=False
     )
     async with client:
-        reply = await complete(client, EP, req, BUDGETS)
+        reply = await complete(client, TOOL_EP, req, BUDGETS)
     b = body_of(rec.requests[0])
     assert b["tool_choice"] == {"type": "tool", "name": anthropic.JSON_TOOL}
     assert b["tools"][-1]["input_schema"] == schema

@@ -22,6 +22,7 @@ from agent_failover.providers.auth import attach_credentials as attach
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.registry import complete
 from agent_failover.resilience import errors as E
+from agent_failover.resilience.endpoint import Capabilities
 from agent_failover.resilience.models import ChatRequest, Message, ToolSpec
 from agent_failover.testing.sim.wire import eventstream as es
 from agent_failover.testing.sim.wire.bedrock import sigv4_problem
@@ -78,8 +79,9 @@ async def test_bedrock_request_shape(mock_client) -> None:
 
 
 async def test_bedrock_forced_json_and_tool_calls(mock_client) -> None:
-    """A schema becomes a forced tool whose input is the answer; other tools are tool calls."""
-    ep = endpoint("bedrock-us-west-2")
+    """Without native structured output a schema becomes a forced tool whose input is the
+    answer; other tools are tool calls."""
+    ep = endpoint("bedrock-us-west-2", capabilities=Capabilities(native_json_schema=False))
     forced = bedrock_json("", stop="tool_use", blocks=[
         {"toolUse": {"toolUseId": "t1", "name": "structured_output", "input": {"a": "x"}}}
     ])  # fmt: skip

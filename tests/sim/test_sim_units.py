@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from agent_failover.testing.sim.content import (
 from agent_failover.testing.sim.faults import AttemptPlan, Fault, FaultKind, plan_attempt
 from agent_failover.testing.sim.scenario import Scenario, load_scenario, parse_duration
 from agent_failover.testing.sim.state import SimState
+from agent_failover.testing.sim.wire.base import Operation, SimError
+from agent_failover.testing.sim.wire.bedrock import BedrockWire
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "testing" / "sim" / "scenarios"
 
@@ -364,3 +367,22 @@ def test_cloud_model_ids_answer_like_their_family(model, family):
     assert ParsedRequest(model=model, messages=ask).seed() == (
         ParsedRequest(model=family, messages=ask).seed()
     )
+
+
+def test_bedrock_converse_output_config_is_json_mode_with_its_schema():
+    """Converse ``outputConfig.textFormat`` (type ``json_schema``, the schema a JSON string,
+    as https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_JsonSchemaDefinition.html
+    states) asks for JSON text of that schema; a schema string that is not JSON is a 400."""
+    endpoint = next(e for e in load_sim_config().endpoints if e.name == "bedrock-us-west-2")
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    fmt = {"type": "json_schema", "structure": {"jsonSchema": {"schema": json.dumps(schema)}}}
+    body = {
+        "messages": [{"role": "user", "content": [{"text": "count"}]}],
+        "outputConfig": {"textFormat": fmt},
+    }
+    op = Operation("complete", path_model=endpoint.models[0], variant="converse")
+    parsed = BedrockWire().parse(body, op, endpoint)
+    assert parsed.json_mode and parsed.schema == schema
+    fmt["structure"]["jsonSchema"]["schema"] = "{not json"
+    with pytest.raises(SimError):
+        BedrockWire().parse(body, op, endpoint)

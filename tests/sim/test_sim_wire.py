@@ -228,6 +228,28 @@ async def test_anthropic_forced_tool_and_json_prompt(sim, http):
     assert isinstance(json.loads(text), dict)
 
 
+async def test_anthropic_output_config_format_answers_schema_text(sim, http):
+    """Structured outputs (``output_config.format``, or the beta ``output_format``): the
+    answer is a text block of JSON valid against the schema, streamed as text deltas; with
+    a tool offered under ``auto`` the tool is called first, then the schema answered."""
+    fmt = {"type": "json_schema", "schema": SCHEMA}
+    for extra in ({"output_config": {"format": fmt}}, {"output_format": fmt}):
+        msg = (await http.post(anthropic_url(sim), json={**anthropic_body(), **extra})).json()
+        assert msg["stop_reason"] == "end_turn" and msg["content"][0]["type"] == "text"
+        jsonschema.validate(json.loads(msg["content"][0]["text"]), SCHEMA)
+    body = {**anthropic_body(stream=True), "output_config": {"format": fmt}}
+    events = json_events((await http.post(anthropic_url(sim), json=body)).text)
+    text = "".join(d["delta"]["text"] for e, d in events if e == "content_block_delta")
+    jsonschema.validate(json.loads(text), SCHEMA)
+    tools = [{"name": "lookup", "description": "look up", "input_schema": {"type": "object"}}]
+    body = {
+        **anthropic_body(tools=tools, tool_choice={"type": "auto"}),
+        "output_config": {"format": fmt},
+    }
+    msg = (await http.post(anthropic_url(sim), json=body)).json()
+    assert msg["stop_reason"] == "tool_use" and msg["content"][-1]["name"] == "lookup"
+
+
 async def test_gemini_response_schema_json(sim, http):
     """Gemini JSON mode honours an upper-case OpenAPI responseSchema."""
     schema = {

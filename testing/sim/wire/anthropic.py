@@ -5,7 +5,8 @@ Streams follow the documented event order: ``message_start``, ``content_block_st
 ``input_json_delta``), ``content_block_stop``, ``message_delta`` (stop reason and output
 usage), ``message_stop``. Errors are ``{"type":"error","error":{"type":...}}`` with 529
 for overload. JSON mode is inferred the way callers ask Claude for JSON: a forced tool
-(``tool_choice`` type ``tool``/``any``), an ``output_format`` JSON schema, or a system
+(``tool_choice`` type ``tool``/``any``), an ``output_config.format`` (or beta
+``output_format``) JSON schema, answered as JSON text matching it, or a system
 prompt / last user message that asks for JSON. Tools offered with ``tool_choice`` auto (or
 none) are called one by one, the first not yet called since the last user turn, before
 the model answers: an agent loop.
@@ -143,7 +144,11 @@ class AnthropicWire(WireFormat):
         system = text_of_blocks(body.get("system"))
         tool, offered = self._tool_choice(body)
         schema = None
-        output_format = body.get("output_format")
+        # Structured outputs: ``output_config.format`` (GA) or the beta ``output_format``.
+        output_config = body.get("output_config")
+        output_format = (
+            output_config.get("format") if isinstance(output_config, dict) else None
+        ) or body.get("output_format")
         if isinstance(output_format, dict) and output_format.get("type") == "json_schema":
             schema = output_format.get("schema") or {"type": "object"}
         last_user = next((t for r, t in reversed(messages) if r == "user"), "")

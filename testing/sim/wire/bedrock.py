@@ -225,7 +225,10 @@ class BedrockWire(_AwsErrors, WireFormat):
         if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
             raise _invalid("inferenceConfig.maxTokens: must be greater than or equal to 1")
         tool = self._forced_tool(body.get("toolConfig"))
-        json_mode = tool is not None or "json" in (system + (messages[-1][1])).lower()
+        schema = self._output_schema(body.get("outputConfig"))
+        json_mode = (
+            tool is not None or schema is not None or "json" in (system + (messages[-1][1])).lower()
+        )
         return ParsedRequest(
             model=op.path_model or endpoint.default_model,
             messages=messages,
@@ -234,8 +237,26 @@ class BedrockWire(_AwsErrors, WireFormat):
             stream=op.variant == "converse-stream",
             include_usage=True,
             json_mode=json_mode,
+            schema=schema,
             tool=tool,
         )
+
+    @staticmethod
+    def _output_schema(config: Any) -> dict[str, Any] | None:
+        """``outputConfig.textFormat`` of type ``json_schema``: the schema, sent as a string."""
+        fmt = config.get("textFormat") if isinstance(config, dict) else None
+        if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+            return None
+        raw = ((fmt.get("structure") or {}).get("jsonSchema") or {}).get("schema")
+        try:
+            schema = json.loads(raw) if isinstance(raw, str) else None
+        except ValueError:
+            schema = None
+        if not isinstance(schema, dict):
+            raise _invalid(
+                "outputConfig.textFormat.structure.jsonSchema.schema: invalid JSON schema"
+            )
+        return schema
 
     @staticmethod
     def _forced_tool(config: Any) -> ForcedTool | None:
