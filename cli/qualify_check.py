@@ -26,13 +26,14 @@ from agent_failover.activities.quality import (
 )
 from agent_failover.providers.client import build_http_client
 from agent_failover.resilience.config import PolicyConfig
-from agent_failover.resilience.qualification import ItemResult, golden_hash, summarize_route
+from agent_failover.resilience.qualification import ItemResult, summarize_route
 from agent_failover.workflows.qualify import (
     WORST_ITEMS_KEPT,
     FailedItem,
     QualifyInput,
     QualifyResult,
     RouteReport,
+    qualify_result,
 )
 
 #: Attempts per (item, route), as the workflow's retry policy.
@@ -101,17 +102,7 @@ def summarize(inp: QualifyInput, results: list[ItemResult]) -> QualifyResult:
             if not r.passed
         ][:WORST_ITEMS_KEPT]
         routes[route] = RouteReport(verdict=verdict, failed=failed)
-    return QualifyResult(
-        role=inp.role,
-        golden_set=inp.golden_set,
-        golden_hash=golden_hash(inp.items),
-        min_quality=inp.min_quality,
-        scorer="+".join(sorted({(i.scorer or inp.scorer).kind for i in inp.items})),
-        routes=routes,
-        items=len(inp.items),
-        runs=1,
-        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-    )
+    return qualify_result(inp, routes, runs=1, finished_at=datetime.now(UTC))
 
 
 def roles_to_check(policy: PolicyConfig, role: str | None) -> list[str]:

@@ -26,7 +26,7 @@ from agent_failover.resilience.errors import (
     OversizedOutputError,
     TruncatedOutputError,
 )
-from agent_failover.resilience.models import ChatReply, FinishReason
+from agent_failover.resilience.models import ChatReply, FinishReason, Reasoning
 
 #: How much of the offending output an error quotes in its message.
 MAX_QUOTE_CHARS = 120
@@ -55,12 +55,18 @@ def parse_json_output(text: str) -> Any:
 
 
 def reply_bytes(reply: ChatReply) -> int:
-    """UTF-8 bytes of what a reply carries into history: its text and tool-call arguments."""
-    size = len(reply.text.encode("utf-8", errors="replace"))
+    """UTF-8 bytes of what a reply carries into history: its text, tool-call arguments and
+    the reasoning state (thinking blocks, signatures) the next turn must send back."""
+    size = len(reply.text.encode("utf-8", errors="replace")) + _reasoning_bytes(reply.reasoning)
     for call in reply.tool_calls:
         args = call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
         size += len(args.encode("utf-8", errors="replace")) + len(call.name) + len(call.id)
+        size += _reasoning_bytes(call.reasoning)
     return size
+
+
+def _reasoning_bytes(reasoning: Reasoning | None) -> int:
+    return 0 if reasoning is None else len(reasoning.model_dump_json().encode("utf-8"))
 
 
 def _check_size_and_tool_calls(

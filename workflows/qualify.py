@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -231,17 +231,7 @@ class QualifyWorkflow:
                 :WORST_ITEMS_KEPT
             ]
             routes[route] = RouteReport(verdict=verdict, failed=failed)
-        return QualifyResult(
-            role=inp.role,
-            golden_set=inp.golden_set,
-            golden_hash=golden_hash(inp.items),
-            min_quality=inp.min_quality,
-            scorer="+".join(sorted({(i.scorer or inp.scorer).kind for i in inp.items})),
-            routes=routes,
-            items=len(inp.items),
-            runs=inp.runs + 1,
-            finished_at=workflow.now().isoformat(timespec="seconds"),
-        )
+        return qualify_result(inp, routes, runs=inp.runs + 1, finished_at=workflow.now())
 
     @workflow.query(name="progress")
     def progress(self) -> QualifyProgress:
@@ -259,6 +249,24 @@ class QualifyWorkflow:
             by_route=by_route,
             runs=inp.runs + 1,
         )
+
+
+def qualify_result(
+    inp: QualifyInput, routes: dict[str, RouteReport], *, runs: int, finished_at: datetime
+) -> QualifyResult:
+    """The result of a qualification of ``inp``'s golden set over ``routes`` (the workflow's
+    and the in-process ``failover qualify --check``'s)."""
+    return QualifyResult(
+        role=inp.role,
+        golden_set=inp.golden_set,
+        golden_hash=golden_hash(inp.items),
+        min_quality=inp.min_quality,
+        scorer="+".join(sorted({(i.scorer or inp.scorer).kind for i in inp.items})),
+        routes=routes,
+        items=len(inp.items),
+        runs=runs,
+        finished_at=finished_at.isoformat(timespec="seconds"),
+    )
 
 
 def _item_result(inp: QualifyInput, i: int, r: int, task: Any) -> ItemResult:

@@ -6,7 +6,7 @@ import pytest
 
 from agent_failover.providers.validate import validate_reply
 from agent_failover.resilience import errors as E
-from agent_failover.resilience.models import ChatReply, FinishReason, ToolCall
+from agent_failover.resilience.models import ChatReply, FinishReason, Reasoning, ToolCall
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
@@ -91,3 +91,28 @@ def test_semantic_errors_are_classified_semantic():
     with pytest.raises(E.SemanticError) as info:
         validate_reply(reply(""), None, endpoint="ep")
     assert info.value.classification.semantic
+
+
+def test_reasoning_state_counts_toward_max_reply_bytes() -> None:
+    """Thinking blocks and signatures go into history with the reply (the next turn sends
+    them back), so a short answer whose reasoning state is large is still oversized."""
+    blocks = [{"type": "thinking", "thinking": "x" * 5000, "signature": "s" * 500}]
+    small = ChatReply(text="ok", model="m", endpoint="ep", finish_reason=FinishReason.STOP)
+    assert validate_reply(small, None, endpoint="ep", max_reply_bytes=1000) is None
+    thought = small.model_copy(update={"reasoning": Reasoning(origin="anthropic:m", blocks=blocks)})
+    with pytest.raises(E.OversizedOutputError, match="above max_reply_bytes 1000"):
+        validate_reply(thought, None, endpoint="ep", max_reply_bytes=1000)
+    signed = small.model_copy(
+        update={
+            "tool_calls": [
+                ToolCall(
+                    id="c1",
+                    name="f",
+                    arguments={},
+                    reasoning=Reasoning(origin="gemini:m", signature="g" * 2000),
+                )
+            ]
+        }
+    )
+    with pytest.raises(E.OversizedOutputError):
+        validate_reply(signed, None, endpoint="ep", max_reply_bytes=1000)
