@@ -13,9 +13,7 @@ with the AES-GCM payload codec when ``FAILOVER_CODEC_KEYS`` is set (see
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
-import logging
 import os
 import sys
 import traceback
@@ -27,7 +25,7 @@ from temporalio.converter import PayloadCodec
 from temporalio.envconfig import ClientConfig
 
 from agent_failover.codec import AesGcmCodec, codec_from_env, failover_data_converter
-from agent_failover.report_errors import install_hook, report
+from agent_failover.report_errors import exit_now, install_hook, report
 from agent_failover.resilience.setup_errors import SetupError, TemporalUnreachable
 from agent_failover.telemetry.setup import tracing_enabled
 
@@ -143,11 +141,7 @@ def run_and_exit(main: Coroutine[Any, Any, object] | Callable[[], object]) -> No
     except BaseException:
         traceback.print_exc()
         code = 1
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
+    exit_now(code)
 
 
 def _exit_code(exc: SystemExit) -> int:

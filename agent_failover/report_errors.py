@@ -12,10 +12,13 @@ for our errors only, every other exception keeps its traceback.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sys
 import traceback
 from types import TracebackType
+from typing import NoReturn
 
 from agent_failover.resilience.config import PolicyError
 from agent_failover.resilience.setup_errors import SetupError
@@ -48,11 +51,24 @@ def _hook(
     def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         if isinstance(value, SetupError):
             report(value)
-            return
+            exit_now(EXIT_FAILED)
         previous(kind, value, tb)  # type: ignore[operator]
 
     hook.__wrapped__ = previous  # type: ignore[attr-defined]
     return hook
+
+
+def exit_now(code: int) -> NoReturn:
+    """Leave with ``code`` (what Python gives an uncaught exception) without finalizing the
+    interpreter: a process that used a Temporal client can abort in gRPC's threads while
+    finalizing (``Fatal Python error: PyGILState_Release``), turning a one-line error into
+    a crash report and exit code -6. :func:`~agent_failover.connect.run_and_exit` leaves the
+    same way. Logging and the standard streams are flushed first."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def install_hook() -> None:

@@ -82,7 +82,8 @@ async def test_a_pipeline_names_every_policy_by_ref_from_the_store(harness: Harn
     )
     result: PipelineResult = await handle.result()
     contexts = _role_contexts(await handle.fetch_history())
-    assert len(contexts) == len(result.steps) > len({c["role"] for c in contexts})
+    # One context per step; the planner may or may not give two subtasks the same role.
+    assert len(contexts) == len(result.steps) >= len({c["role"] for c in contexts})
     assert not [c for c in contexts if "policy" in c]
     stored = await harness.policy_store.all()
     assert {c["policy_ref"] for c in contexts} <= set(stored)
