@@ -62,19 +62,25 @@ async def test_build_http_client_pools_per_origin_without_retries():
         assert client.follow_redirects is False
 
 
-async def test_endpoint_slots_bound_concurrency():
-    """With max_connections=1 a second concurrent call waits, then fails as our own
-    saturation (local_saturation, not counted against the route), not as no_response."""
-    ep = endpoint("openai-us", max_connections=1)
+def _held_client() -> tuple[FailoverHTTPClient, asyncio.Event, asyncio.Event]:
+    """A client whose every request is answered (200, "ok") only once ``release`` is set;
+    ``started`` is set when a request reaches the transport."""
     release = asyncio.Event()
     started = asyncio.Event()
 
-    async def respond(_):
+    async def respond(_: httpx.Request) -> httpx.Response:
         started.set()
         await release.wait()
         return httpx.Response(200, json=openai_json("ok"))
 
-    client = build_http_client(transport=httpx.MockTransport(respond))
+    return build_http_client(transport=httpx.MockTransport(respond)), started, release
+
+
+async def test_endpoint_slots_bound_concurrency():
+    """With max_connections=1 a second concurrent call waits, then fails as our own
+    saturation (local_saturation, not counted against the route), not as no_response."""
+    ep = endpoint("openai-us", max_connections=1)
+    client, started, release = _held_client()
     budgets = Budgets(connect_s=0.03, total_s=5)
     req = Q.model_copy(update={"stream": False})
     async with client:
@@ -94,15 +100,7 @@ async def test_endpoint_slots_are_per_bulkhead():
     """A bulkhead whose slots to an endpoint are all taken does not take another
     bulkhead's: the other's call to the same endpoint goes through."""
     ep = endpoint("openai-us", max_connections=1)
-    release = asyncio.Event()
-    started = asyncio.Event()
-
-    async def respond(_):
-        started.set()
-        await release.wait()
-        return httpx.Response(200, json=openai_json("ok"))
-
-    client = build_http_client(transport=httpx.MockTransport(respond))
+    client, started, release = _held_client()
     req = Q.model_copy(update={"stream": False})
     busy = Budgets(connect_s=0.03, total_s=5, bulkhead="specialists")
     other = Budgets(connect_s=0.03, total_s=5, bulkhead="planner")
