@@ -19,6 +19,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
+from agent_failover.activities.call_leases import CallLease
 from agent_failover.activities.deps import ActivityDeps, workflow_now
 from agent_failover.activities.failures import (
     BULKHEAD_FULL,
@@ -109,6 +110,7 @@ class ModelCallActivities:
         grant = await self._take_budget(inp, reserved, admission.trial, workflow_now(base, started))
         progress = _Progress()
         beat = asyncio.create_task(_heartbeat_loop(progress))
+        lease = self._lease(inp, workflow_now(base, started))
         reply: ChatReply | None = None
         try:
             reply = await complete(
@@ -138,6 +140,7 @@ class ModelCallActivities:
             raise
         finally:
             beat.cancel()
+            await lease.release()
         outcome = _answered(
             inp.route, reply, workflow_now(base, started), admission.trial, inp.role
         )
@@ -145,6 +148,12 @@ class ModelCallActivities:
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
         ).for_route(inp.route)
+
+    def _lease(self, inp: CallModelInput, now: float) -> CallLease:
+        """The attempt's in-flight lease, taken beside the provider call (no added round
+        trip): the health monitor leaves a route with a user call in flight alone."""
+        leases = self._deps.health.in_flight
+        return CallLease(leases, inp.route, now=now, timeout_s=inp.timeout_ms / 1000)
 
     def _endpoint(self, route: str) -> EndpointConfig:
         try:

@@ -60,6 +60,7 @@ from agent_failover.resilience.cost_efficiency import CostLedger
 from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.resilience.windows import DEFAULT_HORIZON_S
 from agent_failover.stores.budgets import BudgetBuckets, BudgetGrant, MemoryBudgets
+from agent_failover.stores.in_flight import MemoryInFlight
 from agent_failover.stores.memory_routes import RouteFacts, RouteTable
 from agent_failover.stores.status import StoreStatus
 
@@ -155,6 +156,8 @@ class MemoryHealthStore:
         self.routes = RouteTable(horizon_s=horizon_s)
         self.roles = RoleVerdicts()
         self._budgets = BudgetBuckets(MemoryBudgets())
+        #: The user calls in flight on each route (the health monitor does not probe them).
+        self.in_flight = MemoryInFlight()
 
     async def record(self, outcome: CallOutcome, settings: BreakerSettings) -> Transition | None:
         """Append ``outcome`` and apply the breaker under the route's lock."""

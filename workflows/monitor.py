@@ -20,7 +20,7 @@ never the monitor. Signals pause or resume probing; the ``health`` query returns
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -118,18 +118,7 @@ class HealthMonitorWorkflow:
                 await self._probe_all(cur.routes, cur.interval_s, _fast(cur))
                 self._rounds += 1
             await self._refresh_table(cur.routes)
-            # Rounds start an interval apart: a slow probe must not push the next
-            # one a whole interval after it finished.
-            wait_s = self._next_wait(cur) - (workflow.now() - started).total_seconds()
-            if wait_s > 0:
-                try:
-                    await workflow.wait_condition(
-                        lambda: self._wake,
-                        timeout=timedelta(seconds=wait_s),
-                        timeout_summary=f"next probe round in {wait_s:g}s",
-                    )
-                except TimeoutError:
-                    pass
+            await self._until_next_round(cur, started)
             if workflow.info().is_continue_as_new_suggested():
                 break
         # Wait for signal handlers to finish so nothing is lost across the boundary.
@@ -147,6 +136,21 @@ class HealthMonitorWorkflow:
                 }
             )
         )
+
+    async def _until_next_round(self, cur: MonitorInput, started: datetime) -> None:
+        """Wait until the next round is due, or a signal or update wakes the monitor."""
+        # Rounds start an interval apart: a slow probe must not push the next
+        # one a whole interval after it finished.
+        wait_s = self._next_wait(cur) - (workflow.now() - started).total_seconds()
+        if wait_s > 0:
+            try:
+                await workflow.wait_condition(
+                    lambda: self._wake,
+                    timeout=timedelta(seconds=wait_s),
+                    timeout_summary=f"next probe round in {wait_s:g}s",
+                )
+            except TimeoutError:
+                pass
 
     def _next_wait(self, inp: MonitorInput) -> float:
         """The fast cadence while a route is half-open (probing), else the interval."""
