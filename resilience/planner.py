@@ -59,6 +59,7 @@ from agent_failover.resilience.plan import (
     SkippedRoute,
     SkipReason,
 )
+from agent_failover.resilience.ratelimit import shared_cooldown_wait_ms
 from agent_failover.resilience.scoring import RouteScore, request_cost, score_route
 from agent_failover.resilience.sla import evaluate_sla
 
@@ -75,6 +76,7 @@ class _Candidate(BaseModel):
     quality_regressed: bool = False
     needs_triage: bool
     target_input_tokens: int | None
+    wait_ms: float = 0.0
 
 
 def _blocked(
@@ -277,6 +279,9 @@ def _candidate(
     block = _unqualified(route, tier, role)
     if block is None:
         block = _blocked(route, tier, health, facts, now, role.critical)
+    wait_ms = _wait_out(block, health, role, policy, facts, now)
+    if wait_ms:
+        block = _out_of_budget(route, tier, health, facts, now, role.critical)
     if block is None:
         block, needs_triage, target = _fit(route, tier, policy, facts, health)
     if block is not None:
@@ -302,7 +307,30 @@ def _candidate(
         quality_regressed=health.quality_regressed,
         needs_triage=needs_triage,
         target_input_tokens=target,
+        wait_ms=wait_ms,
     )
+
+
+def _wait_out(
+    block: SkippedRoute | None,
+    health: RouteHealth,
+    role: RolePolicy,
+    policy: PolicyConfig,
+    facts: RequestFacts,
+    now: float,
+) -> float:
+    """Milliseconds to wait for a route only a short shared cool-down blocks, else 0."""
+    if block is None or block.code is not SkipReason.COOLING_DOWN or not facts.wait_out_cooldowns:
+        return 0.0
+    wait = shared_cooldown_wait_ms(
+        health.cooldown_until,
+        facts.cooldowns.get(block.route),
+        policy.rate_limit,
+        now=now,
+        remaining_ms=max(role.total_budget_ms - facts.elapsed_ms, 0.0),
+        ttft_budget_ms=role.ttft_budget_ms,
+    )
+    return wait or 0.0
 
 
 def _demoted(
@@ -370,6 +398,7 @@ def _schedule(
     for i, cand in enumerate(ordered):
         hedge = delay is not None and 1 <= i <= role.hedging.max_hedges
         start = prev_start + delay if hedge and delay is not None else free_at
+        start = max(start, cand.wait_ms)  # a short Retry-After waited out first
         left = remaining - start
         if left < min(role.ttft_budget_ms, role.attempt_timeout):
             skipped.append(_no_budget(cand, start, left, budget))
@@ -448,6 +477,7 @@ def _attempt(
         trial=cand.trial,
         sla_demoted=cand.demoted,
         worst_case_start_ms=start,
+        wait_ms=cand.wait_ms,
     )
 
 
@@ -463,4 +493,6 @@ def _why(cand: _Candidate, hedge: bool, hedged: str | None) -> str:
         parts.append(f"needs triage to {cand.target_input_tokens} input tokens")
     if hedge and hedged:
         parts.append(f"hedges {hedged}")
+    if cand.wait_ms:
+        parts.append(f"waits {cand.wait_ms:.0f} ms for a short Retry-After (cheaper than failover)")
     return "; ".join(parts)

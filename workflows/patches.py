@@ -18,8 +18,16 @@ from __future__ import annotations
 #: because its namespace lacks the attributes, so that replay skips them too.
 SEARCH_ATTRIBUTES_MISSING = "search-attributes-missing"
 
+#: A call waits out a short Retry-After another request (e.g. a probe) met on a route,
+#: instead of skipping the route (issue 22 §1.7): a timer before the attempt.
+WAIT_OUT_SHARED_COOLDOWN = "wait-out-shared-cooldown"
+
 #: Patch id -> why the old path still exists (the behaviour that changed).
 PATCHES: dict[str, str] = {
+    WAIT_OUT_SHARED_COOLDOWN: (
+        "runs recorded before skipped every route another request's 429 cooled down; "
+        "new runs wait out a short one (a timer, then the attempt on that route)"
+    ),
     SEARCH_ATTRIBUTES_MISSING: (
         "a recorded decision, never deprecated: the run found its namespace without the "
         "failover search attributes and skips its upserts (replay reads the marker)"

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.triage import bound_request_bytes, minimal_input_tokens
     from agent_failover.workflows import observe
     from agent_failover.workflows.call import Call
+    from agent_failover.workflows.patches import WAIT_OUT_SHARED_COOLDOWN
 
 ROLE_CONTEXT_TIMEOUT = timedelta(seconds=10)
 #: Retries of a local activity (role context, pipeline roles): a transient error is
@@ -116,6 +117,19 @@ def decision_rules(request: ChatRequest) -> tuple[int, float]:
     # One draw per call decides whether it may be a half-open route's real-call
     # trial (breaker.half_open_call_fraction); workflow.random() replays exactly.
     return floor, workflow.random().random()
+
+
+def wait_out_cooldowns(call: Call, role: RolePolicy) -> bool:
+    """Whether this call may wait out a short shared cool-down (resilience.ratelimit).
+
+    Asked of the patch only when a route of the role is cooling down in the snapshot (the
+    only case where the answer changes the plan), so other runs record no marker.
+    """
+    now = workflow.now().timestamp()
+    snapshot = call.ctx.snapshot
+    if not any((snapshot.get(r).cooldown_until or 0.0) > now for r in role.roster.routes()):
+        return True
+    return workflow.patched(WAIT_OUT_SHARED_COOLDOWN)
 
 
 def routes_by_family(policy: PolicyConfig) -> dict[str, list[str]]:

@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         prepare_request,
         record_skipped,
         routes_by_family,
+        wait_out_cooldowns,
     )
 
 __all__ = ["resilient_complete"]
@@ -102,6 +103,7 @@ class _ResilientCall:
                 exclude_routes=list(call.state.excluded),
                 min_context_window=call.state.min_context_window,
                 cooldowns=dict(call.state.cooldowns),
+                wait_out_cooldowns=wait_out_cooldowns(call, role),
                 min_input_tokens=floor,
                 trial_ticket=ticket,
             )
@@ -131,6 +133,13 @@ class _ResilientCall:
         ends the call, or None to plan again."""
         call = self.call
         first = p.attempts[0]
+        if first.wait_ms > 0:
+            # What is left of a short Retry-After a probe (or another call) met: a durable
+            # timer, then the attempt on the route (resilience.ratelimit).
+            await workflow.sleep(
+                first.wait_ms / 1000,
+                summary=f"Retry-After of {first.route}: {first.wait_ms:.0f} ms",
+            )
         hedge = hedge_for(call, p, role)
         await summarize_before_triage(call, role, first, hedge, started)
         results = await (hedged(call, first, hedge) if hedge else single(call, first))

@@ -158,7 +158,9 @@ def test_plan_invariants(
         assert h.breaker is not BreakerState.FORCED_OPEN
         assert not (h.breaker is BreakerState.OPEN and NOW < h.open_until)
         assert not f.cooldowns.get(a.route, 0) > NOW
-        assert not (h.cooldown_until or 0) > NOW
+        # A shared cool-down is planned only as a wait covering what is left of it.
+        assert (h.cooldown_until or 0) - NOW <= a.wait_ms / 1000 + 1e-9
+        assert a.wait_ms <= POLICY.rate_limit.max_wait_ms and a.wait_ms <= a.worst_case_start_ms
         assert (h.context_window or POLICY.endpoint(a.route).context_window) >= min_window
         assert 0 <= a.worst_case_start_ms < remaining
         assert a.worst_case_start_ms + a.timeout_ms <= remaining + 1e-6
@@ -482,11 +484,36 @@ def test_unconfigured_window_is_tried_not_assumed_small() -> None:
     assert "openai-us" in routes_of(p)
 
 
-def test_shared_cooldown_in_the_snapshot_skips_the_route() -> None:
-    """A 429 seen by any worker (RouteHealth.cooldown_until) keeps the route out until then."""
-    h = health("anthropic-us-east", cooldown_until=NOW + 1.5)
+def test_long_shared_cooldown_in_the_snapshot_skips_the_route() -> None:
+    """A 429 seen by any worker (RouteHealth.cooldown_until) whose Retry-After is longer
+    than rate_limit.max_wait_ms keeps the route out until then."""
+    wait_s = POLICY.rate_limit.max_wait_ms / 1000 + 1.0
+    h = health("anthropic-us-east", cooldown_until=NOW + wait_s)
     p = plan(role(attempt_timeout_ms=3000), POLICY, snap(h), facts(), NOW)
     [s] = [s for s in p.skipped if s.route == "anthropic-us-east"]
     assert s.code is SkipReason.COOLING_DOWN
-    later = plan(role(attempt_timeout_ms=3000), POLICY, snap(h), facts(), NOW + 1.5)
-    assert routes_of(later)[0] == "anthropic-us-east"
+    later = plan(role(attempt_timeout_ms=3000), POLICY, snap(h), facts(), NOW + wait_s)
+    assert routes_of(later)[0] == "anthropic-us-east" and later.attempts[0].wait_ms == 0
+
+
+def test_short_shared_cooldown_is_waited_out_on_the_primary() -> None:
+    """A short Retry-After another request met (a probe's 429) does not make the call skip
+    its primary: waiting it out fits the call's budget, so the primary comes first after
+    that wait, by the rule of the call's own 429 (before: skipped, the call failed over)."""
+    left_s = POLICY.rate_limit.max_wait_ms / 1000 * 0.75
+    h = health("anthropic-us-east", cooldown_until=NOW + left_s)
+    p = plan(role(attempt_timeout_ms=3000), POLICY, snap(h), facts(), NOW)
+    first = p.attempts[0]
+    assert first.route == "anthropic-us-east", p.explain()
+    assert first.wait_ms == pytest.approx(left_s * 1000)
+    assert first.worst_case_start_ms == pytest.approx(left_s * 1000)
+    assert "short Retry-After" in first.why
+    # Runs recorded before the change, this call's own 429, and a budget the wait would
+    # leave without its TTFT budget: skipped as before.
+    for f, r in (
+        (facts(wait_out_cooldowns=False), role(attempt_timeout_ms=3000)),
+        (facts(cooldowns={"anthropic-us-east": NOW + left_s}), role(attempt_timeout_ms=3000)),
+        (facts(elapsed_ms=role().total_budget_ms - 1000 * left_s), role()),
+    ):
+        skipped = plan(r, POLICY, snap(h), f, NOW)
+        assert "anthropic-us-east" not in routes_of(skipped)
