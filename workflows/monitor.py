@@ -15,7 +15,11 @@ continues-as-new every ``iterations_per_run`` rounds or when the server suggests
 its history stays bounded. The ``override_route`` update forces a route open or closed
 or releases it; its validator refuses a route the monitor does not probe (naming the
 known ones) before anything reaches history, and an override that fails fails the update,
-never the monitor. Signals pause or resume probing; the ``health`` query returns the table.
+never the monitor. The ``follow_policy`` update brings the monitor to a worker's policy
+(:class:`MonitorPolicy`: routes, cadence, the policy's ref): a round with the new routes
+starts at once and the next run continues with them; a policy from a worker that started
+before the one followed is refused by its validator (the worker started last wins).
+Signals pause or resume probing; the ``health`` query returns the table.
 """
 
 from __future__ import annotations
