@@ -231,7 +231,11 @@ class MemoryHealthStore:
                 min_calls=min_calls,
                 sla=(name in demoted, since.get(name)),
                 facts=r.facts() if r else RouteFacts(),
-                recent=(decode_recent(r.agg.recent, now=now, keep=MAX_SLA_STREAK) if r else []),
+                recent=(
+                    decode_recent(r.agg.recent, now=now, keep=MAX_SLA_STREAK, role=role)
+                    if r
+                    else []
+                ),
                 quality=self.roles.quality.get((role, name)) if role is not None else None,
                 role=role,
             )
