@@ -3,7 +3,8 @@ on a route (:mod:`stores.in_flight`), so no probe joins it (issue 22 §1.7).
 
 The lease is taken beside the call, not before it: the store write runs as its own task
 while the provider is being reached, so it adds no round trip to the call's latency. It is
-given back when the attempt ends, however it ends (answer, failure, hedge cancel); a
+given back when the attempt ends, however it ends (answer, failure, hedge cancel), again
+as a task of its own (:meth:`CallLease.release_soon`: an answer is recorded meanwhile); a
 worker killed mid-call leaves a lease that expires at the attempt's timeout plus
 :data:`LEASE_GRACE_S`.
 """
@@ -20,6 +21,8 @@ log = logging.getLogger(__name__)
 
 #: A lease outlives its attempt's timeout by this much (a slow last byte, clock skew).
 LEASE_GRACE_S = 5.0
+#: Releases in progress (asyncio keeps only weak references to tasks).
+_RELEASING: set[asyncio.Future[None]] = set()
 
 
 class CallLease:
@@ -31,6 +34,14 @@ class CallLease:
         self._id = uuid.uuid4().hex
         until = now + timeout_s + LEASE_GRACE_S
         self._taken = asyncio.ensure_future(leases.start(route, self._id, now=now, until=until))
+
+    def release_soon(self) -> asyncio.Future[None]:
+        """:meth:`release` as a task of its own (kept until done): await it to know the
+        lease is back, or let it finish while the attempt's outcome is recorded."""
+        task = asyncio.ensure_future(self.release())
+        _RELEASING.add(task)
+        task.add_done_callback(_RELEASING.discard)
+        return task
 
     async def release(self) -> None:
         """Give the lease back (after it was taken); a store error is logged, never raised:

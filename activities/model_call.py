@@ -140,11 +140,12 @@ class ModelCallActivities:
             raise
         finally:
             beat.cancel()
-            await lease.release()
+            released = lease.release_soon()  # given back while the answer is recorded
         outcome = _answered(
             inp.route, reply, workflow_now(base, started), admission.trial, inp.role
         )
         await self._on_answer(inp, endpoint, reply, data, outcome, grant, settings)
+        await released
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
         ).for_route(inp.route)
