@@ -18,10 +18,23 @@ from __future__ import annotations
 #: because its namespace lacks the attributes, so that replay skips them too.
 SEARCH_ATTRIBUTES_MISSING = "search-attributes-missing"
 
+#: Each live tier keeps one attempt (the role's live-tier floor) once the budget is spent.
+LIVE_TIER_FLOOR = "live-tier-floor"
+#: A 400 (invalid_request) stops the live tiers only once a second wire rejected it.
+INVALID_REQUEST_PER_WIRE = "invalid-request-per-wire"
+
 #: Patch id -> why the old path still exists (the behaviour that changed).
 PATCHES: dict[str, str] = {
     SEARCH_ATTRIBUTES_MISSING: (
         "a recorded decision, never deprecated: the run found its namespace without the "
         "failover search attributes and skips its upserts (replay reads the marker)"
+    ),
+    LIVE_TIER_FLOOR: (
+        "before it, a call whose budget was spent (a worker lost mid-call) went to the "
+        "cache and the static fallback without trying its other live tiers"
+    ),
+    INVALID_REQUEST_PER_WIRE: (
+        "before it, one route's 400 (invalid_request) stopped every live tier; now the "
+        "call moves to another wire and stops when a second wire rejects the request"
     ),
 }

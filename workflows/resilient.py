@@ -26,7 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.options import CallOptions, OnExhausted
     from agent_failover.resilience.outcomes import apply_failure
-    from agent_failover.resilience.planner import FailoverPlan, RequestFacts, plan
+    from agent_failover.resilience.planner import FailoverPlan, RequestFacts
     from agent_failover.workflows import observe
     from agent_failover.workflows.answers import refusal, success
     from agent_failover.workflows.attempts import single, summarize_before_triage
@@ -37,9 +37,11 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.workflows.planning import (
         decision_rules,
         load_context,
+        plan_round,
         prepare_request,
         record_skipped,
         routes_by_family,
+        wire_rule,
     )
 
 __all__ = ["resilient_complete"]
@@ -105,7 +107,7 @@ class _ResilientCall:
                 min_input_tokens=floor,
                 trial_ticket=ticket,
             )
-            p = plan(role, ctx.policy, ctx.snapshot, facts, workflow.now().timestamp())
+            p = plan_round(call, role, facts)
             if first_plan is None:
                 first_plan = p
                 record_skipped(call, p)
@@ -169,4 +171,5 @@ class _ResilientCall:
             now=workflow.now().timestamp(),
             routes_by_model=by_family,
             decision=r.details.get("decision"),
+            **wire_rule(call, r.attempt.route, r.error_type or ""),
         )

@@ -141,6 +141,15 @@ class RolePolicy(BaseModel):
         description="Longest gap in milliseconds between two stream chunks before the stream "
         "counts as stalled. Null: `ttft_budget_ms`.",
     )
+    live_tier_floor_ms: float | None = Field(
+        default=None,
+        ge=0.0,
+        description="Milliseconds of the one attempt each live tier (0, 1, 2) with a callable "
+        "route still gets once the budget is spent, before the cache and the static "
+        "fallback: time lost to a killed worker or a slow first tier never skips a "
+        "healthy standby. At most `total_budget_ms`. Null: the smaller of `ttft_budget_ms` "
+        "and the attempt timeout; 0: off (the budget is a hard limit).",
+    )
     hedging: HedgeSettings = Field(
         default_factory=HedgeSettings,
         description="Whether and when the role starts a second route before the first answers.",
@@ -250,6 +259,11 @@ class RolePolicy(BaseModel):
                 f"attempt_timeout_ms ({self.attempt_timeout_ms}) must be <= "
                 f"total_budget_ms ({self.total_budget_ms})"
             )
+        if self.live_tier_floor_ms is not None and self.live_tier_floor_ms > self.total_budget_ms:
+            raise ValueError(
+                f"live_tier_floor_ms ({self.live_tier_floor_ms}) must be <= "
+                f"total_budget_ms ({self.total_budget_ms})"
+            )
         if self.output_schema is not None:
             try:
                 jsonschema.Draft202012Validator.check_schema(self.output_schema)
@@ -263,6 +277,13 @@ class RolePolicy(BaseModel):
     def attempt_timeout(self) -> float:
         """Per-attempt timeout in ms: ``attempt_timeout_ms`` or, unset, the whole budget."""
         return self.attempt_timeout_ms or self.total_budget_ms
+
+    @property
+    def live_tier_floor(self) -> float:
+        """Budget in ms of a live tier's guaranteed attempt (0: no guarantee)."""
+        if self.live_tier_floor_ms is not None:
+            return self.live_tier_floor_ms
+        return min(self.ttft_budget_ms, self.attempt_timeout)
 
     @property
     def idle_budget(self) -> float:
