@@ -83,6 +83,7 @@ from agent_failover.supervisor import (
     SharedStores,
     bound_sticky_queue,
     bulkhead_workers,
+    checked_sticky_timeout,
     keep_monitor_running,
     publish_policy_versions,
     run_beside,
@@ -199,9 +200,7 @@ class FailoverPlugin(SimplePlugin):
         search_attributes: SearchAttributeMode | None = None,
         sticky_queue_timeout: timedelta | None = DEFAULT_STICKY_QUEUE_TIMEOUT,
     ) -> None:
-        if sticky_queue_timeout is not None and sticky_queue_timeout <= timedelta():
-            raise ValueError(f"sticky_queue_timeout must be positive, got {sticky_queue_timeout}")
-        self.sticky_queue_timeout = sticky_queue_timeout
+        self.sticky_queue_timeout = checked_sticky_timeout(sticky_queue_timeout)
         self.policy, self.policy_source = resolve_policy(policy)
         self.search_attributes = NamespaceCheck(search_attributes)
         self.shadow = _policy_has_shadows(self.policy) if shadow is None else shadow
@@ -210,14 +209,12 @@ class FailoverPlugin(SimplePlugin):
         self.tracing = resolve_tracing(tracing)
         self.codec = resolve_codec(codec)
         self._stores = SharedStores(stores, redis_url, redis_namespace, redis_unreachable)
-        self._include_pipeline = include_pipeline
-        self._start_monitor = start_monitor
+        self._include_pipeline, self._start_monitor = include_pipeline, start_monitor
         self._slots = {**DEFAULT_BULKHEAD_SLOTS, **(bulkhead_slots or {})}
         self.bulkheads = self._check_bulkheads(bulkheads)
         self.dispatch = self._resolve_dispatch(dispatch)
-        self._own_http = http is None
+        self._own_http, self._own_notify_http = http is None, notify_http is None
         self.http = http or policy_http_client(self.policy)
-        self._own_notify_http = notify_http is None
         self._notify_http = notify_http  # honours the proxy env vars; built on first use
         self._acts: dict[str, LLMActivitySet] = {}
         self._internal_queues: set[str] = set()

@@ -193,9 +193,7 @@ def sticky_queue_timeout_s(env: Mapping[str, str] | None = None) -> float:
     how long a run's next workflow task waits for the worker that ran it before any worker
     takes it. ``ValueError`` if invalid."""
     default = DEFAULT_STICKY_QUEUE_TIMEOUT.total_seconds()
-    return env_seconds(
-        "FAILOVER_STICKY_QUEUE_TIMEOUT_S", default, high=60, low_open=True, env=env
-    )
+    return env_seconds("FAILOVER_STICKY_QUEUE_TIMEOUT_S", default, high=60, low_open=True, env=env)
 
 
 def dispatch_from_env(env: Mapping[str, str] | None = None) -> Literal["eager", "queue"] | None:

@@ -133,6 +133,13 @@ async def publish_policy_versions(acts: LLMActivitySet, stores: Stores) -> Polic
     return stores.policies
 
 
+def checked_sticky_timeout(timeout: timedelta | None) -> timedelta | None:
+    """``timeout`` if it is positive or None; ``ValueError`` naming it otherwise."""
+    if timeout is not None and timeout <= timedelta():
+        raise ValueError(f"sticky_queue_timeout must be a positive duration, got {timeout}")
+    return timeout
+
+
 def bound_sticky_queue(config: WorkerConfig, timeout: timedelta | None) -> None:
     """Give a worker left at the SDK's sticky-queue default ``timeout`` (in place); a value
     the worker set itself is kept, and None keeps the SDK's."""

@@ -8,7 +8,10 @@ run. Prints one JSON document per run: which tier and route answered the critic,
 critic's attempts, how long the step took from its first attempt to its answer, and
 whether the pipeline escalated. Run it on two checkouts (before / after a change)::
 
-    .venv/bin/python bench/worker_kill.py [--runs 3]
+    .venv/bin/python bench/worker_kill.py [--runs 3] [--fail-primary]
+
+``--fail-primary``: the primary fails (529) from the kill on, so the critic's same-route
+retry fails too and the call must fail over after the worker loss.
 """
 
 from __future__ import annotations
@@ -26,8 +29,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from temporalio.api.enums.v1 import EventType, PendingActivityState
 from temporalio.client import Client, WorkflowHandle
@@ -46,6 +48,7 @@ from agent_failover.workflows.monitor import monitor_workflow_id
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 
 PRIMARY = "anthropic-us-east"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def start_worker(address: str, sim_url: str, task_queue: str, **extra: str) -> subprocess.Popen:
@@ -85,8 +88,11 @@ async def critic_attempt_worker(handle: WorkflowHandle) -> int | None:
     return None
 
 
-async def one_run(client: Client, address: str, sim_url: str, admin: SimAdmin) -> dict[str, Any]:
-    """One pipeline whose critic's worker is killed; what the critic step became."""
+async def one_run(
+    client: Client, address: str, sim_url: str, admin: SimAdmin, fail_primary: bool
+) -> dict[str, Any]:
+    """One pipeline whose critic's worker is killed (and, with ``fail_primary``, whose
+    primary fails from then on, so its same-route retry fails); what the critic became."""
     await admin.reset()
     await admin.set_faults(PRIMARY, [{"kind": "latency", "seconds": 1.0}])
     tq = f"kill-{uuid.uuid4().hex[:8]}"
@@ -111,6 +117,8 @@ async def one_run(client: Client, address: str, sim_url: str, admin: SimAdmin) -
             if pid is not None and pid in [p.pid for p in procs]:
                 os.kill(pid, signal.SIGKILL)
                 killed = pid
+                if fail_primary:
+                    await admin.set_faults(PRIMARY, [{"kind": "overloaded"}])
                 break
             await asyncio.sleep(0.05)
         result: PipelineResult = await asyncio.wait_for(handle.result(), 120)
@@ -187,18 +195,26 @@ async def critic_timeline(handle: WorkflowHandle) -> list[str]:
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument(
+        "--fail-primary",
+        action="store_true",
+        help="the primary fails (529) from the kill on: its same-route retry fails too",
+    )
     args = ap.parse_args()
     env = await start_dev_server(ui=False)
     sim = await start_simulator(port=0)
     admin = SimAdmin(sim.url)
     try:
         address = env.client.service_client.config.target_host
-        runs = [await one_run(env.client, address, sim.url, admin) for _ in range(args.runs)]
+        runs = [
+            await one_run(env.client, address, sim.url, admin, args.fail_primary)
+            for _ in range(args.runs)
+        ]
     finally:
         await admin.aclose()
         await sim.stop()
         await env.shutdown()
-    print(json.dumps({"runs": runs}, indent=2))
+    print(json.dumps({"fail_primary": args.fail_primary, "runs": runs}, indent=2))
 
 
 if __name__ == "__main__":

@@ -17,9 +17,8 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
-from temporalio.exceptions import TimeoutType
 
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.failures import BULKHEAD_FULL

@@ -22,10 +22,10 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.snapshot_history import UNSTATED_TIME
     from agent_failover.resilience.config import PolicyConfig, PolicyError, RolePolicy
     from agent_failover.resilience.contracts import AttemptRecord, ReasonCode
+    from agent_failover.resilience.errors import CLASSIFICATION, ErrorClass
     from agent_failover.resilience.limits import MAX_REQUEST_BYTES
     from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.options import apply_call_options, override_routes
-    from agent_failover.resilience.errors import CLASSIFICATION, ErrorClass
     from agent_failover.resilience.plan import RequestFacts
     from agent_failover.resilience.planner import FailoverPlan, SkipReason, plan
     from agent_failover.resilience.triage import bound_request_bytes, minimal_input_tokens
@@ -168,7 +168,9 @@ def plan_round(call: Call, role: RolePolicy, facts: RequestFacts) -> FailoverPla
     p = plan(role, ctx.policy, ctx.snapshot, facts, now)
     running = p.attempts[:1] + [a for a in p.attempts[1:2] if a.hedge]
     if any(a.floor for a in running) and not workflow.patched(LIVE_TIER_FLOOR):
-        p = plan(role, ctx.policy, ctx.snapshot, facts.model_copy(update={"live_tier_floor": False}), now)
+        p = plan(
+            role, ctx.policy, ctx.snapshot, facts.model_copy(update={"live_tier_floor": False}), now
+        )
     return p
 
 

@@ -101,9 +101,7 @@ def test_one_wires_400_moves_the_call_to_another_wire() -> None:
 
 def test_a_second_wire_rejecting_the_same_request_stops_the_call() -> None:
     first = fail(CallState(), "invalid_request", wire="anthropic@anthropic", routes_by_wire=BY_WIRE)
-    second = fail(
-        first, "invalid_request", route="r3", wire="bedrock@aws", routes_by_wire=BY_WIRE
-    )
+    second = fail(first, "invalid_request", route="r3", wire="bedrock@aws", routes_by_wire=BY_WIRE)
     assert second.stop_live
     assert second.rejected_wires == ["anthropic@anthropic", "bedrock@aws"]
 

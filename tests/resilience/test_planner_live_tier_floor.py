@@ -66,9 +66,7 @@ def test_the_floor_follows_the_attempts_that_still_fit() -> None:
 def test_only_callable_routes_get_the_floor() -> None:
     """A tier whose routes are all open keeps no attempt: the floor skips no health rule."""
     r = _critic()
-    open_ = [
-        health(x, breaker=BreakerState.OPEN, open_until=NOW + 30) for x in r.roster.tier1
-    ]
+    open_ = [health(x, breaker=BreakerState.OPEN, open_until=NOW + 30) for x in r.roster.tier1]
     p = plan(r, POLICY, snap(*open_), facts(elapsed_ms=15_000), NOW)
     assert _tiers(p) == [0, 2]
 

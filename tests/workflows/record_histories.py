@@ -33,6 +33,7 @@ from agent_failover.config.loader import load_policy
 from agent_failover.datasets import DATASETS_DIR
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.resilience.models import ChatRequest, Message
+from agent_failover.resilience.options import CallOptions
 from agent_failover.resilience.qualification import (
     QualificationLock,
     RoleQualification,
@@ -440,6 +441,21 @@ async def _policy_store_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
     return [Recorded("call_policy_store", await _call(h, "plain", "by ref"))]
 
 
+async def _failover_rule_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A 400 on the primary's wire answered on another wire (patch
+    ``invalid-request-per-wire``), and a call whose primary ate its 3 s deadline, answered
+    by its tier-1 floor attempt (patch ``live-tier-floor``)."""
+    await admin.reset()
+    await admin.set_faults("anthropic-us-east", [{"kind": "http_error", "status": 400}])
+    runs = [Recorded("call_invalid_request_other_wire", await _call(h, "plain", "bad param"))]
+    await admin.set_faults("anthropic-us-east", [{"kind": "slow_first_token", "seconds": 30}])
+    wid = f"floor-{uuid.uuid4().hex[:6]}"
+    await h.call("plain", "floor", options=CallOptions(deadline_ms=3000), workflow_id=wid)
+    runs.append(Recorded("call_live_tier_floor", wid))
+    await admin.reset()
+    return runs
+
+
 async def _pipeline(h: Harness, prefix: str, inp: PipelineInput | None = None) -> str:
     """Run one pipeline (by default the healthy demo task) to its end; its workflow id."""
     wid = f"{prefix}-{uuid.uuid4().hex[:6]}"
@@ -479,6 +495,7 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     ),
     (("call_policy_store",), _policy_store_run),
     (("call_unqualified", "qualify_continue_as_new", "qualify_final"), _qualification_runs),
+    (("call_invalid_request_other_wire", "call_live_tier_floor"), _failover_rule_runs),
 ]
 #: Every history the recorders produce (the replay test expects exactly these).
 HISTORY_NAMES = frozenset(name for names, _ in RECORDERS for name in names)

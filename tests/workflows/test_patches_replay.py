@@ -78,6 +78,10 @@ EXPECTED_HISTORIES = {
     "call_unqualified",
     "qualify_continue_as_new",
     "qualify_final",
+    # A 400 on one wire answered by another's route; a call answered by its tier-1 floor
+    # attempt once its primary had spent the deadline.
+    "call_invalid_request_other_wire",
+    "call_live_tier_floor",
 }
 
 
