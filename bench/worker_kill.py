@@ -134,10 +134,8 @@ async def one_run(
         with contextlib.suppress(Exception):
             await client.get_workflow_handle(monitor_workflow_id(tq)).terminate()
     timeline = await critic_timeline(handle)
-    critic = next(s for s in result.steps if s.step.startswith("critic"))
-    out = critic.output
-    t0 = min((a.started_at for a in out.attempts if a.started_at), default=None)
-    t1 = max((a.finished_at or 0.0 for a in out.attempts), default=None)
+    critics = [s.output for s in result.steps if s.step.startswith("critic")]
+    out = max(critics, key=_span)  # the critic call the kill hit (the slowest)
     return {
         "killed_worker": killed is not None,
         "critic_tier": out.tier,
@@ -152,21 +150,39 @@ async def one_run(
             }
             for a in out.attempts
         ],
-        "critic_attempts_span_s": round(t1 - t0, 2) if t0 and t1 else None,
+        "critic_attempts_span_s": round(_span(out), 2),
         "escalation": result.escalation.value,
         "timeline": timeline,
     }
+
+
+def _span(out: Any) -> float:
+    """Seconds from a step's first attempt's start to its last attempt's end."""
+    starts = [a.started_at for a in out.attempts if a.started_at]
+    ends = [a.finished_at for a in out.attempts if a.finished_at]
+    return max(ends) - min(starts) if starts and ends else 0.0
 
 
 async def critic_timeline(handle: WorkflowHandle) -> list[str]:
     """The history from the critic's first model call on: seconds after it, event, detail
     (an activity's attempt and failure, a workflow task's queue: sticky or normal)."""
     events = (await handle.fetch_history()).events
-    first = next(
+    starts = [
         i
         for i, e in enumerate(events)
         if e.HasField("activity_task_scheduled_event_attributes")
         and "critic" in e.user_metadata.summary.data.decode(errors="replace")
+    ]
+    # The critic call the kill hit (a revision round may call the critic again): the one
+    # whose stretch of history holds a workflow task timeout (the dead sticky queue).
+    ends = [*starts[1:], len(events)]
+    first = next(
+        (
+            a
+            for a, b in zip(starts, ends, strict=True)
+            if any(e.HasField("workflow_task_timed_out_event_attributes") for e in events[a:b])
+        ),
+        starts[0],
     )
     t0 = events[first].event_time.ToDatetime()
     out = []
