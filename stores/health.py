@@ -48,12 +48,22 @@ class HealthStore(Protocol):
         """
         ...
 
-    async def admit(self, route: str, settings: BreakerSettings, now: float) -> Admission:
-        """Ask the route's breaker for permission to call; half-open trial slots are atomic."""
+    async def admit(
+        self, route: str, settings: BreakerSettings, now: float, *, hold_s: float | None = None
+    ) -> Admission:
+        """Ask the route's breaker for permission to call; half-open trial slots are atomic.
+
+        A trial slot is a lease (``Admission.lease``) that lapses ``hold_s`` (the attempt's
+        timeout; None: ``DEFAULT_TRIAL_HOLD_S``) plus ``trial_lease_grace_s`` after ``now``.
+        """
         ...
 
-    async def release_trial(self, route: str, now: float) -> None:
-        """Give back a half-open trial slot that was admitted but never reported."""
+    async def admit_probe(self, route: str, now: float) -> Admission:
+        """Ask the route's breaker for a probe: never takes or waits for a trial slot."""
+        ...
+
+    async def release_trial(self, route: str, now: float, lease: str | None = None) -> None:
+        """Give back a half-open trial lease that was admitted but never reported."""
         ...
 
     async def force(self, route: str, target: BreakerState | None, now: float) -> Transition:
