@@ -30,7 +30,8 @@ from agent_failover.activities.models import CallModelInput, CallModelResult
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.registry import complete
 from agent_failover.providers.validate import validate_reply
-from agent_failover.resilience.breaker import Admission, BreakerReason
+from agent_failover.resilience.admission import Admission
+from agent_failover.resilience.breaker import BreakerReason
 from agent_failover.resilience.budget import scopes_for
 from agent_failover.resilience.config import BreakerSettings, EndpointConfig, PolicyError
 from agent_failover.resilience.contracts import CallOutcome
@@ -125,7 +126,9 @@ class ModelCallActivities:
             elapsed_ms = (time.monotonic() - started) * 1000
             at = workflow_now(base, started)
             await self._settle_unanswered(inp, grant, at)
-            failed = _Failed(err, elapsed_ms, admission.trial, at, billed=reply, lease=admission.lease)
+            failed = _Failed(
+                err, elapsed_ms, admission.trial, at, billed=reply, lease=admission.lease
+            )
             await self._record_failure(inp, failed, settings)
             wait = self._rate_limit_wait(inp, err, at)
             raise to_application_error(inp.route, err, elapsed_ms, wait) from err
@@ -157,9 +160,7 @@ class ModelCallActivities:
                 non_retryable=True,
             ) from exc
 
-    async def _admit(
-        self, inp: CallModelInput, settings: BreakerSettings, now: float
-    ) -> Admission:
+    async def _admit(self, inp: CallModelInput, settings: BreakerSettings, now: float) -> Admission:
         """The breaker's admission, or a non-retryable ``breaker_rejected`` error.
 
         A half-open trial's slot is leased for the attempt's timeout (plus the breaker's

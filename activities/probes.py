@@ -64,7 +64,7 @@ class ProbeActivities:
             # by calls that never report cannot keep a healed route from closing. An open
             # route's recovery check needs no admission: only a good one changes the
             # breaker (to half-open).
-            admission = await health.admit_probe(inp.route, inp.now)
+            admission = await health.admit(inp.route, settings, inp.now, probe=True)
             if not admission.permitted:
                 b = await health.breaker(inp.route)
                 return ProbeResult(

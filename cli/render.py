@@ -10,8 +10,8 @@ from agent_failover.activities.health_models import (
     QualificationStatus,
     QualityRow,
 )
-from agent_failover.resilience.budget import BucketLevel, BucketState, refill
 from agent_failover.resilience.breaker import Breaker
+from agent_failover.resilience.budget import BucketLevel, BucketState, refill
 from agent_failover.resilience.contracts import AgentOutput, BreakerState
 from agent_failover.workflows.models import MonitorTable, PipelineResult
 

@@ -3,7 +3,8 @@
 Modelled on resilience4j's ``CircuitBreakerStateMachine``: explicit states
 (:class:`~resilience.contracts.BreakerState`), a table of legal moves that raises
 :class:`IllegalTransition` for anything else, decisions returned as values
-(:class:`Admission`, :class:`Transition`) with an enum reason, and the time injected as
+(:class:`Transition`, and :class:`~resilience.admission.Admission` from
+:mod:`resilience.admission`) with an enum reason, and the time injected as
 ``now``. The functions never mutate their input: they return a new :class:`Breaker`
 whose ``version`` is one higher whenever anything changed, so stores can persist it
 with compare-and-set and many workers can record at once.
@@ -44,7 +45,8 @@ attempt's timeout plus ``trial_lease_grace_s``). Its outcome (or a cancel) gives
 that lease; a lease whose holder died without reporting (a SIGKILLed worker) lapses at
 its expiry, so slots never leak. A full set of live leases rejects with
 ``TRIAL_SLOTS_FULL`` and ``retry_at`` the first expiry. Probes are admitted apart
-(:func:`admit_probe`): they never wait for, nor take, a real call's trial slot.
+(:func:`resilience.admission.admit_probe`): they never wait for, nor take, a real call's
+trial slot.
 
 A 429 is not a state: it sets ``cooldown_until`` (Retry-After, or the policy's default)
 in any state, which the planner and the health monitor read to keep real calls and
@@ -62,7 +64,6 @@ from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome, WindowStats
 from agent_failover.resilience.errors import ErrorClass
 from agent_failover.resilience.trip_rules import BreakerReason, rate_trip
-
 
 #: How long a trial lease lasts when the caller does not say how long its attempt may
 #: take (the attempt's timeout plus the grace is the normal case).
@@ -144,30 +145,6 @@ class IllegalTransition(Exception):
         super().__init__(
             f"breaker {route!r}: illegal transition {from_state.value} -> {to_state.value} ({why})"
         )
-
-
-class Admission(BaseModel):
-    """May a call go to the route now? A rejection names the route and breaker state."""
-
-    model_config = ConfigDict(frozen=True)
-
-    route: str
-    permitted: bool
-    trial: bool = False
-    reason: BreakerReason | None = None
-    retry_at: float | None = None
-    state: BreakerState = BreakerState.CLOSED
-    #: The trial slot a permitted trial holds: give it back with its id (the outcome's
-    #: ``trial_lease``, or ``release_trial``).
-    lease: str | None = None
-
-    def __str__(self) -> str:
-        if self.permitted:
-            kind = "trial call" if self.trial else "call"
-            return f"{kind} permitted on {self.route!r} (breaker {self.state.value})"
-        why = f" ({self.reason.value})" if self.reason else ""
-        until = f" until {self.retry_at:.3f}" if self.retry_at is not None else ""
-        return f"call not permitted: breaker {self.route!r} is {self.state.value}{why}{until}"
 
 
 _S = BreakerState
@@ -300,92 +277,6 @@ def tick(b: Breaker, now: float) -> tuple[Breaker, Transition | None]:
     if b.state is _S.OPEN and b.open_until is not None and now >= b.open_until:
         return transition(b, _S.HALF_OPEN, _R.OPEN_DURATION_ELAPSED, now)
     return b, None
-
-
-def admit(
-    b: Breaker,
-    s: BreakerSettings,
-    now: float,
-    *,
-    hold_s: float = DEFAULT_TRIAL_HOLD_S,
-    lease_id: str = "",
-) -> tuple[Breaker, Admission, Transition | None]:
-    """Decide whether a real call may go to the route now.
-
-    CLOSED and FORCED_CLOSED permit; FORCED_OPEN rejects; OPEN rejects until
-    ``open_until``, then moves to HALF_OPEN; HALF_OPEN admits a trial while fewer than
-    ``half_open_max_trials`` leases are live, and the returned breaker holds a new lease
-    ``lease_id`` (default: one derived from the version) until ``now + hold_s +
-    trial_lease_grace_s``. Expired leases are dropped first; with every slot held the
-    rejection says ``TRIAL_SLOTS_FULL`` and ``retry_at`` the first lease's expiry.
-    """
-    b, moved = tick(b, now)
-    state = b.state
-    if state in (_S.CLOSED, _S.FORCED_CLOSED):
-        return b, Admission(route=b.route, permitted=True, state=state), moved
-    if state is _S.FORCED_OPEN:
-        return (
-            b,
-            Admission(route=b.route, permitted=False, reason=_R.FORCED_OPEN, state=state),
-            moved,
-        )
-    if state is _S.OPEN:
-        rejection = Admission(
-            route=b.route, permitted=False, reason=b.reason, retry_at=b.open_until, state=state
-        )
-        return b, rejection, moved
-    # HALF_OPEN: a bounded number of concurrent trials, like resilience4j's
-    # permittedNumberOfCallsInHalfOpenState, so a recovering route is not stampeded.
-    b = _pruned(b, now)
-    if len(b.trial_leases) >= s.half_open_max_trials:
-        first = min(lease.expires_at for lease in b.trial_leases)
-        rejection = Admission(
-            route=b.route,
-            permitted=False,
-            reason=_R.TRIAL_SLOTS_FULL,
-            retry_at=first,
-            state=state,
-        )
-        return b, rejection, moved
-    lease = TrialLease(
-        id=lease_id or f"v{b.version + 1}",
-        expires_at=now + max(hold_s, 0.0) + s.trial_lease_grace_s,
-    )
-    b = b.model_copy(update={"trial_leases": (*b.trial_leases, lease), "version": b.version + 1})
-    admission = Admission(
-        route=b.route, permitted=True, trial=True, reason=b.reason, state=state, lease=lease.id
-    )
-    return b, admission, moved
-
-
-def admit_probe(b: Breaker, now: float) -> tuple[Breaker, Admission, Transition | None]:
-    """Decide whether the health monitor may probe the route now.
-
-    A probe never takes or waits for a real call's trial slot: the monitor sends at most
-    one per route per round, and a half-open route's probes are what closes it, so a set
-    of slots held by calls that never report must not keep it from being probed. Only
-    FORCED_OPEN rejects; an OPEN route past ``open_until`` moves to HALF_OPEN (the probe
-    is then a trial, ``Admission.trial``, without a lease).
-    """
-    b, moved = tick(b, now)
-    if b.state is _S.FORCED_OPEN:
-        rejection = Admission(
-            route=b.route, permitted=False, reason=_R.FORCED_OPEN, state=b.state
-        )
-        return b, rejection, moved
-    half_open = b.state is _S.HALF_OPEN
-    admission = Admission(
-        route=b.route, permitted=True, trial=half_open, reason=b.reason, state=b.state
-    )
-    return b, admission, moved
-
-
-def _pruned(b: Breaker, now: float) -> Breaker:
-    """``b`` without the trial leases expired at ``now`` (a dead holder's slot lapses)."""
-    live = b.live_leases(now)
-    if len(live) == len(b.trial_leases):
-        return b
-    return b.model_copy(update={"trial_leases": live, "version": b.version + 1})
 
 
 def _without_lease(b: Breaker, lease_id: str | None, now: float) -> Breaker:

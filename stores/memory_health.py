@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from agent_failover.resilience.admission import Admission, admit, admit_probe
 from agent_failover.resilience.aggregates import (
     Fields,
     breaker_epoch,
@@ -39,12 +40,9 @@ from agent_failover.resilience.aggregates import (
 )
 from agent_failover.resilience.baseline import LatencyBaseline
 from agent_failover.resilience.breaker import (
-    Admission,
     DEFAULT_TRIAL_HOLD_S,
     Breaker,
     Transition,
-    admit,
-    admit_probe,
     force,
     on_outcome,
     release_trial,
@@ -189,23 +187,25 @@ class MemoryHealthStore:
             return transition
 
     async def admit(
-        self, route: str, settings: BreakerSettings, now: float, *, hold_s: float | None = None
+        self,
+        route: str,
+        settings: BreakerSettings,
+        now: float,
+        *,
+        hold_s: float | None = None,
+        probe: bool = False,
     ) -> Admission:
-        """Ask the breaker; a trial slot's lease (``hold_s`` + the grace) is taken under
-        the route's lock."""
+        """Ask the breaker, under the route's lock: a call's trial slot is leased for
+        ``hold_s`` plus the grace; a probe (``probe``) never takes or waits for one."""
         r = self.routes.get(route)
         hold = DEFAULT_TRIAL_HOLD_S if hold_s is None else hold_s
         async with r.lock:
-            r.breaker, admission, _ = admit(
-                r.breaker, settings, now, hold_s=hold, lease_id=new_lease_id()
-            )
-            return admission
-
-    async def admit_probe(self, route: str, now: float) -> Admission:
-        """Ask the breaker for a probe: never takes or waits for a trial slot."""
-        r = self.routes.get(route)
-        async with r.lock:
-            r.breaker, admission, _ = admit_probe(r.breaker, now)
+            if probe:
+                r.breaker, admission, _ = admit_probe(r.breaker, now)
+            else:
+                r.breaker, admission, _ = admit(
+                    r.breaker, settings, now, hold_s=hold, lease_id=new_lease_id()
+                )
             return admission
 
     async def release_trial(self, route: str, now: float, lease: str | None = None) -> None:

@@ -14,15 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent_failover.resilience.breaker import (
-    Admission,
-    Breaker,
-    Transition,
-    admit,
-    admit_probe,
-    force,
-    release_trial,
-)
+from agent_failover.resilience.admission import Admission, admit, admit_probe
+from agent_failover.resilience.breaker import Breaker, Transition, force, release_trial
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState
 from agent_failover.stores.memory_health import new_lease_id
@@ -77,25 +70,17 @@ class RedisBreakers:
         raise contention(route)
 
     async def admit(
-        self, route: str, settings: BreakerSettings, now: float, *, hold_s: float
+        self, route: str, settings: BreakerSettings, now: float, *, hold_s: float, probe: bool
     ) -> Admission:
-        """Ask the breaker; a half-open trial slot's lease is taken, and expired leases
-        dropped, in the same compare-and-set."""
+        """Ask the breaker: a call's half-open trial lease is taken, and expired leases
+        dropped, in the same compare-and-set; a probe takes no slot."""
         lease_id = new_lease_id()
 
         def step(b: Breaker) -> tuple[Breaker, Admission]:
-            new, admission, _ = admit(b, settings, now, hold_s=hold_s, lease_id=lease_id)
-            return new, admission
-
-        result = await self.update(route, step)
-        assert isinstance(result, Admission)
-        return result
-
-    async def admit_probe(self, route: str, now: float) -> Admission:
-        """Ask the breaker for a probe (no trial slot; may move OPEN to HALF_OPEN)."""
-
-        def step(b: Breaker) -> tuple[Breaker, Admission]:
-            new, admission, _ = admit_probe(b, now)
+            if probe:
+                new, admission, _ = admit_probe(b, now)
+            else:
+                new, admission, _ = admit(b, settings, now, hold_s=hold_s, lease_id=lease_id)
             return new, admission
 
         result = await self.update(route, step)

@@ -29,10 +29,10 @@ from functools import partial
 
 import redis.asyncio as aioredis
 
+from agent_failover.resilience.admission import Admission
 from agent_failover.resilience.baseline import LatencyBaseline
 from agent_failover.resilience.breaker import (
     DEFAULT_TRIAL_HOLD_S,
-    Admission,
     Breaker,
     IllegalTransition,
     Transition,
@@ -158,20 +158,20 @@ class RedisHealthStore(SharedBudgets):
         )
 
     async def admit(
-        self, route: str, settings: BreakerSettings, now: float, *, hold_s: float | None = None
+        self,
+        route: str,
+        settings: BreakerSettings,
+        now: float,
+        *,
+        hold_s: float | None = None,
+        probe: bool = False,
     ) -> Admission:
-        """Ask the breaker; a half-open trial slot's lease is taken by compare-and-set."""
+        """Ask the breaker; a half-open trial slot's lease is taken by compare-and-set (a
+        probe takes none)."""
         hold = DEFAULT_TRIAL_HOLD_S if hold_s is None else hold_s
         return await self._fallback.run(
-            lambda: self._breakers.admit(route, settings, now, hold_s=hold),
-            lambda local: local.admit(route, settings, now, hold_s=hold),
-        )
-
-    async def admit_probe(self, route: str, now: float) -> Admission:
-        """Ask the breaker for a probe: never takes or waits for a trial slot."""
-        return await self._fallback.run(
-            lambda: self._breakers.admit_probe(route, now),
-            lambda local: local.admit_probe(route, now),
+            lambda: self._breakers.admit(route, settings, now, hold_s=hold, probe=probe),
+            lambda local: local.admit(route, settings, now, hold_s=hold, probe=probe),
         )
 
     async def release_trial(self, route: str, now: float, lease: str | None = None) -> None:

@@ -132,9 +132,11 @@ async def test_sigkilled_worker_with_every_trial_in_flight_leaves_no_slot_behind
         await _half_open_with_slots_taken(store, settings, time.time())
         handles = [
             await dev_env.client.start_workflow(
-                AgentPipelineWorkflow.run, PipelineInput(task=f"trial {i}"),
-                id=f"{tq}-{i}", task_queue=tq,
-            )  # fmt: skip
+                AgentPipelineWorkflow.run,
+                PipelineInput(task=f"trial {i}"),
+                id=f"{tq}-{i}",
+                task_queue=tq,
+            )
             for i in range(MAX_TRIALS + 1)
         ]
 
@@ -154,9 +156,7 @@ async def test_sigkilled_worker_with_every_trial_in_flight_leaves_no_slot_behind
 
         second = await _start_worker(dev_env, simulator, tq, policy_path)
         rounds = await _monitor_rounds(dev_env, tq)
-        await _until(
-            lambda: _gt(_monitor_rounds(dev_env, tq), rounds), 60, "replacement's monitor"
-        )
+        await _until(lambda: _gt(_monitor_rounds(dev_env, tq), rounds), 60, "replacement's monitor")
         probing_at = time.time()
 
         seen: list[str] = []

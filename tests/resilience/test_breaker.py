@@ -6,13 +6,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent_failover.resilience.admission import admit
 from agent_failover.resilience.breaker import (
     TRANSITIONS,
     Breaker,
     BreakerReason,
     IllegalTransition,
     TrialLease,
-    admit,
     force,
     on_outcome,
     release_trial,

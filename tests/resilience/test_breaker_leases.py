@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from agent_failover.resilience.admission import admit, admit_probe
 from agent_failover.resilience.breaker import (
     Breaker,
     BreakerReason,
     TrialLease,
-    admit,
-    admit_probe,
     on_outcome,
     release_trial,
 )
@@ -77,7 +76,9 @@ def test_an_outcome_gives_back_its_own_lease() -> None:
 def test_a_good_trial_frees_its_slot_and_counts() -> None:
     """A good real-call trial short of closing frees its lease and counts as good."""
     b = fill(half_open(), T, hold_s=10.0)
-    b, moved = on_outcome(b, ok(ROUTE, T + 1, trial=True, trial_lease="l0"), WindowStats(), S, T + 1)
+    b, moved = on_outcome(
+        b, ok(ROUTE, T + 1, trial=True, trial_lease="l0"), WindowStats(), S, T + 1
+    )
     assert moved is None and b.consecutive_good == 1
     assert b.trials_in_flight(T + 1) == 1
 
@@ -118,10 +119,16 @@ def test_counted_slots_of_an_older_breaker_are_dropped_on_read() -> None:
 def test_leases_do_not_survive_a_transition() -> None:
     """Leaving half-open drops every lease; a late outcome of one frees nothing new."""
     b = fill(half_open(), T, hold_s=10.0)
-    b, moved = on_outcome(b, fail(ROUTE, T + 1, trial=True, trial_lease="l0"), WindowStats(), S, T + 1)
+    b, moved = on_outcome(
+        b, fail(ROUTE, T + 1, trial=True, trial_lease="l0"), WindowStats(), S, T + 1
+    )
     assert moved is not None and b.state is BreakerState.OPEN and b.trial_leases == ()
-    again = b.model_copy(update={"state": BreakerState.HALF_OPEN, "trial_leases": (
-        TrialLease(id="fresh", expires_at=T + 100),)})
+    again = b.model_copy(
+        update={
+            "state": BreakerState.HALF_OPEN,
+            "trial_leases": (TrialLease(id="fresh", expires_at=T + 100),),
+        }
+    )
     late = fail(ROUTE, T + 2, trial=True, trial_lease="l1", counts_against_route=False)
     after, _ = on_outcome(again, late, WindowStats(), S, T + 2)
     assert [lease.id for lease in after.trial_leases] == ["fresh"]

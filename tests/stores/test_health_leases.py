@@ -40,7 +40,7 @@ async def test_probes_are_admitted_with_every_slot_held(health_store: HealthStor
     later = await half_open_full(health_store)
     for i in range(SETTINGS.close_after_consecutive_successes):
         now = later + 0.5 + i * 0.1
-        adm = await health_store.admit_probe(ROUTE, now)
+        adm = await health_store.admit(ROUTE, SETTINGS, now, probe=True)
         assert adm.permitted and adm.trial and adm.lease is None
         probe = CallOutcome(route=ROUTE, at=now, ok=True, latency_ms=50.0, probe=True)
         await health_store.record(probe, SETTINGS)
@@ -64,3 +64,14 @@ async def test_an_outcome_frees_its_own_lease(health_store: HealthStore) -> None
     assert [lease.id for lease in b.trial_leases] == [first.lease]
     await health_store.release_trial(ROUTE, later + 3, first.lease)
     assert (await health_store.breaker(ROUTE)).trial_leases == ()
+
+
+async def test_an_hour_later_no_slot_is_held_by_calls_that_never_reported(
+    health_store: HealthStore,
+) -> None:
+    """Slots taken with the default hold and never given back are free an hour later
+    (before leases they stayed taken for good: every later call and probe refused)."""
+    later = await trip(health_store) + SETTINGS.open_duration_s
+    for _ in range(SETTINGS.half_open_max_trials):
+        assert (await health_store.admit(ROUTE, SETTINGS, later)).trial
+    assert (await health_store.admit(ROUTE, SETTINGS, later + 3600)).permitted
