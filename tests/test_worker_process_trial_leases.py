@@ -42,13 +42,16 @@ MAX_TRIALS = 2
 
 def _policy(tmp_path: Path) -> Path:
     """The demo policy with a short probe interval, every call a trial of a half-open
-    route (at most MAX_TRIALS at once), and one good trial or probe closing it."""
+    route (at most MAX_TRIALS at once), and one good trial or probe closing it. The trial
+    leases outlive the test (a long grace), so closing it is the probes' doing, not the
+    leases lapsing (which the store tests cover on an injected clock)."""
     doc = yaml.safe_load(DEFAULT_POLICY_PATH.read_text())
     doc["probes"] |= {"interval_s": PROBE_INTERVAL_S, "half_open_interval_s": PROBE_INTERVAL_S}
     doc["breaker"] |= {
         "half_open_max_trials": MAX_TRIALS,
         "half_open_call_fraction": 1.0,
         "close_after_consecutive_successes": 1,
+        "trial_lease_grace_s": 120,
     }
     path = tmp_path / "policy.yaml"
     path.write_text(yaml.safe_dump(doc))
@@ -147,6 +150,7 @@ async def test_sigkilled_worker_with_every_trial_in_flight_leaves_no_slot_behind
         await _until(on_the_wire, 30, f"{MAX_TRIALS} trials on the wire to the primary")
         held = await store.breaker(PRIMARY)
         assert held.state is BreakerState.HALF_OPEN, held
+        rounds = await _monitor_rounds(dev_env, tq)
         first.send_signal(signal.SIGKILL)
         await first.wait()
         killed_at = time.time()
@@ -155,8 +159,7 @@ async def test_sigkilled_worker_with_every_trial_in_flight_leaves_no_slot_behind
         await sim_admin.clear(PRIMARY)  # healed
 
         second = await _start_worker(dev_env, simulator, tq, policy_path)
-        rounds = await _monitor_rounds(dev_env, tq)
-        await _until(lambda: _gt(_monitor_rounds(dev_env, tq), rounds), 60, "replacement's monitor")
+        await _until(lambda: _gt(_monitor_rounds(dev_env, tq), rounds), 60, "a replacement round")
         probing_at = time.time()
 
         seen: list[str] = []
