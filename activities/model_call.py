@@ -173,6 +173,7 @@ class ModelCallActivities:
         if not admission.permitted:
             raise ApplicationError(
                 f"breaker for route {route!r} rejected the call ({_refusal(admission, now)})",
+                _refusal_details(admission, now),
                 type=BREAKER_REJECTED,
                 non_retryable=True,
                 category=ApplicationErrorCategory.BENIGN,
@@ -332,6 +333,17 @@ def _refusal(admission: Admission, now: float) -> str:
             f"{max(admission.retry_at - now, 0.0):.1f}s"
         )
     return why
+
+
+def _refusal_details(admission: Admission, now: float) -> dict[str, Any]:
+    """The refusal as the attempt record keeps it: the breaker's reason code, and for
+    full trial slots when the first lease lapses (``retry_after_s``)."""
+    details: dict[str, Any] = {
+        "breaker_reason": admission.reason.value if admission.reason else None
+    }
+    if admission.reason is BreakerReason.TRIAL_SLOTS_FULL and admission.retry_at is not None:
+        details["retry_after_s"] = max(admission.retry_at - now, 0.0)
+    return details
 
 
 def _answered(

@@ -105,4 +105,7 @@ async def test_every_slot_held_is_refused_as_trial_slots_full(half_open) -> None
     assert said is not None, str(err)
     lapse = 60.0 + settings.trial_lease_grace_s - 1  # taken at T0, refused at T0 + 1
     assert lapse - 0.5 <= float(said.group(1)) <= lapse
+    # The attempt record keeps both (workflows/attempts.py reads the details).
+    assert err.details[0]["breaker_reason"] == "trial_slots_full"
+    assert lapse - 0.5 <= err.details[0]["retry_after_s"] <= lapse
     assert "open_duration_elapsed" not in str(err)
