@@ -18,10 +18,18 @@ from __future__ import annotations
 #: because its namespace lacks the attributes, so that replay skips them too.
 SEARCH_ATTRIBUTES_MISSING = "search-attributes-missing"
 
+#: A critical step answered from the response cache (every model tier down) escalates,
+#: however confident the cached answer; before, only one below ``min_confidence`` did.
+ESCALATE_CACHED_ANSWER = "escalate-cached-answer"
+
 #: Patch id -> why the old path still exists (the behaviour that changed).
 PATCHES: dict[str, str] = {
     SEARCH_ATTRIBUTES_MISSING: (
         "a recorded decision, never deprecated: the run found its namespace without the "
         "failover search attributes and skips its upserts (replay reads the marker)"
+    ),
+    ESCALATE_CACHED_ANSWER: (
+        "runs recorded before a critical step answered from the cache escalated: there it "
+        "went on with the cached answer when its confidence was at least min_confidence"
     ),
 }
