@@ -10,15 +10,14 @@ the run escalates and this script prints its id and waits for the decision.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
 
 from review_workflows import ChangeReviewWorkflow, ReviewInput, ReviewResult
-from worker import TASK_QUEUE
 
 from agent_failover import connect_client, run_and_exit
 from agent_failover.testing import SimAdmin
+from worker import TASK_QUEUE
 
 CHANGE = "Drain one region at a time during the rollout, keeping a rollback for each step."
 ENDPOINTS = ("anthropic-us-east", "anthropic-eu-west", "openai-us", "cheap-mini")
