@@ -74,6 +74,8 @@ RERUN_DISAGREED = "rerun_disagreed"
 #: Escalation trigger of a workflow's own reason (``escalate(..., reason=...)``).
 REQUESTED = "requested"
 RESOLVE_UPDATE, ESCALATION_QUERY = "resolve", "escalation"
+#: Failure type of a workflow whose ``escalation_settings`` cannot be used.
+INVALID_SETTINGS = "invalid_escalation_settings"
 DEFAULT_TIMEOUT_S = 900.0
 #: Bytes of a workflow's state kept for the human (JSON); more is cut to a preview.
 MAX_STATE_BYTES = 64_000
@@ -105,7 +107,7 @@ class WorkflowEscalation:
         #: The step that opened the current escalation: (step, role, reason, its output).
         self.opened_by: tuple[str, str, str, AgentOutput] | None = None
         #: The workflow's own state as the last ``escalate`` call passed it (JSON).
-        self.state: Any = None
+        self.user_state: Any = None
 
     # -- settings and hooks (the pipeline overrides them) ----------------------------------
     @property
@@ -137,7 +139,7 @@ class WorkflowEscalation:
             failover_history={step: list(out.attempts)},
             blocked_steps=blocked,
             timeout_action=self.timeout_action,
-            state=self.state,
+            state=self.user_state,
         )
 
     def _publish(self) -> None:
@@ -304,7 +306,15 @@ def run_escalation(instance: Any) -> WorkflowEscalation:
     esc = getattr(instance, _ATTR, None)
     if esc is None:
         settings = getattr(instance, "escalation_settings", {}) or {}
-        esc = WorkflowEscalation(**settings)
+        try:
+            esc = WorkflowEscalation(**settings)
+        except (TypeError, ValueError) as exc:
+            raise ApplicationError(
+                f"escalation_settings {settings!r} are invalid ({exc}): use timeout_s, "
+                "timeout_action (fail, accept_degraded or abort) and unwind",
+                type=INVALID_SETTINGS,
+                non_retryable=True,
+            ) from None
         setattr(instance, _ATTR, esc)
     return esc
 
@@ -367,7 +377,7 @@ async def escalate(
     """
     esc = _current()
     if state is not None:
-        esc.state = _jsonable(state)
+        esc.user_state = _jsonable(state)
     floor = min_confidence
     if floor is None:
         floor = getattr(workflow.instance(), _FLOORS, {}).get(output.role, 0.0)
