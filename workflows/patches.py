@@ -6,10 +6,11 @@ the old path, new runs the new one. Every id lives here with a one-line reason, 
 reader sees at once which behaviours still carry an old path and can drop a patch (after
 ``workflow.deprecate_patch``) once no run recorded before it can still be replayed.
 
-Before the first release there are none: pre-release histories were re-recorded from the
-current code (``python -m tests.workflows.record_histories --force``). Add new ids to
-``PATCHES`` with their reason; ``tests/workflows/test_patches_replay.py`` checks that every id the
-workflow code uses is listed here.
+Pre-release histories were re-recorded from the current code (``python -m
+tests.workflows.record_histories --force``); changes since then keep the recorded
+histories replaying behind an id here. Add new ids to ``PATCHES`` with their reason;
+``tests/workflows/test_patches_replay.py`` checks that every id the workflow code uses is
+listed here.
 """
 
 from __future__ import annotations
