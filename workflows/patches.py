@@ -6,10 +6,11 @@ the old path, new runs the new one. Every id lives here with a one-line reason, 
 reader sees at once which behaviours still carry an old path and can drop a patch (after
 ``workflow.deprecate_patch``) once no run recorded before it can still be replayed.
 
-Before the first release there are none: pre-release histories were re-recorded from the
-current code (``python -m tests.workflows.record_histories --force``). Add new ids to
-``PATCHES`` with their reason; ``tests/workflows/test_patches_replay.py`` checks that every id the
-workflow code uses is listed here.
+Pre-release histories were re-recorded from the current code (``python -m
+tests.workflows.record_histories --force``); changes since then keep the recorded
+histories replaying behind an id here. Add new ids to ``PATCHES`` with their reason;
+``tests/workflows/test_patches_replay.py`` checks that every id the workflow code uses is
+listed here.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ SEARCH_ATTRIBUTES_MISSING = "search-attributes-missing"
 LIVE_TIER_FLOOR = "live-tier-floor"
 #: A 400 (invalid_request) stops the live tiers only once a second wire rejected it.
 INVALID_REQUEST_PER_WIRE = "invalid-request-per-wire"
+#: A critical step answered from the response cache (every model tier down) escalates,
+#: however confident the cached answer; before, only one below ``min_confidence`` did.
+ESCALATE_CACHED_ANSWER = "escalate-cached-answer"
 
 #: Patch id -> why the old path still exists (the behaviour that changed).
 PATCHES: dict[str, str] = {
@@ -36,5 +40,9 @@ PATCHES: dict[str, str] = {
     INVALID_REQUEST_PER_WIRE: (
         "before it, one route's 400 (invalid_request) stopped every live tier; now the "
         "call moves to another wire and stops when a second wire rejects the request"
+    ),
+    ESCALATE_CACHED_ANSWER: (
+        "runs recorded before a critical step answered from the cache escalated: there it "
+        "went on with the cached answer when its confidence was at least min_confidence"
     ),
 }

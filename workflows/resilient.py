@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.workflows.call import AttemptResult, Call
     from agent_failover.workflows.degraded import degraded
     from agent_failover.workflows.errors import FailoverExhausted
+    from agent_failover.workflows.escalate import note_role
     from agent_failover.workflows.hedge import hedge_for, hedged
     from agent_failover.workflows.planning import (
         decision_rules,
@@ -89,6 +90,7 @@ class _ResilientCall:
         call.started_at = started.timestamp()
         ctx = await load_context(call, started)
         role = ctx.role
+        note_role(role)  # escalate()'s default floor for this role's answers
         request = prepare_request(call, role)
         key = cache_key(call.role_name, request)
         call.cache_key = key

@@ -38,7 +38,7 @@ DEFAULT_HEDGE_MIN_DELAY_MS = 50.0
 #: Largest reply a role accepts; bigger ones fail as ``oversized_output`` and fail over.
 DEFAULT_MAX_REPLY_BYTES = 256 * 1024
 MIN_REPLY_BYTES = 1024
-#: Confidence below which a critical role's answer escalates (0: only the static fallback).
+#: Confidence below which a critical role's answer escalates (0: only static and cached ones).
 DEFAULT_MIN_CONFIDENCE = 0.0
 #: Bulkhead (own task queue and activity slots) of roles that do not name one.
 DEFAULT_BULKHEAD = "core"
@@ -182,7 +182,8 @@ class RolePolicy(BaseModel):
         ge=0.0,
         le=1.0,
         description="For a `critical` role, an answer whose confidence is below this "
-        "escalates to a human like a static one. 0: only the static fallback escalates.",
+        "escalates to a human like a static one. 0: only the static fallback and an answer "
+        "from the response cache (every model tier down) escalate; those always do.",
     )
     max_reply_bytes: int = Field(
         default=DEFAULT_MAX_REPLY_BYTES,

@@ -318,6 +318,32 @@ async def _escalation_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
     return runs
 
 
+async def _cached_escalation_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A healthy run fills the cache; with every route down the same task's planner is
+    answered from it and escalates (``cached_only``); an operator accepts degraded."""
+    await admin.reset()
+    task = "Compare two ways to shard the orders table"
+    inp = PipelineInput(task=task, options=PipelineOptions(revision_rounds=0))
+    await _pipeline(h, "cached-fill", inp)
+    for ep in ALL_ENDPOINTS:
+        await admin.set_faults(ep, [{"kind": "auth_error"}])
+    wid = f"escalation-cached-{uuid.uuid4().hex[:6]}"
+    handle = await h.client.start_workflow(
+        AgentPipelineWorkflow.run, inp, id=wid, task_queue=h.task_queue
+    )
+    while True:
+        st = await handle.query(AgentPipelineWorkflow.status)
+        if st.escalation.value == "pending":
+            break
+        await asyncio.sleep(0.1)
+    assert [b.trigger for b in st.pending_escalation.blocked_steps] == ["cached_only"]
+    accept = EscalationDecision(action=EscalationAction.ACCEPT_DEGRADED, operator="recorder")
+    await handle.execute_update(AgentPipelineWorkflow.resolve, accept)
+    await handle.result()
+    await admin.reset()
+    return [Recorded("pipeline_escalation_cached", wid)]
+
+
 async def _quality_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
     """A shadow-sampled call and a pipeline whose degraded steps were revised, each on its
     own worker: their policies differ from the shared one."""
@@ -482,6 +508,7 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("pipeline_healthy", "pipeline_failover", "call_hedged"), _classic_runs),
     (("call_summarized",), _summarized_run),
     (("pipeline_escalation", "pipeline_escalation_notified"), _escalation_runs),
+    (("pipeline_escalation_cached",), _cached_escalation_runs),
     (("pipeline_agent_tools_rollback", "pipeline_agent_tools_cancelled"), _agent_tool_runs),
     (("call_shadowed", "pipeline_rerun"), _quality_runs),
     (
