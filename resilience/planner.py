@@ -36,7 +36,12 @@ of :mod:`resilience.plan`. The rules, in order:
    timeout is ``min(attempt timeout, budget left at its start)``, and an attempt left
    with less than the TTFT budget is not planned (it could not answer in time).
    Because the workflow re-plans after each failure with the real elapsed time, fast
-   failures give later routes their turn.
+   failures give later routes their turn. One exception, the live-tier floor: a tier
+   (0, 1, 2) with a callable route that this call has not tried yet keeps one attempt of
+   the role's ``live_tier_floor`` (default: its TTFT budget) even once the budget is
+   spent, sequential and marked ``floor``, so time lost elsewhere (a worker killed
+   mid-call, a slow first tier) never sends the call to the cache or the static fallback
+   past a healthy standby. ``live_tier_floor_ms: 0`` makes the budget a hard limit.
 5. Hedging (stateless roles with hedging enabled only): the attempts after the first,
    up to ``max_hedges``, are hedges starting ``delay`` after the previous attempt; the
    delay is configured or the primary's measured TTFT p95, clamped.
@@ -59,7 +64,6 @@ from agent_failover.resilience.plan import (
     SkippedRoute,
     SkipReason,
 )
-from agent_failover.resilience.ratelimit import shared_cooldown_wait_ms
 from agent_failover.resilience.scoring import RouteScore, request_cost, score_route
 from agent_failover.resilience.sla import evaluate_sla
 
@@ -76,7 +80,6 @@ class _Candidate(BaseModel):
     quality_regressed: bool = False
     needs_triage: bool
     target_input_tokens: int | None
-    wait_ms: float = 0.0
 
 
 def _blocked(
@@ -279,9 +282,6 @@ def _candidate(
     block = _unqualified(route, tier, role)
     if block is None:
         block = _blocked(route, tier, health, facts, now, role.critical)
-    wait_ms = _wait_out(block, health, role, policy, facts, now)
-    if wait_ms:
-        block = _out_of_budget(route, tier, health, facts, now, role.critical)
     if block is None:
         block, needs_triage, target = _fit(route, tier, policy, facts, health)
     if block is not None:
@@ -307,30 +307,7 @@ def _candidate(
         quality_regressed=health.quality_regressed,
         needs_triage=needs_triage,
         target_input_tokens=target,
-        wait_ms=wait_ms,
     )
-
-
-def _wait_out(
-    block: SkippedRoute | None,
-    health: RouteHealth,
-    role: RolePolicy,
-    policy: PolicyConfig,
-    facts: RequestFacts,
-    now: float,
-) -> float:
-    """Milliseconds to wait for a route only a short shared cool-down blocks, else 0."""
-    if block is None or block.code is not SkipReason.COOLING_DOWN or not facts.wait_out_cooldowns:
-        return 0.0
-    wait = shared_cooldown_wait_ms(
-        health.cooldown_until,
-        facts.cooldowns.get(block.route),
-        policy.rate_limit,
-        now=now,
-        remaining_ms=max(role.total_budget_ms - facts.elapsed_ms, 0.0),
-        ttft_budget_ms=role.ttft_budget_ms,
-    )
-    return wait or 0.0
 
 
 def _demoted(
@@ -398,13 +375,17 @@ def _schedule(
     for i, cand in enumerate(ordered):
         hedge = delay is not None and 1 <= i <= role.hedging.max_hedges
         start = prev_start + delay if hedge and delay is not None else free_at
-        start = max(start, cand.wait_ms)  # a short Retry-After waited out first
         left = remaining - start
-        if left < min(role.ttft_budget_ms, role.attempt_timeout):
+        if left >= min(role.ttft_budget_ms, role.attempt_timeout):
+            hedged = attempts[-1].route if hedge and attempts else None
+            attempt = _attempt(role, cand, start, prev_start, left, hedge, hedged)
+        elif _floor_due(role, cand, facts, attempts):
+            start = free_at  # sequential: the floor is never a hedge
+            floor = role.live_tier_floor
+            attempt = _attempt(role, cand, start, prev_start, floor, False, None, floor=True)
+        else:
             skipped.append(_no_budget(cand, start, left, budget))
             continue
-        hedged = attempts[-1].route if hedge and attempts else None
-        attempt = _attempt(role, cand, start, prev_start, left, hedge, hedged)
         attempts.append(attempt)
         prev_start = start
         free_at = max(free_at, start + attempt.timeout_ms)
@@ -451,6 +432,18 @@ def _no_budget(cand: _Candidate, start: float, left: float, budget: float) -> Sk
     )
 
 
+def _floor_due(
+    role: RolePolicy, cand: _Candidate, facts: RequestFacts, attempts: list[PlannedAttempt]
+) -> bool:
+    """Does the candidate's tier still have its guaranteed attempt? (None made in this
+    call and none planned yet, and the role keeps a floor.)"""
+    if not facts.live_tier_floor or role.live_tier_floor <= 0:
+        return False
+    if cand.tier in facts.tiers_tried:
+        return False
+    return all(a.tier != cand.tier for a in attempts)
+
+
 def _attempt(
     role: RolePolicy,
     cand: _Candidate,
@@ -459,9 +452,14 @@ def _attempt(
     left: float,
     hedge: bool,
     hedged: str | None,
+    floor: bool = False,
 ) -> PlannedAttempt:
-    """The candidate as an attempt starting ``start`` ms from now with ``left`` ms left."""
+    """The candidate as an attempt starting ``start`` ms from now with ``left`` ms left
+    (``floor``: its tier's guaranteed attempt, ``left`` being the role's floor)."""
     timeout = min(role.attempt_timeout, left)
+    why = _why(cand, hedge, hedged)
+    if floor:
+        why += f"; live-tier floor: budget spent, tier {cand.tier} untried: {timeout:.0f} ms"
     return PlannedAttempt(
         route=cand.route,
         tier=cand.tier,
@@ -473,11 +471,11 @@ def _attempt(
         needs_triage=cand.needs_triage,
         target_input_tokens=cand.target_input_tokens,
         score=cand.score.total,
-        why=_why(cand, hedge, hedged),
+        why=why,
         trial=cand.trial,
         sla_demoted=cand.demoted,
         worst_case_start_ms=start,
-        wait_ms=cand.wait_ms,
+        floor=floor,
     )
 
 
@@ -493,6 +491,4 @@ def _why(cand: _Candidate, hedge: bool, hedged: str | None) -> str:
         parts.append(f"needs triage to {cand.target_input_tokens} input tokens")
     if hedge and hedged:
         parts.append(f"hedges {hedged}")
-    if cand.wait_ms:
-        parts.append(f"waits {cand.wait_ms:.0f} ms for a short Retry-After (cheaper than failover)")
     return "; ".join(parts)

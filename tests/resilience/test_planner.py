@@ -158,16 +158,21 @@ def test_plan_invariants(
         assert h.breaker is not BreakerState.FORCED_OPEN
         assert not (h.breaker is BreakerState.OPEN and NOW < h.open_until)
         assert not f.cooldowns.get(a.route, 0) > NOW
-        # A shared cool-down is planned only as a wait covering what is left of it.
-        assert (h.cooldown_until or 0) - NOW <= a.wait_ms / 1000 + 1e-9
-        assert a.wait_ms <= POLICY.rate_limit.max_wait_ms and a.wait_ms <= a.worst_case_start_ms
+        assert not (h.cooldown_until or 0) > NOW
         assert (h.context_window or POLICY.endpoint(a.route).context_window) >= min_window
-        assert 0 <= a.worst_case_start_ms < remaining
-        assert a.worst_case_start_ms + a.timeout_ms <= remaining + 1e-6
+        if a.floor:  # a tier's one guaranteed attempt, past the budget, with the floor
+            assert a.timeout_ms == min(r.live_tier_floor, r.attempt_timeout) and not a.hedge
+        else:
+            assert 0 <= a.worst_case_start_ms < remaining
+            assert a.worst_case_start_ms + a.timeout_ms <= remaining + 1e-6
         assert a.timeout_ms <= r.attempt_timeout
         assert a.ttft_budget_ms <= a.timeout_ms
         if a.needs_triage:
             assert a.target_input_tokens is not None and a.target_input_tokens < input_tokens
+    # The floor gives a tier one attempt, only when no attempt of it fits the budget.
+    floored = [a.tier for a in p.attempts if a.floor]
+    assert len(floored) == len(set(floored))
+    assert not any(a.tier in floored for a in p.attempts if not a.floor)
     # Every roster route is accounted for: planned, or skipped with a reason.
     skipped = {s.route for s in p.skipped}
     assert set(r.roster.routes()) == set(planned) | skipped
@@ -370,10 +375,14 @@ def test_budget_bounds_attempts() -> None:
     """Attempts fill the budget in the worst case; the last gets what is left."""
     r = role("critic")  # total 15 s, attempt 6 s
     p = plan(r, POLICY, snap(), facts(), NOW)
-    assert [a.timeout_ms for a in p.attempts] == [6000, 6000, 3000]
-    assert [a.worst_case_start_ms for a in p.attempts] == [0, 6000, 12000]
+    within = [a for a in p.attempts if not a.floor]
+    assert [a.timeout_ms for a in within] == [6000, 6000, 3000]
+    assert [a.worst_case_start_ms for a in within] == [0, 6000, 12000]
     assert {s.code for s in p.skipped} == {SkipReason.NO_BUDGET}
-    p = plan(r, POLICY, snap(), facts(elapsed_ms=14_000), NOW)
+    # Tier 2 fits no more, so it keeps its one floor attempt after them.
+    assert [(a.tier, a.timeout_ms) for a in p.attempts if a.floor] == [(2, r.ttft_budget_ms)]
+    without_floor = r.model_copy(update={"live_tier_floor_ms": 0.0})
+    p = plan(without_floor, POLICY, snap(), facts(elapsed_ms=14_000), NOW)
     assert p.attempts == [] and p.static == r.roster.static
     assert "static fallback" in p.explain()[-1]
 
@@ -484,36 +493,11 @@ def test_unconfigured_window_is_tried_not_assumed_small() -> None:
     assert "openai-us" in routes_of(p)
 
 
-def test_long_shared_cooldown_in_the_snapshot_skips_the_route() -> None:
-    """A 429 seen by any worker (RouteHealth.cooldown_until) whose Retry-After is longer
-    than rate_limit.max_wait_ms keeps the route out until then."""
-    wait_s = POLICY.rate_limit.max_wait_ms / 1000 + 1.0
-    h = health("anthropic-us-east", cooldown_until=NOW + wait_s)
+def test_shared_cooldown_in_the_snapshot_skips_the_route() -> None:
+    """A 429 seen by any worker (RouteHealth.cooldown_until) keeps the route out until then."""
+    h = health("anthropic-us-east", cooldown_until=NOW + 1.5)
     p = plan(role(attempt_timeout_ms=3000), POLICY, snap(h), facts(), NOW)
     [s] = [s for s in p.skipped if s.route == "anthropic-us-east"]
     assert s.code is SkipReason.COOLING_DOWN
-    later = plan(role(attempt_timeout_ms=3000), POLICY, snap(h), facts(), NOW + wait_s)
-    assert routes_of(later)[0] == "anthropic-us-east" and later.attempts[0].wait_ms == 0
-
-
-def test_short_shared_cooldown_is_waited_out_on_the_primary() -> None:
-    """A short Retry-After another request met (a probe's 429) does not make the call skip
-    its primary: waiting it out fits the call's budget, so the primary comes first after
-    that wait, by the rule of the call's own 429 (before: skipped, the call failed over)."""
-    left_s = POLICY.rate_limit.max_wait_ms / 1000 * 0.75
-    h = health("anthropic-us-east", cooldown_until=NOW + left_s)
-    p = plan(role(attempt_timeout_ms=3000), POLICY, snap(h), facts(), NOW)
-    first = p.attempts[0]
-    assert first.route == "anthropic-us-east", p.explain()
-    assert first.wait_ms == pytest.approx(left_s * 1000)
-    assert first.worst_case_start_ms == pytest.approx(left_s * 1000)
-    assert "short Retry-After" in first.why
-    # Runs recorded before the change, this call's own 429, and a budget the wait would
-    # leave without its TTFT budget: skipped as before.
-    for f, r in (
-        (facts(wait_out_cooldowns=False), role(attempt_timeout_ms=3000)),
-        (facts(cooldowns={"anthropic-us-east": NOW + left_s}), role(attempt_timeout_ms=3000)),
-        (facts(elapsed_ms=role().total_budget_ms - 1000 * left_s), role()),
-    ):
-        skipped = plan(r, POLICY, snap(h), f, NOW)
-        assert "anthropic-us-east" not in routes_of(skipped)
+    later = plan(role(attempt_timeout_ms=3000), POLICY, snap(h), facts(), NOW + 1.5)
+    assert routes_of(later)[0] == "anthropic-us-east"
