@@ -17,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.supervisor import keep_monitor_running
+from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import MonitorTable
 from agent_failover.workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
 from tests.chaos.helpers import eventually
@@ -65,7 +66,7 @@ async def probed(handle: WorkflowHandle, route: str) -> bool:
 
 
 async def test_restarted_worker_with_a_new_route_gets_it_probed(
-    dev_env: WorkflowEnvironment, policy: PolicyConfig
+    dev_env: WorkflowEnvironment, policy: PolicyConfig, sim_admin: SimAdmin
 ) -> None:
     """Within a bound of worker 2's start (before: never) the monitor lists the new route
     and its round sends it a probe, recorded in the health store."""
