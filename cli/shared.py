@@ -36,6 +36,26 @@ class _State:
 state = _State()
 
 
+def flags_without_type() -> None:
+    """Help shows a boolean flag as ``--flag`` (or ``--flag/--no-flag``), not ``--flag <bool>``.
+
+    Typer 0.29 prints a type column for every option, flags included (even ``--help
+    <bool>``), which reads as if the flag took a value. Flags take none, so their type
+    column is left empty; every other option keeps its ``<int>``, ``<str>``... Idempotent.
+    """
+    from typer.core import TyperOption
+
+    if getattr(TyperOption.display_type_rich, "_flags_without_type", False):
+        return
+    original = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag else original(self, ctx)
+
+    display_type_rich._flags_without_type = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
 def guard(body: Callable[[], T], address: str | None = None) -> T:
     """Run a command's body: a failure becomes its one line and exit code (see errors)."""
     return guarded(body, err, verbose=state.verbose, address=address)
