@@ -25,6 +25,7 @@ from agent_failover.cli.shared import (
     guard,
     shown_address,
     task_queue_for,
+    task_queue_named,
     temporal_address,
 )
 
@@ -74,28 +75,39 @@ def status(
     ] = False,
     redis_url: Annotated[
         str | None,
-        typer.Option(help="With --from-store: Redis (default REDIS_URL or the dev stack's)."),
+        typer.Option(
+            help="The shared store (default REDIS_URL, the dev stack's, then the one the "
+            "monitor's table names)."
+        ),
     ] = None,
     namespace: Annotated[
         str | None,
-        typer.Option(help="With --from-store: key namespace (default FAILOVER_REDIS_NAMESPACE)."),
+        typer.Option(help="Its key namespace (default: the worker's, FAILOVER_REDIS_NAMESPACE)."),
     ] = None,
     policy: Annotated[
-        Path | None, typer.Option(help="With --from-store: policy YAML for the route list.")
+        Path | None,
+        typer.Option(
+            help="With --from-store: the policy whose routes to list "
+            "(default FAILOVER_POLICY, as the worker's)."
+        ),
     ] = None,
     window_s: Annotated[float, typer.Option(help="With --from-store: rolling window.")] = 60.0,
 ) -> None:
-    """The health table: breaker state, p50/p95/p99 (ms), error rate, last probe and its age,
+    """Route health: breakers (live from the shared store), latency, errors, budgets.
+
+    The table: breaker state, p50/p95/p99 (ms), error rate, last probe and its age,
     context windows, and whether the shared store is degraded; then the rate budgets
     (requests and tokens left per endpoint and bulkhead, shared by every worker) and, for
-    roles with shadow evaluation, each route's quality verdict (QUALITY_REGRESSION or ok,
-    the drop of agreement with the reference route, samples against min_samples).
+    roles with shadow evaluation, each route's quality verdict.
 
-    By default it asks the deployment's health monitor (only Temporal access needed); the
-    monitor refreshes the table every probe round. It answers within seconds when no
-    worker runs, and says so when the monitor is not running.
+    By default it asks the deployment's health monitor (only Temporal access needed) for
+    the table of its last probe round, and re-reads the breakers from the shared store
+    when it is reachable from here (the line above the table says which, and how old the
+    rest is). It answers within seconds when no worker runs, and says so when the
+    monitor is not running, naming the task queue it looked for.
     """
     from agent_failover.cli.health import show_monitor_status, table_from_store
+    from agent_failover.cli.ops import monitor_task_queue
     from agent_failover.cli.render import health_table, status_extras
 
     async def body() -> None:
@@ -106,7 +118,8 @@ def status(
                 console.print(extra)
             return
         client = await connect(address)
-        await show_monitor_status(console, client, task_queue_for(task_queue))
+        tq = await monitor_task_queue(client, *task_queue_named(task_queue))
+        await show_monitor_status(console, client, tq, redis_url, namespace)
 
     guard(lambda: asyncio.run(body()), address=shown_address(address))
 
@@ -177,10 +190,12 @@ def force(
     if state_ not in mapping:
         err.print(f"error: state must be open, closed or release, not {state_!r}", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT)
-    tq = task_queue_for(task_queue)
 
     async def body() -> None:
+        from agent_failover.cli.ops import monitor_task_queue
+
         client = await connect(address)
+        tq = await monitor_task_queue(client, *task_queue_named(task_queue))
         done = await override_route(client, tq, route, mapping[state_])
         change = "unchanged" if not done.changed else f"{done.from_state.value} →"
         console.print(f"{route}: {change} {done.to_state.value}", highlight=False)

@@ -20,7 +20,7 @@ commands = typer.Typer()
 #: What ``failover worker`` reads from the environment (its ``--help`` lists them).
 WORKER_ENVIRONMENT = (
     ("FAILOVER_POLICY", "the policy file (required)"),
-    ("FAILOVER_TASK_QUEUE", "the workflow task queue (default agent-failover); the CLI reads it too"),
+    ("FAILOVER_TASK_QUEUE", "the task queue (default agent-failover); the CLI reads it too"),
     ("TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*, TEMPORAL_PROFILE",
      "Temporal, as the temporal CLI reads them (default 127.0.0.1:7233, namespace default)"),
     ("REDIS_URL", "the shared health store (default redis://127.0.0.1:6379/0)"),
@@ -30,7 +30,7 @@ WORKER_ENVIRONMENT = (
     ("FAILOVER_DISPATCH", "eager or queue: where model calls run"),
     ("FAILOVER_SHUTDOWN_GRACE_S", "seconds in-flight activities get after SIGTERM (default 30)"),
     ("FAILOVER_CODEC_KEYS", "turn on the AES-GCM payload codec"),
-    ("FAILOVER_ESCALATION_WEBHOOK_URL, FAILOVER_ESCALATION_WEBHOOK_SECRET", "on-call notifications"),
+    ("FAILOVER_ESCALATION_WEBHOOK_URL, FAILOVER_ESCALATION_WEBHOOK_SECRET", "on-call webhook"),
     ("OTEL_*, FAILOVER_METRICS_PORT, FAILOVER_METRICS_HOST", "traces and metrics export"),
     ("LOG_LEVEL", "INFO (default) or DEBUG"),
 )  # fmt: skip

@@ -35,9 +35,7 @@ SimUrlOpt = Annotated[
 ]
 PolicyOpt = Annotated[
     Path | None,
-    typer.Option(
-        help="Your policy, to name ROUTE by its route name (default: FAILOVER_POLICY)."
-    ),
+    typer.Option(help="Your policy, to name ROUTE by its route name (default: FAILOVER_POLICY)."),
 ]
 
 
@@ -78,12 +76,19 @@ def _duration(text: str | None) -> float | None:
 @sim_app.command("fault")
 def fault(
     route: Annotated[str, typer.Argument(help="Simulator endpoint, or a route of your policy.")],
-    kind: Annotated[str, typer.Argument(help="overloaded, server_error, rate_limit, hang, "
-                                             "latency (--seconds), http_error (--status)...")],
+    kind: Annotated[
+        str,
+        typer.Argument(
+            help="overloaded, server_error, rate_limit, hang, "
+            "latency (--seconds), http_error (--status)..."
+        ),
+    ],
     for_: Annotated[
         str | None,
-        typer.Option("--for", help="End the fault after this long (30s, 5m); default: until "
-                     "`failover sim clear`."),
+        typer.Option(
+            "--for",
+            help="End the fault after this long (30s, 5m); default: until `failover sim clear`.",
+        ),
     ] = None,
     seconds: Annotated[float | None, typer.Option(help="latency/hang/stall length.")] = None,
     status: Annotated[int | None, typer.Option(help="http_error: the HTTP status.")] = None,

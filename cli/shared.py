@@ -86,8 +86,9 @@ TaskQueueOpt = Annotated[
     str | None,
     typer.Option(
         "--task-queue",
-        help="The deployment's workflow task queue (default: FAILOVER_TASK_QUEUE, then the "
-        "running `failover dev` stack's, then agent-failover).",
+        help="The deployment's workflow task queue, as its worker's (default: "
+        "FAILOVER_TASK_QUEUE, then the running `failover dev` stack's, then agent-failover; "
+        "status and force then take the only running health monitor's).",
     ),
 ]
 
@@ -115,14 +116,21 @@ def shown_address(address: str | None) -> str:
 
 def task_queue_for(task_queue: str | None) -> str:
     """--task-queue, else FAILOVER_TASK_QUEUE, else the dev stack's, else agent-failover."""
+    return task_queue_named(task_queue)[0]
+
+
+def task_queue_named(task_queue: str | None) -> tuple[str, bool]:
+    """:func:`task_queue_for` and whether something named it (False: the default)."""
     if task_queue:
-        return task_queue
+        return task_queue, True
     if os.environ.get("FAILOVER_TASK_QUEUE"):
-        return os.environ["FAILOVER_TASK_QUEUE"]
+        return os.environ["FAILOVER_TASK_QUEUE"], True
     from agent_failover.cli.stackfile import read_stack_file
 
     stack = read_stack_file() or {}
-    return stack.get("task_queue") or "agent-failover"
+    if stack.get("task_queue"):
+        return stack["task_queue"], True
+    return "agent-failover", False
 
 
 async def connect(address: str | None):

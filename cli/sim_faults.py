@@ -76,8 +76,8 @@ def build_fault(spec: FaultSpec) -> dict[str, Any]:
 def policy_routes(policy: Path | None, sim_url: str) -> dict[str, str]:
     """Route name -> simulator endpoint for the routes of the user's policy that point at
     the simulator (``{}`` when no policy is named)."""
-    path = policy or (Path(os.environ["FAILOVER_POLICY"]) if os.environ.get("FAILOVER_POLICY") else None)
-    if path is None:
+    path = policy or os.environ.get("FAILOVER_POLICY")
+    if not path:
         return {}
     from agent_failover.cli.policyfile import load_policy_for_cli
 
