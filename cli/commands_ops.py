@@ -131,6 +131,10 @@ def report(
     ] = "1h",
     address: AddressOpt = None,
     limit: Annotated[int, typer.Option(min=1, help="Runs read at most (newest first).")] = 500,
+    task_queue: Annotated[
+        str | None,
+        typer.Option("--task-queue", help="Only runs of this task queue (default: all)."),
+    ] = None,
     metrics_url: Annotated[
         str | None,
         typer.Option(
@@ -141,7 +145,11 @@ def report(
 ) -> None:
     """The dashboard's figures as tables: degraded-mode rate, substitutions, cascade depth
     and validation pass rate by role; attempts, p50/p95/p99 and TTFT by route; escalations
-    and side effects. Reads the runs carrying the failover search attributes from Temporal.
+    and side effects.
+
+    Reads every run of the window from Temporal that called `resilient_complete` (your own
+    workflows too: their calls come from their histories) or carries the failover search
+    attributes.
     """
     from agent_failover.cli.report import build_report, parse_since, report_tables
     from agent_failover.cli.report_fetch import fetch_breakers, fetch_runs
@@ -152,7 +160,7 @@ def report(
         except ValueError as exc:
             raise CliError(str(exc), EXIT_BAD_INPUT) from None
         client = await connect(address)
-        runs, truncated = await fetch_runs(client, window, limit)
+        runs, truncated = await fetch_runs(client, window, limit, task_queue)
         for table in report_tables(build_report(runs), since):
             console.print(table)
         if truncated:
