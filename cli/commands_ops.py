@@ -32,7 +32,7 @@ from agent_failover.cli.shared import (
 #: This module's top-level commands; main lists them in the app's help order.
 commands = typer.Typer()
 escalations_app = typer.Typer(
-    help="Pipelines waiting for a human: list them, show one (answer with `failover resolve`).",
+    help="Runs waiting for a human: list them, show one (answer with `failover resolve`).",
     no_args_is_help=True,
 )
 
@@ -254,16 +254,21 @@ def resolve(
 def escalations_list(
     address: AddressOpt = None,
     limit: Annotated[int, typer.Option(min=1, help="Runs listed at most.")] = 100,
+    task_queue: Annotated[
+        str | None,
+        typer.Option("--task-queue", help="Only runs of this task queue (default: all)."),
+    ] = None,
 ) -> None:
-    """Running pipelines with EscalationState = "pending", oldest first: how long each has
-    waited, its blocked steps, the reason and the time left before its timeout action."""
+    """Running workflows with EscalationState = "pending" (pipelines and your own), oldest
+    first: how long each has waited and, for pipelines, its blocked steps, the reason and
+    the time left before its timeout action."""
     from agent_failover.cli.escalations import list_pending, pending_table
 
     async def body() -> None:
         client = await connect(address)
-        rows, truncated = await list_pending(client, limit)
+        rows, truncated = await list_pending(client, limit, task_queue)
         if not rows:
-            console.print("no pipeline is waiting for a decision")
+            console.print("no workflow is waiting for a decision")
             return
         console.print(pending_table(rows))
         console.print(

@@ -1,9 +1,11 @@
-"""``failover escalations list|show``: the pipelines waiting for a human.
+"""``failover escalations list|show``: the runs waiting for a human.
 
-``list`` asks Temporal's visibility store for the pipelines waiting for a human
-(``EscalationState = "pending"``, still running), then asks each one's ``status`` query
-(when a worker polls its task queue) for the reason, the blocked steps and when it
-opened; oldest first. ``show ID`` prints one run's serialized escalation state readably:
+``list`` asks Temporal's visibility store for the running workflows marked as waiting
+(``EscalationState = "pending"``: our pipelines, and any workflow of yours that upserts it
+with ``upsert_failover_search_attributes(..., escalation_state="pending")``), optionally
+on one task queue; for the pipelines it asks their ``status`` query (when a worker polls
+their task queue) for the reason, the blocked steps and when it opened; oldest first.
+``show ID`` prints one run's serialized escalation state readably:
 reason, blocked steps, the decisions that apply and the exact ``failover resolve``
 commands (the decision itself goes through the pipeline's ``resolve`` update). Every
 failure is a :class:`CliError` saying what to do: the search attribute not registered, an
@@ -43,9 +45,14 @@ from agent_failover.resilience.notify import ALL_OPTIONS, SAGA_OPTIONS, resolve_
 from agent_failover.workflows.models import PendingEscalation, PipelineStatus
 
 PIPELINE = "AgentPipelineWorkflow"
-PENDING_QUERY = (
-    f"WorkflowType = '{PIPELINE}' AND EscalationState = 'pending' AND ExecutionStatus = 'Running'"
-)
+PENDING_QUERY = "EscalationState = 'pending' AND ExecutionStatus = 'Running'"
+
+
+def pending_query(task_queue: str | None = None) -> str:
+    """Running workflows marked as waiting for a human (on ``task_queue`` if given)."""
+    return PENDING_QUERY + (f" AND TaskQueue = '{task_queue}'" if task_queue else "")
+
+
 REGISTER_HINT = (
     "register it once per namespace: `temporal operator search-attribute create --name "
     "EscalationState --type Keyword` (`failover dev` and the demo register it)"
@@ -64,6 +71,7 @@ class PendingRun:
     started: datetime | None
     pending: PendingEscalation | None = None
     note: str = ""
+    workflow_type: str = PIPELINE
 
     @property
     def since(self) -> float:
@@ -83,15 +91,20 @@ def visibility_error(exc: RPCError, namespace: str) -> CliError:
     return CliError(f"the visibility query failed ({exc.status.name}): {text}")
 
 
-async def list_pending(client: Client, limit: int) -> tuple[list[PendingRun], bool]:
-    """Running pipelines waiting for a human, oldest first; True when cut at ``limit``."""
+async def list_pending(
+    client: Client, limit: int, task_queue: str | None = None
+) -> tuple[list[PendingRun], bool]:
+    """Running workflows waiting for a human, oldest first; True when cut at ``limit``."""
     found: list[WorkflowExecution] = []
     try:
-        async for wf in client.list_workflows(PENDING_QUERY, limit=limit + 1):
+        async for wf in client.list_workflows(pending_query(task_queue), limit=limit + 1):
             found.append(wf)
     except RPCError as exc:
         raise visibility_error(exc, client.namespace) from None
-    rows = [PendingRun(wf.id, wf.run_id, wf.task_queue, wf.start_time) for wf in found[:limit]]
+    rows = [
+        PendingRun(wf.id, wf.run_id, wf.task_queue, wf.start_time, workflow_type=wf.workflow_type)
+        for wf in found[:limit]
+    ]
     await _fill_states(client, rows)
     return sorted(rows, key=lambda r: r.since), len(found) > limit
 
@@ -103,6 +116,9 @@ async def _fill_states(client: Client, rows: list[PendingRun]) -> None:
     sem = asyncio.Semaphore(QUERY_CONCURRENCY)
 
     async def one(row: PendingRun) -> None:
+        if row.workflow_type != PIPELINE:
+            row.note = f"a {row.workflow_type}: its own escalation (see its history in the Web UI)"
+            return
         if not polled[row.task_queue]:
             row.note = f"no worker polls {row.task_queue!r}: details unavailable"
             return

@@ -97,12 +97,20 @@ async def live_breakers(table, redis_url: str | None, namespace: str | None):
     except (TimeoutError, OSError, RedisError, RedisUnreachable):
         return None  # not reachable from here: the monitor's breakers, with their age
     try:
-        breakers = [await stores.health.breaker(b.route) for b in table.breakers]
+        live = {r.route: await stores.health.breaker(r.route) for r in table.rows}
     finally:
         await stores.close()
-    return table.model_copy(update={"breakers": breakers, "taken_at": time.time()}), (
-        f"{url} (namespace {ns})"
-    )
+    rows = [
+        r.model_copy(
+            update={
+                "breaker": live[r.route].state,
+                "breaker_reason": live[r.route].reason.value if live[r.route].reason else None,
+            }
+        )
+        for r in table.rows
+    ]
+    update = {"rows": rows, "breakers": list(live.values())}
+    return table.model_copy(update=update), f"{url} (namespace {ns})"
 
 
 async def table_from_store(

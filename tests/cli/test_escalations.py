@@ -10,10 +10,14 @@ import time
 import uuid
 
 import pytest
+from temporalio import workflow
 from temporalio.service import RPCError
+from temporalio.worker import Worker
 
 from agent_failover.cli.escalations import PENDING_QUERY, visibility_error
+from agent_failover.plugin import with_passthrough
 from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.visibility import upsert_failover_search_attributes
 from agent_failover.workflows.models import (
     EscalationState,
     PipelineInput,
@@ -97,6 +101,43 @@ async def test_list_and_show_pending_escalations(
                 await h.terminate()
             except RPCError:
                 pass  # already finished
+
+
+@workflow.defn(sandboxed=False)
+class WaitsForAHuman:
+    """A user's own workflow that marks itself as waiting for a human and waits."""
+
+    @workflow.run
+    async def run(self) -> None:
+        upsert_failover_search_attributes([], escalation_state="pending")
+        await workflow.wait_condition(lambda: False)
+
+
+async def test_list_shows_a_user_workflow_waiting_for_a_human(dev_env) -> None:
+    """A workflow that is not our pipeline but marked itself pending is listed, by its
+    type (before: only AgentPipelineWorkflow runs were looked for)."""
+    queue = f"own-{uuid.uuid4().hex[:8]}"
+    worker = Worker(
+        dev_env.client, task_queue=queue, workflows=[WaitsForAHuman],
+        workflow_runner=with_passthrough(None),
+    )  # fmt: skip
+    async with worker:
+        handle = await dev_env.client.start_workflow(
+            WaitsForAHuman.run, id=f"own-{uuid.uuid4().hex[:8]}", task_queue=queue
+        )
+        try:
+            address = dev_env.client.service_client.config.target_host
+            args = ["escalations", "list", "--task-queue", queue, "--address", address]
+            deadline = time.monotonic() + 15
+            while True:
+                result = await invoke(args)
+                assert result.exit_code == 0, result.output
+                if handle.id in result.output or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.3)
+            assert handle.id in result.output and "WaitsForAHuman" in result.output
+        finally:
+            await handle.terminate()
 
 
 async def test_show_unknown_and_not_a_pipeline(deployment: Deployment) -> None:
