@@ -75,7 +75,9 @@ def _duration(text: str | None) -> float | None:
 
 @sim_app.command("fault")
 def fault(
-    route: Annotated[str, typer.Argument(help="Simulator endpoint, or a route of your policy.")],
+    route: Annotated[
+        str, typer.Argument(help="Simulator endpoint, a route of your policy, or all.")
+    ],
     kind: Annotated[
         str,
         typer.Argument(

@@ -1,7 +1,7 @@
 """``failover sim fault ROUTE KIND [--for 30s]`` and ``failover sim clear``: the simulator's
 admin API without hand-written curl calls.
 
-ROUTE is a simulator endpoint (``anthropic-us-east``) or a route of the user's policy
+ROUTE is a simulator endpoint (``anthropic-us-east``), ``all``, or a route of the user's policy
 (``FAILOVER_POLICY`` or ``--policy``) whose ``base_url`` points at the simulator: the
 route ``claude-us`` with ``base_url: http://127.0.0.1:8400/anthropic-us-east`` is the
 simulator endpoint ``anthropic-us-east``. The simulator is found at ``--sim-url``, else
@@ -106,14 +106,17 @@ async def _endpoint_names(admin: Any, url: str) -> list[str]:
         ) from None
 
 
-async def resolve_endpoint(admin: Any, url: str, route: str, policy: Path | None) -> str:
-    """The simulator endpoint ROUTE names, or an error listing what it could be."""
+async def resolve_endpoints(admin: Any, url: str, route: str, policy: Path | None) -> list[str]:
+    """The simulator endpoints ROUTE names (``all``: every one), or an error listing what
+    it could be."""
     known = await _endpoint_names(admin, url)
+    if route == "all":
+        return known
     if route in known:
-        return route
+        return [route]
     mapped = policy_routes(policy, url)
     if mapped.get(route) in known:
-        return mapped[route]
+        return [mapped[route]]
     yours = f"; your policy's routes on it: {', '.join(sorted(mapped))}" if mapped else ""
     raise CliError(
         f"no simulator endpoint or policy route {route!r} at {url}; endpoints: "
@@ -128,13 +131,16 @@ async def inject(spec: FaultSpec, url: str, policy: Path | None) -> str:
 
     fault = build_fault(spec)
     async with SimAdmin(url) as admin:
-        endpoint = await resolve_endpoint(admin, url, spec.route, policy)
-        named = endpoint if endpoint == spec.route else f"{spec.route} (simulator {endpoint})"
+        endpoints = await resolve_endpoints(admin, url, spec.route, policy)
+        named = spec.route
+        if endpoints != [spec.route]:
+            named += f" (simulator {', '.join(endpoints)})"
         if spec.for_s is None:
-            await admin.set_faults(endpoint, [fault])
+            for endpoint in endpoints:
+                await admin.set_faults(endpoint, [fault])
             return f"{named}: {spec.kind} until `failover sim clear`"
-        event = {"from": 0, "to": spec.for_s, "endpoints": [endpoint], "faults": [fault]}
-        await admin.load_scenario({"name": f"{spec.kind} on {endpoint}", "events": [event]})
+        event = {"from": 0, "to": spec.for_s, "endpoints": endpoints, "faults": [fault]}
+        await admin.load_scenario({"name": f"{spec.kind} on {spec.route}", "events": [event]})
         return f"{named}: {spec.kind} for {spec.for_s:g} s"
 
 
@@ -147,6 +153,6 @@ async def clear(url: str, route: str | None, policy: Path | None) -> str:
             await _endpoint_names(admin, url)  # reachable?
             await admin.clear()
             return f"cleared every fault and the scenario at {url}"
-        endpoint = await resolve_endpoint(admin, url, route, policy)
-        await admin.clear(endpoint)
+        for endpoint in await resolve_endpoints(admin, url, route, policy):
+            await admin.clear(endpoint)
         return f"{route}: faults cleared"
