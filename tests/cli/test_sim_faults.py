@@ -35,9 +35,13 @@ async def test_fault_then_clear(simulator: RunningSimulator, sim_admin: SimAdmin
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == "openai-us: overloaded until `failover sim clear`"
     assert await _faults(sim_admin, "openai-us") == ["overloaded"]
+    proc = await run_cli(["sim", "fault", "all", "auth_error"], env)
+    assert proc.returncode == 0 and proc.stdout.startswith("all (simulator "), proc.stderr
+    names = [e["name"] for e in await sim_admin.endpoints()]
+    assert [await _faults(sim_admin, n) for n in names] == [["auth_error"]] * len(names)
     proc = await run_cli(["sim", "clear"], env)
     assert proc.returncode == 0 and proc.stdout.startswith("cleared every fault"), proc.stderr
-    assert await _faults(sim_admin, "openai-us") == []
+    assert [await _faults(sim_admin, n) for n in names] == [[]] * len(names)
 
 
 async def test_fault_by_the_users_route_name_for_a_while(
@@ -53,7 +57,8 @@ async def test_fault_by_the_users_route_name_for_a_while(
     first = proc.stdout.splitlines()[0]
     assert first == "claude-us (simulator anthropic-us-east): server_error for 30 s"
     status = await sim_admin.scenario_status()
-    assert "anthropic-us-east" in str(status) and "server_error" in str(status)
+    assert status["active_events"] == [0] and status["duration_s"] == 30
+    assert status["name"] == "server_error on claude-us"
 
 
 async def test_mistakes_are_one_line(simulator: RunningSimulator, sim_admin: SimAdmin) -> None:
