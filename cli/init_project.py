@@ -75,14 +75,16 @@ class AskWorkflow:
 '''
 
 WORKER = '''\
-"""This project's worker: `python worker.py` (Ctrl-C stops it).
+"""This project's worker: `python worker.py` (Ctrl-C or SIGTERM drains and stops it).
 
 Temporal from TEMPORAL_ADDRESS (default 127.0.0.1:7233), health state in REDIS_URL
 (default redis://127.0.0.1:6379/0), the task queue FAILOVER_TASK_QUEUE, the policy
 FAILOVER_POLICY (default policy.yaml here): the `failover` commands read the same ones.
 """
 
+import asyncio
 import os
+import signal
 from pathlib import Path
 
 from temporalio.worker import Worker
@@ -98,8 +100,13 @@ async def main() -> None:
     client = await connect_client()
     plugin = FailoverPlugin(POLICY, include_pipeline=False)
     worker = Worker(client, task_queue=TASK_QUEUE, workflows=[AskWorkflow], plugins=[plugin])
-    print(f"worker ready on task queue {{TASK_QUEUE}}", flush=True)
-    await worker.run()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    async with worker:  # leaving it drains the worker
+        print(f"worker ready on task queue {{TASK_QUEUE}}", flush=True)
+        await stop.wait()
+    await plugin.aclose()
 
 
 if __name__ == "__main__":

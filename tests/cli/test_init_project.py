@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
 from agent_failover.cli.init_project import FILES, queue_name
-from tests.cli.conftest import cli_env, run_cli
+from agent_failover.testing.sim.server import RunningSimulator
+from tests.cli.conftest import address_of, cli_env, run_cli
 
 #: "Small enough to read in a minute": no generated file is longer than this.
 MAX_LINES = 60
@@ -57,3 +64,43 @@ def test_the_generated_projects_own_test_passes(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "1 passed" in proc.stdout
+
+
+@pytest.mark.devserver
+async def test_the_generated_worker_and_starter_run_and_drain(
+    dev_env: WorkflowEnvironment, simulator: RunningSimulator, tmp_path: Path
+) -> None:
+    """`python worker.py` says it is ready, `python starter.py` is answered by the primary,
+    SIGTERM drains the worker: exit 0 each, nothing on stderr."""
+    from typer.testing import CliRunner
+
+    from agent_failover.cli.main import app
+
+    project = tmp_path / "my_app"
+    assert CliRunner().invoke(app, ["init", str(project)]).exit_code == 0
+    queue = f"init-{uuid.uuid4().hex[:8]}"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {k: v for k, v in env.items() if not k.startswith(("FAILOVER_", "TEMPORAL_"))}
+    env |= {
+        "TEMPORAL_ADDRESS": address_of(dev_env), "SIM_URL": simulator.url,
+        "FAILOVER_TASK_QUEUE": queue, "FAILOVER_REDIS_NAMESPACE": f"test-{queue}",
+    }  # fmt: skip
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable, "worker.py", cwd=project, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert worker.stdout is not None
+        line = await asyncio.wait_for(worker.stdout.readline(), 60)
+        assert line.decode().strip() == f"worker ready on task queue {queue}"
+        starter = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "starter.py", "hello"],
+            cwd=project, env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert starter.returncode == 0, starter.stderr
+        assert starter.stdout.splitlines()[0] == "answered by claude-us (tier 0, full)"
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(worker.communicate(), 60)
+    assert worker.returncode == 0, err.decode()[-2000:]
+    assert err.decode().strip() == ""
