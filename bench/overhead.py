@@ -190,9 +190,7 @@ class RedisRoundTrips:
 ROUND_TRIPS: RedisRoundTrips | None = None
 
 
-async def _sequential(
-    op: Callable[[], Awaitable[None]], n: int
-) -> tuple[list[float], float, int]:
+async def _sequential(op: Callable[[], Awaitable[None]], n: int) -> tuple[list[float], float, int]:
     lat, cpu0 = [], time.process_time()
     trips0 = ROUND_TRIPS.count if ROUND_TRIPS else 0
     for _ in range(n):
@@ -302,7 +300,9 @@ def _ratios(res: dict[str, Any]) -> dict[str, Any]:
             "p50": round(r["p50_ms"] / bare["p50_ms"], 2),
             "p99": round(r["p99_ms"] / bare["p99_ms"], 2),
         }
-        for key in sorted(k for k in r if k.startswith(("throughput_per_s_c", "cpu_ms_per_call_c"))):
+        for key in sorted(
+            k for k in r if k.startswith(("throughput_per_s_c", "cpu_ms_per_call_c"))
+        ):
             width = key.rpartition("_c")[2]
             kind = "throughput" if key.startswith("throughput") else "cpu_per_call"
             out[f"{n}_vs_bare"][f"{kind}_c{width}"] = round(r[key] / bare[key], 2)
@@ -478,7 +478,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch", type=int, default=20, help="sequential calls per arm per round")
-    ap.add_argument("--concurrent", type=int, default=64, help="calls per arm per round at each concurrency")
+    ap.add_argument(
+        "--concurrent", type=int, default=64, help="calls per arm per round at each concurrency"
+    )
     ap.add_argument(
         "--concurrency",
         type=lambda v: [int(x) for x in v.split(",")],
