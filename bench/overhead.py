@@ -70,6 +70,9 @@ from agent_failover.testing.sim.config import load_sim_config
 from agent_failover.testing.sim.server import start_simulator
 from agent_failover.testing.workflows import CallInput, ResilientTextWorkflow
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_facts import RedisRoundTrips, loadavg  # beside this file
+
 PRIMARY = "anthropic-us-east"
 MODEL = "claude-sonnet-4-5"
 CONCURRENCY = 16
@@ -158,34 +161,6 @@ class _Arms:
         await self.failover("failover-queue", self.queued)
 
 
-class RedisRoundTrips:
-    """Counts the writes redis-py sends (one per command, one per pipeline or script
-    call): each is one round trip to the server. Installed only with ``--redis``."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._orig: Any = None
-
-    def install(self) -> RedisRoundTrips:
-        from redis.asyncio.connection import AbstractConnection
-
-        orig = self._orig = AbstractConnection.send_packed_command
-        counter = self
-
-        async def counted(conn: Any, command: Any, check_health: bool = True) -> None:
-            counter.count += 1
-            await orig(conn, command, check_health)
-
-        AbstractConnection.send_packed_command = counted  # type: ignore[method-assign]
-        return self
-
-    def uninstall(self) -> None:
-        from redis.asyncio.connection import AbstractConnection
-
-        if self._orig is not None:
-            AbstractConnection.send_packed_command = self._orig  # type: ignore[method-assign]
-
-
 #: The round-trip counter of this run (``--redis`` only).
 ROUND_TRIPS: RedisRoundTrips | None = None
 
@@ -234,14 +209,6 @@ async def _history(client: Client, ids: list[str]) -> dict[str, float]:
         "history_events_per_call": round(sum(events) / len(events), 1),
         "activity_start_wait_ms_p50": round(percentile([w * 1000 for w in waits], 50) or 0.0, 2),
     }
-
-
-def _loadavg() -> str | None:
-    """``/proc/loadavg``'s three averages (the machine is shared: record how busy it was)."""
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:  # pragma: no cover - not Linux
-        return None
 
 
 def _ms(values: list[float], q: float) -> float:
@@ -414,7 +381,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     ) as (arms, names):
         if args.arms:
             names = [n for n in names if n in {"bare", *args.arms}]
-        load_before = _loadavg()
+        load_before = loadavg()
         res = await _measure(arms, names, args)
     return {
         "setup": {
@@ -424,7 +391,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "concurrent_calls_per_arm": args.rounds * args.concurrent,
             "concurrency": args.concurrency,
             "load_average_before": load_before,
-            "load_average_after": _loadavg(),
+            "load_average_after": loadavg(),
             "health_store": "redis" if args.redis else "memory",
             "simulator": "in this process" if args.sim_in_process else "child process",
             "failover_dispatch": arms.h.activities and "eager (default); failover-queue: queue",
