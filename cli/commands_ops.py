@@ -213,7 +213,7 @@ def force(
 
 @commands.command("resolve")
 def resolve(
-    workflow_id: Annotated[str, typer.Argument(help="The paused pipeline's workflow id.")],
+    workflow_id: Annotated[str, typer.Argument(help="The paused run's workflow id.")],
     action: Annotated[str, typer.Argument(help="retry, accept_degraded, provide_output or abort.")],
     output: Annotated[str | None, typer.Option(help="The answer, for provide_output.")] = None,
     operator: Annotated[str, typer.Option(help="Who decided (audit).")] = os.environ.get(
@@ -222,7 +222,8 @@ def resolve(
     note: Annotated[str, typer.Option(help="Why (audit).")] = "",
     address: AddressOpt = None,
 ) -> None:
-    """Resolve a pipeline paused for a human (escalation); refused unless it is waiting."""
+    """Resolve a run paused for a human (a pipeline, or any workflow that calls escalate());
+    refused unless it is waiting."""
     from pydantic import ValidationError
 
     from agent_failover.cli.errors import validation_lines
@@ -259,9 +260,8 @@ def escalations_list(
         typer.Option("--task-queue", help="Only runs of this task queue (default: all)."),
     ] = None,
 ) -> None:
-    """Running workflows with EscalationState = "pending" (pipelines and your own), oldest
-    first: how long each has waited and, for pipelines, its blocked steps, the reason and
-    the time left before its timeout action."""
+    """Running workflows with EscalationState = "pending", oldest first: how long each has
+    waited, its blocked steps, the reason and the time left before its timeout action."""
     from agent_failover.cli.escalations import list_pending, pending_table
 
     async def body() -> None:
@@ -284,13 +284,13 @@ def escalations_list(
 
 @escalations_app.command("show")
 def escalations_show(
-    workflow_id: Annotated[str, typer.Argument(help="The paused pipeline's workflow id.")],
+    workflow_id: Annotated[str, typer.Argument(help="The paused run's workflow id.")],
     address: AddressOpt = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the serialized escalation state as JSON.")
     ] = False,
 ) -> None:
-    """One pipeline's escalation: reason, blocked steps, state kept, decisions that apply and
+    """One run's escalation: reason, blocked steps, state kept, decisions that apply and
     the exact `failover resolve` commands."""
     from agent_failover.cli.escalations import pending_escalation, show_renderables
     from agent_failover.cli.stackfile import ui_url
