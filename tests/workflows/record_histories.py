@@ -520,6 +520,15 @@ async def _failover_rule_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
     return runs
 
 
+async def _role_read_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A plain call after a few on the same role: its snapshot, read for the role, writes
+    the primary's numbers once and leaves the idle routes out (``role_read``)."""
+    await admin.reset()
+    for i in range(3):
+        await _call(h, "plain", f"warm {i}")
+    return [Recorded("call_role_read_snapshot", await _call(h, "plain", "role read"))]
+
+
 async def _pipeline(h: Harness, prefix: str, inp: PipelineInput | None = None) -> str:
     """Run one pipeline (by default the healthy demo task) to its end; its workflow id."""
     wid = f"{prefix}-{uuid.uuid4().hex[:6]}"
@@ -561,6 +570,7 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
         _maybe_applied_runs,
     ),
     (("call_policy_store",), _policy_store_run),
+    (("call_role_read_snapshot",), _role_read_run),
     (("call_unqualified", "qualify_continue_as_new", "qualify_final"), _qualification_runs),
     (("call_invalid_request_other_wire", "call_live_tier_floor"), _failover_rule_runs),
 ]

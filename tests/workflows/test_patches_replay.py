@@ -80,6 +80,8 @@ EXPECTED_HISTORIES = {
     "call_waits_out_retry_after",
     # A call whose policy version comes from the policy store.
     "call_policy_store",
+    # A call whose role context writes its snapshot read for the role (``role_read``).
+    "call_role_read_snapshot",
     # A call that skips an unqualified route; a qualification run and its continuation.
     "call_unqualified",
     "qualify_continue_as_new",
