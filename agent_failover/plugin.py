@@ -13,8 +13,10 @@ worker of a client it is given to):
 * adds our modules to the workflow sandbox's passthrough list (ours only: a user module
   that happens to be called ``activities`` is never passed through);
 * registers the failover activities (``role_context``, ``call_model``, cache, probes...)
-  and, unless ``include_pipeline=False``, the ``AgentPipelineWorkflow``, its tools and its
-  on-call notification (``notify_escalation``); always the ``HealthMonitorWorkflow`` and
+  and, only when asked (``include_pipeline=True``: ``failover worker`` / ``dev`` / ``demo``),
+  the bundled ``AgentPipelineWorkflow``, its tools and its on-call notification
+  (``notify_escalation``), refusing a policy the pipeline cannot serve; always the
+  ``HealthMonitorWorkflow`` and
   ``QualifyWorkflow`` (``failover qualify``) with its ``qualify_item`` / ``score_answer``
   activities;
 * when the worker runs: connects the stores (Redis at ``REDIS_URL``), starts one extra
@@ -66,6 +68,7 @@ from agent_failover.providers.client import policy_http_client
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.startup import (
     NamespaceCheck,
+    check_pipeline_policy,
     resolve_codec,
     resolve_policy,
     resolve_tracing,
@@ -166,6 +169,9 @@ class FailoverPlugin(SimplePlugin):
     ``http`` is the providers' client (built here if None); ``notify_http`` the escalation
     webhook's (None: a proxy-aware :func:`build_webhook_client` built on first use).
     Clients built here are closed by :meth:`aclose`.
+    ``include_pipeline``: also register the bundled ``AgentPipelineWorkflow`` and its tool
+    and escalation activities (off by default: a user's worker runs the user's workflows);
+    a policy without the pipeline's roles is then a :class:`PolicyError`.
     """
 
     def __init__(
@@ -176,7 +182,7 @@ class FailoverPlugin(SimplePlugin):
         redis_url: str | None = None,
         redis_namespace: str | None = None,
         redis_unreachable: IfUnreachable | None = None,
-        include_pipeline: bool = True,
+        include_pipeline: bool = False,
         start_monitor: bool = True,
         bulkhead_slots: Mapping[str, int] | None = None,
         bulkheads: Iterable[str] | None = None,
@@ -190,6 +196,8 @@ class FailoverPlugin(SimplePlugin):
         search_attributes: SearchAttributeMode | None = None,
     ) -> None:
         self.policy, self.policy_source = resolve_policy(policy)
+        if include_pipeline:
+            check_pipeline_policy(self.policy, self.policy_source)
         self.search_attributes = NamespaceCheck(search_attributes)
         self.shadow = _policy_has_shadows(self.policy) if shadow is None else shadow
         self._shadow_slots = shadow_slots

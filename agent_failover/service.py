@@ -219,6 +219,8 @@ def build_workers(
         http=deps.http,
         notify_http=deps.notify_http,
         start_monitor=False,
+        # The service worker runs the bundled pipeline (a user's worker does not).
+        include_pipeline=True,
         bulkhead_slots=bulkhead_slots,
         bulkheads=role.bulkheads if role is not None and role.main else None,
         dispatch=dispatch_from_env(),

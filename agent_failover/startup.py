@@ -24,6 +24,7 @@ from agent_failover.codec import AesGcmCodec, codec_from_env
 from agent_failover.config.loader import load_policy
 from agent_failover.report_errors import install_hook
 from agent_failover.resilience.config import PolicyConfig, PolicyError
+from agent_failover.resilience.pipeline import pipeline_policy_errors
 from agent_failover.stores.policies import content_ref
 from agent_failover.telemetry.setup import tracing_enabled
 
@@ -115,6 +116,21 @@ def resolve_policy(
     if not path:
         raise PolicyError([("", NO_POLICY_HINT)])
     return load_policy(Path(path)), str(Path(path).resolve())
+
+
+def check_pipeline_policy(policy: PolicyConfig, source: str) -> None:
+    """A one-line :class:`PolicyError` when ``policy`` cannot serve the bundled pipeline
+    (``FailoverPlugin(include_pipeline=True)``): refused at construction, not at the first
+    step of every run."""
+    unfit = pipeline_policy_errors(policy.roles)
+    if unfit:
+        problems = "; ".join(f"{where}: {msg}" for where, msg in unfit)
+        raise PolicyError([(
+            "",
+            f"policy {source} cannot serve the bundled pipeline (include_pipeline=True): "
+            f"{problems}; add those roles, or leave include_pipeline off to run only your "
+            "own workflows",
+        )])  # fmt: skip
 
 
 def policy_version(policy: PolicyConfig) -> str:

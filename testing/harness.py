@@ -25,6 +25,7 @@ from agent_failover.plugin import FailoverPlugin
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.resilience.models import ChatRequest, Message
+from agent_failover.resilience.pipeline import pipeline_policy_errors
 from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache
 from agent_failover.stores.factory import Stores
 from agent_failover.stores.health import MemoryHealthStore, RedisHealthStore
@@ -118,6 +119,7 @@ def build_harness(
     dispatch: Literal["eager", "queue"] | None = None,
     bulkhead_slots: Mapping[str, int] | None = None,
     policy_store: PolicyVersionStore | None = None,
+    include_pipeline: bool | None = None,
 ) -> tuple[Harness, list[Worker]]:
     """Activities over fresh stores (memory, or Redis under a unique namespace).
 
@@ -126,7 +128,9 @@ def build_harness(
     ``http`` is the providers' client (e.g. over a :class:`FaultTransport`); ``shadow``
     is the plugin's (False: nobody serves the shadow queue); ``dispatch`` and
     ``bulkhead_slots`` go to :class:`FailoverPlugin`; ``policy_store`` keeps the policy
-    versions (default: a fresh in-memory one; pass one to a replacement worker to share).
+    versions (default: a fresh in-memory one; pass one to a replacement worker to share);
+    ``include_pipeline``: the plugin's (None: the bundled pipeline too when the policy has
+    its roles, so the same harness runs it; your own policy gets your workflows only).
     """
     tq = task_queue or f"test-{uuid.uuid4().hex[:10]}"
     if health is None or cache is None:
@@ -154,7 +158,11 @@ def build_harness(
         dispatch=dispatch,
         bulkhead_slots=bulkhead_slots,
         shadow=shadow,
-    )
+        include_pipeline=(
+            not pipeline_policy_errors(policy.roles) if include_pipeline is None
+            else include_pipeline
+        ),
+    )  # fmt: skip
     acts = plugin.activities_for(tq)
     harness = Harness(client, tq, acts, health, cache, policy, policies)
     return harness, _workers(client, plugin, tq)
