@@ -21,7 +21,7 @@ import pytest
 
 from agent_failover.config import DEFAULT_POLICY_PATH
 
-USER_WORKFLOW = '''
+USER_WORKFLOW = """
 from temporalio import workflow
 
 from agent_failover import CallOptions, ChatRequest, Message, resilient_complete
@@ -40,9 +40,9 @@ class TriageTicket:
         )
         upsert_failover_search_attributes([out])
         return out.content
-'''
+"""
 
-WORKER = '''
+WORKER = """
 import asyncio, json, logging, os, sys, uuid, warnings
 
 SANDBOX = ("was imported after initial workflow load", "intentionally passed through")
@@ -88,7 +88,7 @@ async def main():
 
 
 asyncio.run(main())
-'''
+"""
 
 
 @pytest.mark.timeout(90)

@@ -61,7 +61,9 @@ def test_startup_line_names_everything_an_operator_checks() -> None:
         assert part in line
 
 
-USER_POLICY = DEFAULT_POLICY_PATH.parents[1] / "examples" / "support_triage" / "config" / "policy.yaml"
+USER_POLICY = (
+    DEFAULT_POLICY_PATH.parents[1] / "examples" / "support_triage" / "config" / "policy.yaml"
+)
 
 
 def _registered(plugin: FailoverPlugin) -> tuple[set[str], set[str]]:
