@@ -196,8 +196,7 @@ class FailoverPlugin(SimplePlugin):
         search_attributes: SearchAttributeMode | None = None,
     ) -> None:
         self.policy, self.policy_source = resolve_policy(policy)
-        if include_pipeline:
-            check_pipeline_policy(self.policy, self.policy_source)
+        self._include_pipeline = check_pipeline_policy(self, include_pipeline)
         self.search_attributes = NamespaceCheck(search_attributes)
         self.shadow = _policy_has_shadows(self.policy) if shadow is None else shadow
         self._shadow_slots = shadow_slots
@@ -205,7 +204,6 @@ class FailoverPlugin(SimplePlugin):
         self.tracing = resolve_tracing(tracing)
         self.codec = resolve_codec(codec)
         self._stores = SharedStores(stores, redis_url, redis_namespace, redis_unreachable)
-        self._include_pipeline = include_pipeline
         self._start_monitor = start_monitor
         self._slots = {**DEFAULT_BULKHEAD_SLOTS, **(bulkhead_slots or {})}
         self.bulkheads = self._check_bulkheads(bulkheads)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 from pathlib import Path
 
 from temporalio.client import Client
@@ -118,11 +119,13 @@ def resolve_policy(
     return load_policy(Path(path)), str(Path(path).resolve())
 
 
-def check_pipeline_policy(policy: PolicyConfig, source: str) -> None:
-    """A one-line :class:`PolicyError` when ``policy`` cannot serve the bundled pipeline
-    (``FailoverPlugin(include_pipeline=True)``): refused at construction, not at the first
-    step of every run."""
-    unfit = pipeline_policy_errors(policy.roles)
+def check_pipeline_policy(plugin: Any, include_pipeline: bool) -> bool:
+    """``include_pipeline``, once the plugin's policy can serve the bundled pipeline: else
+    a one-line :class:`PolicyError` (``FailoverPlugin(include_pipeline=True)`` refuses it
+    at construction, not at the first step of every run)."""
+    policy: PolicyConfig = plugin.policy
+    source: str = plugin.policy_source
+    unfit = pipeline_policy_errors(policy.roles) if include_pipeline else []
     if unfit:
         problems = "; ".join(f"{where}: {msg}" for where, msg in unfit)
         raise PolicyError([(
@@ -131,6 +134,7 @@ def check_pipeline_policy(policy: PolicyConfig, source: str) -> None:
             f"{problems}; add those roles, or leave include_pipeline off to run only your "
             "own workflows",
         )])  # fmt: skip
+    return include_pipeline
 
 
 def policy_version(policy: PolicyConfig) -> str:

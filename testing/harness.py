@@ -158,11 +158,10 @@ def build_harness(
         dispatch=dispatch,
         bulkhead_slots=bulkhead_slots,
         shadow=shadow,
-        include_pipeline=(
-            not pipeline_policy_errors(policy.roles) if include_pipeline is None
-            else include_pipeline
-        ),
-    )  # fmt: skip
+        include_pipeline=not pipeline_policy_errors(policy.roles)
+        if include_pipeline is None
+        else include_pipeline,
+    )
     acts = plugin.activities_for(tq)
     harness = Harness(client, tq, acts, health, cache, policy, policies)
     return harness, _workers(client, plugin, tq)
