@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor

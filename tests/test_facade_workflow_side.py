@@ -64,9 +64,7 @@ def _worker_side(modules: set[str]) -> list[str]:
 
 
 def test_workflow_side_names_load_no_worker_side_module() -> None:
-    assert {"resilient_complete", "ChatRequest", "AgentOutput", "CallOptions"} <= set(
-        WORKFLOW_SIDE
-    )
+    assert {"resilient_complete", "ChatRequest", "AgentOutput", "CallOptions"} <= set(WORKFLOW_SIDE)
     loaded = _loaded_by(f"from agent_failover import {', '.join(WORKFLOW_SIDE)}")
     assert "agent_failover.workflows.resilient" in loaded
     assert _worker_side(loaded) == []
