@@ -25,9 +25,11 @@ shadow-evaluation samples and quality verdict (:mod:`resilience.shadow`).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from agent_failover.resilience.admission import Admission, admit, admit_probe
 from agent_failover.resilience.aggregates import (
     Fields,
     breaker_epoch,
@@ -38,10 +40,9 @@ from agent_failover.resilience.aggregates import (
 )
 from agent_failover.resilience.baseline import LatencyBaseline
 from agent_failover.resilience.breaker import (
-    Admission,
+    DEFAULT_TRIAL_HOLD_S,
     Breaker,
     Transition,
-    admit,
     force,
     on_outcome,
     release_trial,
@@ -64,6 +65,11 @@ from agent_failover.stores.memory_routes import RouteFacts, RouteTable
 from agent_failover.stores.status import StoreStatus
 
 DEFAULT_BASELINE_REFRESH_S = 30.0
+
+
+def new_lease_id() -> str:
+    """A fresh half-open trial lease id (unique across workers)."""
+    return uuid.uuid4().hex[:16]
 
 
 def breaker_window_s(settings: BreakerSettings) -> float:
@@ -180,18 +186,33 @@ class MemoryHealthStore:
             r.breaker, transition = on_outcome(r.breaker, outcome, stats, settings, now)
             return transition
 
-    async def admit(self, route: str, settings: BreakerSettings, now: float) -> Admission:
-        """Ask the breaker; trial slots are taken under the route's lock."""
+    async def admit(
+        self,
+        route: str,
+        settings: BreakerSettings,
+        now: float,
+        *,
+        hold_s: float | None = None,
+        probe: bool = False,
+    ) -> Admission:
+        """Ask the breaker, under the route's lock: a call's trial slot is leased for
+        ``hold_s`` plus the grace; a probe (``probe``) never takes or waits for one."""
         r = self.routes.get(route)
+        hold = DEFAULT_TRIAL_HOLD_S if hold_s is None else hold_s
         async with r.lock:
-            r.breaker, admission, _ = admit(r.breaker, settings, now)
+            if probe:
+                r.breaker, admission, _ = admit_probe(r.breaker, now)
+            else:
+                r.breaker, admission, _ = admit(
+                    r.breaker, settings, now, hold_s=hold, lease_id=new_lease_id()
+                )
             return admission
 
-    async def release_trial(self, route: str, now: float) -> None:
-        """Give back a trial slot."""
+    async def release_trial(self, route: str, now: float, lease: str | None = None) -> None:
+        """Give back a trial slot's lease (None: the first to expire)."""
         r = self.routes.get(route)
         async with r.lock:
-            r.breaker = release_trial(r.breaker, now)
+            r.breaker = release_trial(r.breaker, now, lease)
 
     async def force(self, route: str, target: BreakerState | None, now: float) -> Transition:
         """Force or release the breaker; raises ``IllegalTransition`` for rejected moves."""

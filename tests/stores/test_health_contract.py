@@ -154,7 +154,7 @@ async def test_half_open_trial_budget(health_store: HealthStore) -> None:
     assert [a.permitted for a in admissions] == [True, True, True, False, False]
     assert all(a.trial for a in admissions[:3])
     b = await health_store.breaker(ROUTE)
-    assert b.state is BreakerState.HALF_OPEN and b.trials_in_flight == 3
+    assert b.state is BreakerState.HALF_OPEN and b.trials_in_flight(later) == 3
 
 
 async def test_release_trial_frees_a_slot(health_store: HealthStore) -> None:
