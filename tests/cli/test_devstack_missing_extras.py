@@ -62,3 +62,19 @@ async def test_the_dev_stack_serves_only_installed_routes(monkeypatch: pytest.Mo
         assert [line.split(":")[0] for line in stack.left_out] == [BEDROCK]
     finally:
         await stack.stop()
+
+
+async def test_the_dev_stack_runs_a_users_policy_without_the_pipeline() -> None:
+    """``failover dev --policy`` with a policy lacking the pipeline's roles serves it
+    (without the bundled pipeline) instead of refusing it."""
+    user_policy = DEFAULT_POLICY_PATH.parents[1] / "examples" / "support_triage" / "config"
+    gc.collect()
+    stack = await start_stack(
+        policy_path=user_policy / "policy.yaml", temporal_port=free_port(), ui=False,
+        clean=False, monitor=False, persist=False, namespace=f"user-{uuid.uuid4().hex[:8]}",
+        task_queue=f"user-{uuid.uuid4().hex[:8]}",
+    )  # fmt: skip
+    try:
+        assert set(stack.policy.roles) == {"triage"} and stack.workers
+    finally:
+        await stack.stop()
