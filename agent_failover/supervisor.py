@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import os
 import time
@@ -26,7 +27,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.converter import PayloadCodec
 from temporalio.service import RPCError, RPCStatusCode
-from temporalio.worker import Interceptor, Worker, WorkflowRunner
+from temporalio.worker import Interceptor, Worker, WorkerConfig, WorkflowRunner
 
 from agent_failover.activities.llm import LLMActivitySet
 from agent_failover.activities.models import llm_task_queue
@@ -51,6 +52,16 @@ MONITOR_CHECK_S = 5.0
 MONITOR_RESTART_MAX_S = 60.0
 #: A monitor run that lasted this long resets the restart back-off.
 MONITOR_STABLE_S = 60.0
+#: How long a workflow task waits on the sticky queue of the worker that ran the workflow
+#: before any worker may take it. A SIGKILLed worker leaves its runs waiting this long
+#: for their next step (after a model call's answer, say); the SDK's 10 s default used up
+#: most of a critical step's budget. The cost of a short one: a busy worker that polls
+#: its sticky queue late sends the task to another worker, which replays the history.
+DEFAULT_STICKY_QUEUE_TIMEOUT = timedelta(seconds=2)
+#: The SDK's own default, which a worker configured by hand keeps unless it set another.
+SDK_STICKY_QUEUE_TIMEOUT: timedelta = (
+    inspect.signature(Worker.__init__).parameters["sticky_queue_schedule_to_start_timeout"].default
+)
 
 
 class SharedStores:
@@ -122,6 +133,21 @@ async def publish_policy_versions(acts: LLMActivitySet, stores: Stores) -> Polic
     return stores.policies
 
 
+def checked_sticky_timeout(timeout: timedelta | None) -> timedelta | None:
+    """``timeout`` if it is positive or None; ``ValueError`` naming it otherwise."""
+    if timeout is not None and timeout <= timedelta():
+        raise ValueError(f"sticky_queue_timeout must be a positive duration, got {timeout}")
+    return timeout
+
+
+def bound_sticky_queue(config: WorkerConfig, timeout: timedelta | None) -> None:
+    """Give a worker left at the SDK's sticky-queue default ``timeout`` (in place); a value
+    the worker set itself is kept, and None keeps the SDK's."""
+    current = config.get("sticky_queue_schedule_to_start_timeout", SDK_STICKY_QUEUE_TIMEOUT)
+    if timeout is not None and current == SDK_STICKY_QUEUE_TIMEOUT:
+        config["sticky_queue_schedule_to_start_timeout"] = timeout
+
+
 def bulkhead_workers(
     client: Client,
     task_queue: str,
@@ -166,6 +192,7 @@ def shadow_worker(
     runner: WorkflowRunner,
     grace: timedelta | None,
     interceptors: Sequence[Interceptor],
+    sticky: timedelta | None = None,
 ) -> Worker:
     """The worker of ``<task_queue>-shadow`` beside the main one (internal, like a bulkhead):
     the shadow evaluations, on a few slots of their own."""
@@ -180,6 +207,7 @@ def shadow_worker(
         workflow_runner=runner,
         graceful_shutdown_timeout=grace or timedelta(),
         interceptors=list(interceptors),
+        sticky_queue_schedule_to_start_timeout=sticky or SDK_STICKY_QUEUE_TIMEOUT,
     )
 
 

@@ -190,7 +190,7 @@ def force(
 
 @commands.command("resolve")
 def resolve(
-    workflow_id: Annotated[str, typer.Argument(help="The paused pipeline's workflow id.")],
+    workflow_id: Annotated[str, typer.Argument(help="The paused run's workflow id.")],
     action: Annotated[str, typer.Argument(help="retry, accept_degraded, provide_output or abort.")],
     output: Annotated[str | None, typer.Option(help="The answer, for provide_output.")] = None,
     operator: Annotated[str, typer.Option(help="Who decided (audit).")] = os.environ.get(
@@ -199,7 +199,8 @@ def resolve(
     note: Annotated[str, typer.Option(help="Why (audit).")] = "",
     address: AddressOpt = None,
 ) -> None:
-    """Resolve a pipeline paused for a human (escalation); refused unless it is waiting."""
+    """Resolve a run paused for a human (a pipeline, or any workflow that calls escalate());
+    refused unless it is waiting."""
     from pydantic import ValidationError
 
     from agent_failover.cli.errors import validation_lines
@@ -232,7 +233,7 @@ def escalations_list(
     address: AddressOpt = None,
     limit: Annotated[int, typer.Option(min=1, help="Runs listed at most.")] = 100,
 ) -> None:
-    """Running pipelines with EscalationState = "pending", oldest first: how long each has
+    """Running workflows with EscalationState = "pending", oldest first: how long each has
     waited, its blocked steps, the reason and the time left before its timeout action."""
     from agent_failover.cli.escalations import list_pending, pending_table
 
@@ -240,7 +241,7 @@ def escalations_list(
         client = await connect(address)
         rows, truncated = await list_pending(client, limit)
         if not rows:
-            console.print("no pipeline is waiting for a decision")
+            console.print("no workflow is waiting for a decision")
             return
         console.print(pending_table(rows))
         console.print(
@@ -256,13 +257,13 @@ def escalations_list(
 
 @escalations_app.command("show")
 def escalations_show(
-    workflow_id: Annotated[str, typer.Argument(help="The paused pipeline's workflow id.")],
+    workflow_id: Annotated[str, typer.Argument(help="The paused run's workflow id.")],
     address: AddressOpt = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the serialized escalation state as JSON.")
     ] = False,
 ) -> None:
-    """One pipeline's escalation: reason, blocked steps, state kept, decisions that apply and
+    """One run's escalation: reason, blocked steps, state kept, decisions that apply and
     the exact `failover resolve` commands."""
     from agent_failover.cli.escalations import pending_escalation, show_renderables
     from agent_failover.cli.stackfile import ui_url

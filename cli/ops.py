@@ -187,26 +187,35 @@ async def override_route(client: Client, task_queue: str, route: str, state):
 
 
 async def resolve_escalation(client: Client, workflow_id: str, decision):
-    """Send a decision to a paused pipeline through its validated ``resolve`` update."""
+    """Send a decision to a paused workflow (the pipeline, or any workflow that calls
+    ``escalate``) through its validated ``resolve`` update."""
+    from agent_failover.workflows.escalate import RESOLVE_UPDATE
     from agent_failover.workflows.models import EscalationReceipt
-    from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 
     desc = await describe_workflow(client, workflow_id)
-    if desc.workflow_type != "AgentPipelineWorkflow":
-        raise CliError(
-            f"workflow {workflow_id!r} is a {desc.workflow_type}, not a pipeline: "
-            "only AgentPipelineWorkflow runs pause for a human"
-        )
     if not is_running(desc):
         raise CliError(
             f"workflow {workflow_id!r} already finished ({closed_phrase(desc)}): "
             "there is nothing to resolve"
         )
     await require_worker(client, desc.task_queue)
-    return await bounded_update(
-        client.get_workflow_handle(workflow_id),
-        AgentPipelineWorkflow.resolve,
-        decision,
-        EscalationReceipt,
-        desc.task_queue,
+    try:
+        return await bounded_update(
+            client.get_workflow_handle(workflow_id),
+            RESOLVE_UPDATE,
+            decision,
+            EscalationReceipt,
+            desc.task_queue,
+        )
+    except CliError as exc:
+        if f"'{RESOLVE_UPDATE}' expected but not found" in exc.message:
+            raise not_escalating(workflow_id, desc.workflow_type) from None
+        raise
+
+
+def not_escalating(workflow_id: str, workflow_type: str | None) -> CliError:
+    """A workflow without the escalation handlers: it never escalated, or cannot."""
+    return CliError(
+        f"workflow {workflow_id!r} is a {workflow_type} that has never escalated: only the "
+        "pipeline and workflows that call escalate() pause for a human"
     )

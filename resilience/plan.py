@@ -44,6 +44,16 @@ class RequestFacts(BaseModel):
             "minimal_input_tokens); None = unknown, assume triage can reach any target"
         ),
     )
+    tiers_tried: list[int] = Field(
+        default_factory=list,
+        description="live tiers this call already made an attempt on (the floor rule gives "
+        "each other tier one attempt once the budget is spent)",
+    )
+    live_tier_floor: bool = Field(
+        default=True,
+        description="apply the role's live-tier floor; off only to replay runs recorded "
+        "before the rule existed",
+    )
     trial_ticket: float = Field(
         default=0.0,
         ge=0.0,
@@ -95,6 +105,10 @@ class PlannedAttempt(BaseModel):
     worst_case_start_ms: float = Field(
         default=0.0, ge=0.0, description="latest this attempt can start, from plan time"
     )
+    floor: bool = Field(
+        default=False,
+        description="the tier's guaranteed attempt (live_tier_floor_ms) past the budget",
+    )
 
 
 class SkippedRoute(BaseModel):
@@ -131,7 +145,9 @@ class FailoverPlan(BaseModel):
         ]
         lines += [f"  note: {n}" for n in self.notes]
         for i, a in enumerate(self.attempts, 1):
-            flags = [f for f, on in (("HEDGE", a.hedge), ("TRIAL", a.trial)) if on]
+            flags = [
+                f for f, on in (("HEDGE", a.hedge), ("TRIAL", a.trial), ("FLOOR", a.floor)) if on
+            ]
             when = f"+{a.start_offset_ms:.0f} ms" if a.hedge else "sequential"
             flag_txt = f" [{' '.join(flags)}]" if flags else ""
             lines.append(

@@ -88,7 +88,7 @@ class ActionResult(BaseModel):
 
 
 class EscalationTimeoutAction(StrEnum):
-    """What a pipeline does when nobody answers its escalation in time."""
+    """What a workflow does when nobody answers its escalation in time."""
 
     #: Fail the run with the reason (the blocked steps and why): never a guessed answer.
     FAIL = "fail"
@@ -190,13 +190,17 @@ class BlockedStep(BaseModel):
 
     step: str
     role: str
-    trigger: str = Field(description="static_fallback, low_confidence or compensation_failed")
+    trigger: str = Field(
+        description="static_fallback, low_confidence, cached_only, compensation_failed, "
+        "rerun_disagreed or requested (a workflow's own reason)"
+    )
     reason: str
     confidence: float | None = None
 
 
 class PendingEscalation(BaseModel):
-    """The serialized state of a pipeline paused for a human.
+    """The serialized state of a workflow (a pipeline, or any workflow that calls
+    :func:`~agent_failover.escalate`) paused for a human.
 
     ``step``/``role``/``reason``/``output`` describe the step that opened the escalation;
     ``blocked_steps`` every step waiting on it (one decision resolves them all).
@@ -214,6 +218,41 @@ class PendingEscalation(BaseModel):
     opened_at: float | None = Field(default=None, description="workflow time it opened")
     timeout_s: float | None = None
     timeout_action: EscalationTimeoutAction | None = None
+    #: The workflow's own state as ``escalate(..., state)`` passed it (JSON, bounded).
+    state: Any = None
+
+
+class EscalationStatus(BaseModel):
+    """The ``escalation`` query's answer, the same for a pipeline and any other workflow."""
+
+    workflow_type: str
+    escalation: EscalationState
+    pending_escalation: PendingEscalation | None = None
+    #: Where the run is (a pipeline's phase); empty for a workflow that does not say.
+    phase: str = ""
+    notifications: list[NotifyResult] = Field(default_factory=list)
+
+
+class EscalationOutcome(BaseModel):
+    """What :func:`~agent_failover.escalate` returns: the answer that stands, and why.
+
+    ``decision`` is None when no human was needed (no trigger), else the decision that
+    answered the step (a human's, or the acceptance a timeout stands in for). ``output``
+    is the answer to go on with: unchanged, marked ``ESCALATED``/``ACCEPTED_DEGRADED``, or
+    the human's (``HUMAN_PROVIDED``). With ``retry`` the workflow runs its step again.
+    """
+
+    output: AgentOutput
+    decision: EscalationDecision | None = None
+    trigger: str | None = None
+
+    @property
+    def escalated(self) -> bool:
+        return self.decision is not None
+
+    @property
+    def retry(self) -> bool:
+        return self.decision is not None and self.decision.action is EscalationAction.RETRY
 
 
 class PipelineResult(BaseModel):

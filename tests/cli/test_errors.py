@@ -208,11 +208,11 @@ async def test_resolve_finished_pipeline(deployment: Deployment) -> None:
 
 
 @pytest.mark.devserver
-async def test_resolve_a_monitor_is_not_a_pipeline(deployment: Deployment) -> None:
-    """Only pipelines pause for a human."""
+async def test_resolve_a_monitor_that_never_escalated(deployment: Deployment) -> None:
+    """A workflow without escalation handlers has nothing to resolve."""
     wid = monitor_workflow_id(deployment.task_queue)
     result = await invoke(["resolve", wid, "retry", "--address", deployment.address])
-    assert_one_line_error(result, 1, "HealthMonitorWorkflow, not a pipeline")
+    assert_one_line_error(result, 1, "HealthMonitorWorkflow that has never escalated")
 
 
 async def _any(attempts) -> bool:

@@ -57,6 +57,8 @@ EXPECTED_HISTORIES = {
     # An escalated run with no webhook configured, and one paging on-call.
     "pipeline_escalation",
     "pipeline_escalation_notified",
+    # A planner answered from the cache with every route down: it escalates (cached_only).
+    "pipeline_escalation_cached",
     # Specialists' tool calls rolled back by a failed action, and unwound on a cancellation.
     "pipeline_agent_tools_rollback",
     "pipeline_agent_tools_cancelled",
@@ -74,10 +76,16 @@ EXPECTED_HISTORIES = {
     "monitor_rounds",
     # A call whose policy version comes from the policy store.
     "call_policy_store",
+    # A call whose role context writes its snapshot read for the role (``role_read``).
+    "call_role_read_snapshot",
     # A call that skips an unqualified route; a qualification run and its continuation.
     "call_unqualified",
     "qualify_continue_as_new",
     "qualify_final",
+    # A 400 on one wire answered by another's route; a call answered by its tier-1 floor
+    # attempt once its primary had spent the deadline.
+    "call_invalid_request_other_wire",
+    "call_live_tier_floor",
 }
 
 
