@@ -211,12 +211,11 @@ class FailoverPlugin(SimplePlugin):
         self._include_pipeline = check_pipeline_policy(self, include_pipeline)
         self.search_attributes = NamespaceCheck(search_attributes)
         self.shadow = _policy_has_shadows(self.policy) if shadow is None else shadow
-        self._shadow_slots = shadow_slots
+        self._shadow_slots, self._start_monitor = shadow_slots, start_monitor
         self._shadow_acts: ShadowActivities | None = None
         self.tracing = resolve_tracing(tracing)
         self.codec = resolve_codec(codec)
         self._stores = SharedStores(stores, redis_url, redis_namespace, redis_unreachable)
-        self._start_monitor = start_monitor
         self._slots = {**DEFAULT_BULKHEAD_SLOTS, **(bulkhead_slots or {})}
         self.bulkheads = self._check_bulkheads(bulkheads)
         self.dispatch = self._resolve_dispatch(dispatch)

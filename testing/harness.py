@@ -106,6 +106,11 @@ def _workers(
     ]
 
 
+def _pipeline(policy: PolicyConfig, include: bool | None) -> bool:
+    """``include``, or (None) whether the policy can serve the bundled pipeline."""
+    return not pipeline_policy_errors(policy.roles) if include is None else include
+
+
 def build_harness(
     client: Client,
     policy: PolicyConfig,
@@ -162,9 +167,7 @@ def build_harness(
         dispatch=dispatch,
         bulkhead_slots=bulkhead_slots,
         shadow=shadow,
-        include_pipeline=not pipeline_policy_errors(policy.roles)
-        if include_pipeline is None
-        else include_pipeline,
+        include_pipeline=_pipeline(policy, include_pipeline),
     )
     acts = plugin.activities_for(tq)
     harness = Harness(client, tq, acts, health, cache, policy, policies)
