@@ -24,7 +24,14 @@ WORKFLOW_SIDE = sorted(
 )
 #: Worker-side modules (and packages) none of which a workflow-side import may load.
 WORKER_SIDE = (
-    "agent_failover.providers",
+    # the provider adapters and their HTTP client (``providers.validate``, the pure
+    # parsing and schema checks the escalation reads, may load; its jsonschema may not)
+    "agent_failover.providers.client",
+    "agent_failover.providers.registry",
+    "agent_failover.providers.base",
+    "agent_failover.providers.pipeline",
+    "agent_failover.providers.anthropic",
+    "agent_failover.providers.openai",
     "agent_failover.stores.redis_link",
     "agent_failover.stores.cache",
     "agent_failover.stores.health",
@@ -73,5 +80,5 @@ def test_workflow_side_names_load_no_worker_side_module() -> None:
 def test_the_worker_side_check_sees_worker_code() -> None:
     """The same check on the plugin finds what it must (so it can fail)."""
     found = _worker_side(_loaded_by("from agent_failover import FailoverPlugin"))
-    for expected in ("httpx", "redis", "agent_failover.plugin", "agent_failover.providers"):
+    for expected in ("httpx", "redis", "agent_failover.plugin", "agent_failover.providers.client"):
         assert expected in found
