@@ -275,8 +275,10 @@ class RedisHealthStore(SharedBudgets):
         )
 
     async def status(self) -> StoreStatus:
-        """Report Redis reachability (trying to reconnect if due) and the replay backlog."""
-        return await self._fallback.status()
+        """Report Redis reachability (trying to reconnect if due), the replay backlog and the
+        key namespace (so a reader elsewhere, e.g. ``failover status``, reads the same keys)."""
+        status = await self._fallback.status()
+        return status.model_copy(update={"namespace": self.namespace})
 
     async def close(self) -> None:
         """Close the Redis client's connections."""
