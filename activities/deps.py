@@ -15,18 +15,19 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from agent_failover.activities.policy_registry import policy_ref
-from agent_failover.activities.policy_versions import PolicyPublisher
 from agent_failover.resilience.breaker import Transition
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import CallOutcome
-from agent_failover.stores.cache import ResponseCache
-from agent_failover.stores.health import HealthStore
 from agent_failover.telemetry import record
+
+if TYPE_CHECKING:
+    import httpx
+
+    from agent_failover.stores.cache import ResponseCache
+    from agent_failover.stores.health import HealthStore
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,8 @@ class ActivityDeps:
         self.overflow_queue_for = overflow_queue_for
         self.gates = {b: asyncio.Semaphore(n) for b, n in (bulkhead_slots or {}).items()}
         self._subsets: dict[tuple[str, tuple[str, ...] | None], tuple[PolicyConfig, str]] = {}
+        from agent_failover.activities.policy_versions import PolicyPublisher  # worker side
+
         self.policy_versions = PolicyPublisher()
 
     def bind_stores(self, health: HealthStore, cache: ResponseCache) -> None:

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
@@ -28,9 +28,6 @@ from agent_failover.activities.failures import (
     to_application_error,
 )
 from agent_failover.activities.models import CallModelInput, CallModelResult
-from agent_failover.providers.client import Budgets
-from agent_failover.providers.registry import complete
-from agent_failover.providers.validate import validate_reply
 from agent_failover.resilience.admission import Admission
 from agent_failover.resilience.breaker import BreakerReason
 from agent_failover.resilience.budget import scopes_for
@@ -47,8 +44,10 @@ from agent_failover.resilience.models import ChatReply
 from agent_failover.resilience.outcomes import BREAKER_REJECTED, RATE_BUDGET
 from agent_failover.resilience.ratelimit import RateLimitWait, same_route_wait_s
 from agent_failover.stores.budgets import BudgetGrant
-from agent_failover.stores.cache import CachedEntry
 from agent_failover.telemetry import record
+
+if TYPE_CHECKING:
+    from agent_failover.providers.client import Budgets
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +101,9 @@ class ModelCallActivities:
 
     async def _call_model(self, inp: CallModelInput) -> CallModelResult:
         """One attempt on one route: admit, stream, validate, record, classify."""
+        from agent_failover.providers.registry import complete  # worker side
+        from agent_failover.providers.validate import validate_reply
+
         endpoint = self._endpoint(inp.route)
         settings = self._deps.policy.trial_settings(inp.route, inp.role)
         base = _attempt_base(inp.now)
@@ -191,6 +193,8 @@ class ModelCallActivities:
         return admission
 
     def _budgets(self, inp: CallModelInput) -> Budgets:
+        from agent_failover.providers.client import Budgets  # worker side
+
         return Budgets(
             connect_s=min(self._deps.connect_s, inp.timeout_ms / 1000),
             ttft_s=inp.ttft_budget_ms / 1000,
@@ -265,6 +269,8 @@ class ModelCallActivities:
         Done here rather than in a second activity, which cost a whole Temporal round trip
         per successful call. A cache that fails must not fail an answer already obtained.
         """
+        from agent_failover.stores.cache import CachedEntry  # worker side
+
         assert inp.cache is not None
         entry = CachedEntry(
             role=inp.role,
