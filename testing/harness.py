@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 import httpx
 from temporalio.client import Client
 from temporalio.converter import PayloadCodec
+from temporalio.worker import Plugin as WorkerPlugin
 from temporalio.worker import Worker
 
 from agent_failover.activities.llm import LLMActivitySet
@@ -92,14 +93,18 @@ class Harness:
 
 
 def _workers(
-    client: Client, plugin: FailoverPlugin, tq: str, workflows: Sequence[type] = ()
+    client: Client,
+    plugin: FailoverPlugin,
+    tq: str,
+    workflows: Sequence[type] = (),
+    plugins: Sequence[WorkerPlugin] = (),
 ) -> list[Worker]:
     return [
         Worker(
             client,
             task_queue=tq,
             workflows=[ResilientCallWorkflow, ResilientTextWorkflow, *workflows],
-            plugins=[plugin],
+            plugins=[*plugins, plugin],
             # A bug in workflow code fails the test at once instead of retrying the task.
             workflow_failure_exception_types=[Exception],
         )
@@ -128,6 +133,7 @@ def build_harness(
     policy_store: PolicyVersionStore | None = None,
     include_pipeline: bool | None = None,
     workflows: Sequence[type] = (),
+    plugins: Sequence[WorkerPlugin] = (),
 ) -> tuple[Harness, list[Worker]]:
     """Activities over fresh stores (memory, or Redis under a unique namespace).
 
@@ -139,7 +145,8 @@ def build_harness(
     versions (default: a fresh in-memory one; pass one to a replacement worker to share);
     ``include_pipeline``: the plugin's (None: the bundled pipeline too when the policy has
     its roles, so the same harness runs it; your own policy gets your workflows only).
-    ``workflows``: more workflow classes for the worker (a user's, an example's).
+    ``workflows``: more workflow classes for the worker (a user's, an example's);
+    ``plugins``: more worker plugins, before ours (e.g. PydanticAI's ``PydanticAIPlugin``).
     """
     tq = task_queue or f"test-{uuid.uuid4().hex[:10]}"
     if health is None or cache is None:
@@ -171,7 +178,7 @@ def build_harness(
     )
     acts = plugin.activities_for(tq)
     harness = Harness(client, tq, acts, health, cache, policy, policies)
-    return harness, _workers(client, plugin, tq, workflows)
+    return harness, _workers(client, plugin, tq, workflows, plugins)
 
 
 async def make_harness(

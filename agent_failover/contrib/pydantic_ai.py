@@ -1,4 +1,4 @@
-"""agent-failover as a PydanticAI model: ``FailoverModel`` and ``FailoverTemporalAgent``.
+"""agent-failover as a PydanticAI model, and its Temporal paths (capability and agent).
 
 ``FailoverModel(role)`` is a ``pydantic_ai.models.Model`` whose requests run
 ``resilient_complete(role, ...)`` from workflow code: each attempt is one ``call_model``
@@ -9,7 +9,16 @@ every worker, and the answer carries its degradation contract in
 answer: one stream that replays the finished response's parts (no token-by-token deltas;
 the attempts stream inside their activities).
 
-``FailoverTemporalAgent`` is PydanticAI's ``TemporalAgent`` with one difference: model
+``FailoverDurability`` is PydanticAI's current Temporal path, its ``TemporalDurability``
+capability, with one difference: a request whose model is a ``FailoverModel`` runs in
+workflow code instead of in PydanticAI's model activity (ours are the activities); tools
+still run as PydanticAI's tool activities, and any other model keeps PydanticAI's activity::
+
+    agent = Agent(FailoverModel("support"), name="support", tools=[...],
+                  capabilities=[FailoverDurability()])   # was: TemporalDurability()
+
+``FailoverTemporalAgent`` is PydanticAI's deprecated ``TemporalAgent`` with the same
+difference: model
 requests are NOT wrapped in PydanticAI's own model activity (ours are the activities);
 tools still run as PydanticAI's tool activities. A plain ``TemporalAgent`` around a
 ``FailoverModel`` would call it inside that one activity, where no workflow runs::
@@ -30,12 +39,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 try:
-    from pydantic_ai.durable_exec.temporal import TemporalAgent
+    from pydantic_ai.durable_exec.temporal import TemporalAgent, TemporalDurability
     from pydantic_ai.exceptions import UserError
     from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.models import (
         CompletedStreamedResponse,
         Model,
+        ModelRequestContext,
         ModelRequestParameters,
         StreamedResponse,
     )
@@ -62,6 +72,7 @@ from agent_failover.resilience.models import ChatRequest
 from agent_failover.resilience.options import CallOptions
 
 __all__ = [
+    "FailoverDurability",
     "FailoverModel",
     "FailoverTemporalAgent",
     "UnsupportedMessagePart",
@@ -89,8 +100,9 @@ async def _resilient_complete(
     if not workflow.in_workflow():
         raise UserError(
             "FailoverModel answers from Temporal workflow code only (each attempt is an "
-            "activity): run the agent in a workflow with FailoverTemporalAgent, or pass "
-            "complete= for use elsewhere"
+            "activity): give the agent capabilities=[FailoverDurability()] (not "
+            "TemporalDurability) or wrap it in FailoverTemporalAgent, or pass complete= for "
+            "use elsewhere"
         )
     from agent_failover.workflows.resilient import resilient_complete
 
@@ -234,6 +246,40 @@ class FailoverTemporalAgent(_TemporalAgentBase):
             a for a in self._temporal_activities if a not in pydantic_model_activities
         ]
         self._temporal_model = _WorkflowSideModel(self._temporal_model, model)
+
+
+def _failover_model_in(model: Model | None) -> FailoverModel | None:
+    """The ``FailoverModel`` ``model`` is or wraps (an ``InstrumentedModel``, ...), if any."""
+    while model is not None:
+        if isinstance(model, FailoverModel):
+            return model
+        model = model.wrapped if isinstance(model, WrapperModel) else None
+    return None
+
+
+class FailoverDurability(TemporalDurability):  # type: ignore[misc]
+    """PydanticAI's ``TemporalDurability``; ``FailoverModel`` requests stay in the workflow.
+
+    Same arguments as ``TemporalDurability``. Inside a workflow, PydanticAI would wrap each
+    model request in one model activity; a request whose model is (or wraps) a
+    :class:`FailoverModel` is instead sent from workflow code, where ``resilient_complete``
+    runs each attempt as its own ``call_model`` activity. Requests on any other model (say,
+    one registered with ``models=`` and picked at run time) keep PydanticAI's activity; tools
+    run as PydanticAI's tool activities either way. Register the worker's activities with
+    ``AgentPlugin(agent)`` or ``PydanticAIPlugin`` (``__pydantic_ai_agents__``): PydanticAI's
+    model activities stay registered but a ``FailoverModel`` never calls them.
+    """
+
+    # Both durable entry points (``wrap_model_request`` and the repair in
+    # ``before_model_request`` / ``prepare_model_request``) build the durable model here,
+    # in every release of the extra's range (the contrib tests run at both ends).
+    async def _build_durable_model(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> Model:
+        if _failover_model_in(request_context.model) is None:
+            return await super()._build_durable_model(ctx, request_context)
+        self._validate_model_request_parameters(request_context.model_request_parameters)
+        return request_context.model
 
 
 def failover_outputs(source: Any) -> list[AgentOutput]:

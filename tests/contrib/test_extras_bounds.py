@@ -29,13 +29,14 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[2]
 LOWER_BOUND_TIMEOUT_S = 150
-#: extra -> (the contrib test file, packages released in lockstep with the framework).
+#: extra -> (the contrib test files, packages released in lockstep with the framework).
 EXTRAS = {
     "pydantic-ai": (
-        "tests/contrib/test_pydantic_ai_model.py",
+        # the model's mapping, and the TemporalDurability capability path on a test server
+        ["tests/contrib/test_pydantic_ai_model.py", "tests/contrib/test_pydantic_ai_durability.py"],
         {"pydantic-ai-slim": ["pydantic-graph"]},
     ),
-    "openai-agents": ("tests/contrib/test_openai_agents_model.py", {}),
+    "openai-agents": (["tests/contrib/test_openai_agents_model.py"], {}),
 }
 
 
@@ -97,7 +98,7 @@ def test_the_contrib_tests_pass_at_the_lower_bound(extra: str) -> None:
     assert {n: Version(v) for n, v in seen.items()} == {n: Version(v) for n, v in pins.items()}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:randomly", "-p",
-         "no:cacheprovider", EXTRAS[extra][0]],
+         "no:cacheprovider", *EXTRAS[extra][0]],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=LOWER_BOUND_TIMEOUT_S,
     )  # fmt: skip
     assert proc.returncode == 0, f"at {pins}:\n{proc.stdout[-3000:]}"
