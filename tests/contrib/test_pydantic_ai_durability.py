@@ -1,6 +1,7 @@
 """PydanticAI's current Temporal path (the ``TemporalDurability`` capability) with agent-failover:
 an ``Agent(FailoverModel(role), capabilities=[FailoverDurability()])`` run in a workflow on the
-time-skipping server, its primary down. Each model attempt is its own ``call_model``
+time-skipping server, its primary down (and the same for the deprecated ``TemporalAgent`` path,
+``FailoverTemporalAgent``). Each model attempt is its own ``call_model``
 activity in the run's history (the primary's failure, then the standby's answer), the tool
 is PydanticAI's tool activity, PydanticAI's one-activity model request never appears, and
 ``escalate`` takes the agent's last answer."""
@@ -24,7 +25,12 @@ from temporalio.client import WorkflowHandle, WorkflowQueryFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from agent_failover import AgentOutput, EscalationOutcome, escalate
-from agent_failover.contrib.pydantic_ai import FailoverDurability, FailoverModel, failover_outputs
+from agent_failover.contrib.pydantic_ai import (
+    FailoverDurability,
+    FailoverModel,
+    FailoverTemporalAgent,
+    failover_outputs,
+)
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.testing.harness import Harness, make_harness, running
 from agent_failover.testing.history import activity_rows
@@ -36,24 +42,28 @@ from agent_failover.workflows.models import (
     EscalationStatus,
 )
 
-AGENT = "durable_plain"
-agent = Agent(
-    FailoverModel("plain"),
-    name=AGENT,
-    instructions="Use the tool, then answer briefly.",
-    capabilities=[FailoverDurability()],
-)
 
-
-@agent.tool_plain
 def get_weather(city: str) -> str:
     """Current weather for a city."""
     return f"rain in {city}"
 
 
+def _agent(name: str, **kwargs: object) -> Agent:
+    instructions = "Use the tool, then answer briefly."
+    return Agent(FailoverModel("plain"), name=name, instructions=instructions, **kwargs)
+
+
+#: The current path: PydanticAI's capability, as ``FailoverDurability``.
+durable = _agent("durable_plain", tools=[get_weather], capabilities=[FailoverDurability()])
+#: The deprecated path: PydanticAI's ``TemporalAgent``, as ``FailoverTemporalAgent``.
+legacy = FailoverTemporalAgent(_agent("legacy_plain", tools=[get_weather]))
+AGENTS = {"capability": durable, "temporal_agent": legacy}
+
+
 class Question(BaseModel):
     text: str
     reason: str | None = None
+    path: str = "capability"
 
 
 class Answer(BaseModel):
@@ -66,11 +76,11 @@ class Answer(BaseModel):
 class DurableAgentProbe:
     """The agent on the current durability path, then ``escalate`` on its last answer."""
 
-    __pydantic_ai_agents__ = [agent]  # PydanticAIPlugin registers its tool activities
+    __pydantic_ai_agents__ = list(AGENTS.values())  # PydanticAIPlugin: their tool activities
 
     @workflow.run
     async def run(self, q: Question) -> Answer:
-        result = await agent.run(q.text)
+        result = await AGENTS[q.path].run(q.text)
         calls = failover_outputs(result)
         outcome = await escalate("answer", calls[-1], {"q": q.text}, reason=q.reason)
         return Answer(output=str(result.output), model_calls=calls, outcome=outcome)
@@ -99,12 +109,13 @@ async def _start(h: Harness, q: Question) -> WorkflowHandle:
     )
 
 
+@pytest.mark.parametrize("path", sorted(AGENTS))
 async def test_the_standby_answers_each_attempt_an_activity(
-    ts_env: WorkflowEnvironment, ts: Harness
+    ts_env: WorkflowEnvironment, ts: Harness, path: str
 ) -> None:
     """Primary down: every model request fails over to tier 1, attempt by attempt in history."""
     with ts_env.auto_time_skipping_disabled():
-        handle = await _start(ts, Question(text="Weather in Lyon?"))
+        handle = await _start(ts, Question(text="Weather in Lyon?", path=path))
         answer = await handle.result()
     tier0 = set(ts.policy.role("plain").roster.tier0)
     assert len(answer.model_calls) == 2  # the tool call, then the text answer

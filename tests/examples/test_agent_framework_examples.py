@@ -87,7 +87,7 @@ def _check_turns(turns: list[dict]) -> None:
 async def test_pydantic_ai_agent_fails_over_between_turns(
     dev_env: WorkflowEnvironment, simulator: RunningSimulator, sim_admin: object
 ) -> None:
-    """PydanticAI: FailoverTemporalAgent; tools as PydanticAI activities; no model activity."""
+    """PydanticAI: FailoverDurability; tools as PydanticAI activities; no model activity."""
     env = _env(dev_env, simulator, "WEATHER_TASK_QUEUE")
     turns, printed = await _run_example(EXAMPLES / "pydantic_ai_weather", env)
     _check_turns(turns)
