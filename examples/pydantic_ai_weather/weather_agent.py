@@ -37,4 +37,3 @@ def get_local_time(city: str) -> str:
     """Local time offset of a city, relative to UTC."""
     offset = _UTC_OFFSET.get(city.strip().lower())
     return f"UTC+{offset}" if offset is not None else f"unknown time zone for {city}"
-
