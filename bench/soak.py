@@ -1,0 +1,433 @@
+"""Soak: does a worker's memory and its Redis state stay flat over a long run under faults?
+
+Starts the simulator (a child process), the embedded Temporal dev server and one worker
+as a separate process (``python worker.py`` with the bundled demo policy, Redis health
+store and cache under a fresh namespace), then starts ``--rate`` pipelines a minute
+(open loop: pipeline *i* starts at ``i * 60 / rate`` s whatever the earlier ones are
+doing) for ``--minutes`` while a fault cycles on the simulator every ``--fault-period-s``
+(healthy, region down, provider down, the big two down: the demo's outage steps, see
+:mod:`agent_failover.cli.demo_phases`; escalation off, so every pipeline ends).
+
+Every ``--sample-s`` it samples the worker's RSS (psutil) with the pipelines finished so
+far. At the end it prints JSON:
+
+* ``rss``: the samples and the slope over the last half of the run, as MB per 1,000
+  pipelines and MB per minute (least squares);
+* ``redis``: the namespace's keys per route (``NS:h:{route}:...``) and per other family,
+  by kind (the part after the route, minus a trailing bucket number), with how many have
+  no TTL; ``untimed`` lists the kinds without a TTL, each with its size (a key without a
+  TTL must be a capped, one-per-route structure: ``untimed_ok`` is False otherwise);
+* ``log``: the worker log's ERROR lines and tracebacks;
+* ``pipelines``: started, answered, failed.
+
+``--png`` draws RSS against pipelines finished and against minutes. ``--tracemalloc DIR``
+runs the worker with :mod:`tracemalloc` on, dumps a snapshot every ``--sample-s`` to
+``DIR`` and adds the top growth between the snapshot at half time and the last one
+(``tracemalloc_growth``): how the worker's growing caches were found. Usage (the 60-minute
+run the docs quote)::
+
+    .venv/bin/python bench/soak.py --minutes 60 --rate 60 --out bench/out/soak.json \
+        --png bench/out/soak.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psutil
+import redis.asyncio as aioredis
+
+from agent_failover.cli.demo_phases import BIG_TWO_DOWN, PROVIDER_DOWN, REGION_DOWN, TASKS
+from agent_failover.config import DEFAULT_POLICY_PATH
+from agent_failover.testing.procs import spawn_tied, stop_process
+from agent_failover.testing.servers import start_dev_server
+from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.workflows.models import PipelineInput, PipelineOptions, PipelineResult
+from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from bench.overhead import SimProcess, emit, save_figure
+
+ROOT = Path(__file__).resolve().parent.parent
+#: The cycle of faults, one step every ``--fault-period-s`` (empty: all healthy).
+FAULT_CYCLE: list[tuple[str, dict[str, list[dict[str, Any]]]]] = [
+    ("healthy", {}),
+    ("region down", REGION_DOWN),
+    ("provider down", PROVIDER_DOWN),
+    ("big two down", BIG_TWO_DOWN),
+]
+#: How long one pipeline may take before it counts as failed.
+PIPELINE_TIMEOUT_S = 300.0
+#: How long the worker may take to start.
+WORKER_START_S = 60.0
+#: The worker under tracemalloc: a thread dumps a snapshot every period, then it runs.
+TRACE_WRAPPER = """
+import os, sys, threading, time, tracemalloc
+tracemalloc.start(int(os.environ.get("SOAK_TRACE_FRAMES", "8")))
+out, period = sys.argv[1], float(sys.argv[2])
+def dump():
+    i = 0
+    while True:
+        time.sleep(period)
+        tracemalloc.take_snapshot().dump(os.path.join(out, f"snap-{i:04d}.bin"))
+        i += 1
+threading.Thread(target=dump, daemon=True).start()
+sys.argv = ["worker.py"]
+from agent_failover.service import run
+run()
+"""
+
+
+def worker_command(trace_dir: str | None, sample_s: float) -> list[str]:
+    """``python worker.py``, or the same under tracemalloc dumping to ``trace_dir``."""
+    if trace_dir is None:
+        return [sys.executable, str(ROOT / "worker.py")]
+    return [sys.executable, "-c", TRACE_WRAPPER, trace_dir, str(sample_s)]
+
+
+def start_worker(
+    args: argparse.Namespace, address: str, sim_url: str, ns: str, log_path: Path
+) -> subprocess.Popen[bytes]:
+    """The worker process, its output in ``log_path``."""
+    env = dict(os.environ)
+    env.update(
+        TEMPORAL_ADDRESS=address,
+        FAILOVER_POLICY=str(DEFAULT_POLICY_PATH),
+        SIM_URL=sim_url,
+        REDIS_URL=args.redis_url,
+        FAILOVER_REDIS_NAMESPACE=ns,
+        FAILOVER_TASK_QUEUE=ns,
+        LOG_LEVEL="INFO",
+        FAILOVER_SHUTDOWN_GRACE_S="2",
+    )
+    with log_path.open("wb") as log:
+        return spawn_tied(
+            worker_command(args.tracemalloc, args.sample_s),
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=str(ROOT),
+        )
+
+
+async def worker_ready(worker: subprocess.Popen[bytes], log_path: Path) -> None:
+    """Wait until the worker logs that it runs (its RSS before that is start-up's)."""
+    deadline = time.monotonic() + WORKER_START_S
+    while "worker running" not in log_path.read_text(errors="replace"):
+        if worker.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the worker did not start: see {log_path}")
+        await asyncio.sleep(0.2)
+
+
+class Load:
+    """The open-loop pipelines and what became of them."""
+
+    def __init__(self, client: Any, task_queue: str) -> None:
+        self.client, self.tq = client, task_queue
+        self.started = self.answered = self.failed = 0
+        self.errors: Counter[str] = Counter()
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def finished(self) -> int:
+        return self.answered + self.failed
+
+    def start(self) -> None:
+        i = self.started
+        self.started += 1
+        t = asyncio.create_task(self._one(i))
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+
+    async def _one(self, i: int) -> None:
+        inp = PipelineInput(
+            task=f"{TASKS[i % len(TASKS)]} (#{i})",
+            options=PipelineOptions(escalate_on_critical_degraded=False),
+        )
+        try:
+            res = await asyncio.wait_for(
+                self.client.execute_workflow(
+                    AgentPipelineWorkflow.run,
+                    inp,
+                    id=f"soak-{uuid.uuid4().hex[:12]}",
+                    task_queue=self.tq,
+                    result_type=PipelineResult,
+                ),
+                PIPELINE_TIMEOUT_S,
+            )
+            self.answered += bool(res.answer)
+            self.failed += not res.answer
+        except Exception as exc:  # counted, not raised: the soak goes on
+            self.failed += 1
+            self.errors[type(exc).__name__] += 1
+
+
+async def cycle_faults(admin: SimAdmin, period_s: float, stop: asyncio.Event) -> list[str]:
+    """Step through :data:`FAULT_CYCLE` every ``period_s`` until ``stop``; return the steps."""
+    seen: list[str] = []
+    i = 0
+    while not stop.is_set():
+        name, faults = FAULT_CYCLE[i % len(FAULT_CYCLE)]
+        await admin.clear()
+        for endpoint, fs in faults.items():
+            await admin.set_faults(endpoint, fs)
+        seen.append(name)
+        i += 1
+        try:
+            await asyncio.wait_for(stop.wait(), period_s)
+        except TimeoutError:
+            pass
+    await admin.clear()
+    return seen
+
+
+async def drive(
+    load: Load, proc: psutil.Process, args: argparse.Namespace, admin: SimAdmin
+) -> list[dict[str, float]]:
+    """Run the load for ``args.minutes`` sampling RSS; return the samples."""
+    stop = asyncio.Event()
+    faults = asyncio.create_task(cycle_faults(admin, args.fault_period_s, stop))
+    t0 = time.monotonic()
+    end, gap = t0 + args.minutes * 60, 60.0 / args.rate
+    samples: list[dict[str, float]] = []
+    next_sample = t0
+    while (now := time.monotonic()) < end:
+        while load.started * gap <= now - t0:
+            load.start()
+        if now >= next_sample:
+            rss = proc.memory_info().rss / 2**20
+            samples.append(
+                {"minute": round((now - t0) / 60, 3), "pipelines": load.finished, "rss_mb": rss}
+            )
+            next_sample += args.sample_s
+        await asyncio.sleep(min(gap, 0.5))
+    stop.set()
+    await faults
+    if load.tasks:  # let the last pipelines end (bounded by their timeout)
+        await asyncio.wait(set(load.tasks), timeout=PIPELINE_TIMEOUT_S)
+    return samples
+
+
+def slope(xs: list[float], ys: list[float]) -> float | None:
+    """Least-squares slope of ``ys`` over ``xs`` (None with fewer than two distinct xs)."""
+    n = len(xs)
+    if n < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    var = sum((x - mx) ** 2 for x in xs)
+    if var == 0:
+        return None
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var
+
+
+def rss_figures(samples: list[dict[str, float]]) -> dict[str, Any]:
+    """First/last RSS and the slopes over the second half of the run."""
+    if not samples:
+        return {"samples": []}
+    half = samples[-1]["minute"] / 2
+    late = [s for s in samples if s["minute"] >= half]
+    rss = [s["rss_mb"] for s in late]
+    per_pipeline = slope([s["pipelines"] for s in late], rss)
+    per_minute = slope([s["minute"] for s in late], rss)
+    return {
+        "first_mb": round(samples[0]["rss_mb"], 1),
+        "last_mb": round(samples[-1]["rss_mb"], 1),
+        "max_mb": round(max(s["rss_mb"] for s in samples), 1),
+        "slope_window_minutes": [round(half, 2), samples[-1]["minute"]],
+        "slope_mb_per_1000_pipelines": None if per_pipeline is None else round(per_pipeline * 1000, 2),
+        "slope_mb_per_minute": None if per_minute is None else round(per_minute, 3),
+        "samples": [{**s, "rss_mb": round(s["rss_mb"], 2)} for s in samples],
+    }
+
+
+_ROUTE_KEY = re.compile(r"^h:\{(?P<route>[^}]*)\}:(?P<kind>.*)$")
+_BRACED = re.compile(r"^(?P<family>[^:]+):\{(?P<scope>[^}]*)\}")
+
+
+def key_kind(key: str, ns: str) -> tuple[str, str]:
+    """(group, kind) of a key of namespace ``ns``: ``("route:R", "s")`` for
+    ``NS:h:{R}:s:123``; ``("rb", "rb")`` for a budget scope; the first part otherwise."""
+    rest = key[len(ns) + 1 :]
+    m = _ROUTE_KEY.match(rest)
+    if m:
+        kind = re.sub(r":-?\d+$", "", m["kind"])
+        return f"route:{m['route']}", kind
+    m = _BRACED.match(rest)
+    family = m["family"] if m else rest.split(":", 1)[0]
+    return family, family
+
+
+async def _size(r: aioredis.Redis, key: str, typ: str) -> int:
+    """How many entries a key holds (fields, members, items; 1 for a string)."""
+    sizer = {"hash": r.hlen, "set": r.scard, "list": r.llen, "zset": r.zcard}.get(typ)
+    return int(await sizer(key)) if sizer else 1
+
+
+async def redis_keys(url: str, ns: str) -> dict[str, Any]:
+    """The namespace's keys by route and kind, and the ones without a TTL."""
+    r = aioredis.from_url(url)
+    groups: dict[str, Counter[str]] = defaultdict(Counter)
+    untimed: dict[str, dict[str, Any]] = {}
+    try:
+        async for raw in r.scan_iter(match=f"{ns}:*", count=1000):
+            key = raw.decode()
+            group, kind = key_kind(key, ns)
+            groups[group][kind] += 1
+            if await r.pttl(key) == -1:
+                typ = (await r.type(key)).decode()
+                u = untimed.setdefault(kind, {"keys": 0, "type": typ, "max_size": 0})
+                u["keys"] += 1
+                u["max_size"] = max(u["max_size"], await _size(r, key, typ))
+    finally:
+        await r.aclose()
+    routes = {g: dict(c) for g, c in sorted(groups.items()) if g.startswith("route:")}
+    per_route = [sum(c.values()) for c in routes.values()]
+    return {
+        "namespace": ns,
+        "keys": sum(sum(c.values()) for c in groups.values()),
+        "routes": len(routes),
+        "max_keys_per_route": max(per_route, default=0),
+        "mean_keys_per_route": round(sum(per_route) / len(per_route), 1) if per_route else 0,
+        "per_route": routes,
+        "other": {g: dict(c) for g, c in sorted(groups.items()) if not g.startswith("route:")},
+        "untimed": untimed,
+    }
+
+
+def log_counts(path: Path) -> dict[str, Any]:
+    """ERROR lines and tracebacks in the worker's log, with the first few ERROR lines."""
+    text = path.read_text(errors="replace") if path.exists() else ""
+    errors = [ln for ln in text.splitlines() if " ERROR " in ln or ln.startswith("ERROR")]
+    return {
+        "path": str(path),
+        "lines": text.count("\n"),
+        "errors": len(errors),
+        "tracebacks": text.count("Traceback (most recent call last)"),
+        "first_errors": [ln[:300] for ln in errors[:5]],
+    }
+
+
+def trace_growth(trace_dir: str, top: int = 25) -> list[dict[str, Any]]:
+    """The biggest growth between the snapshot at half time and the last one."""
+    import tracemalloc
+
+    snaps = sorted(Path(trace_dir).glob("snap-*.bin"))
+    if len(snaps) < 2:
+        return []
+    a = tracemalloc.Snapshot.load(str(snaps[len(snaps) // 2]))
+    b = tracemalloc.Snapshot.load(str(snaps[-1]))
+    stats = b.compare_to(a, "traceback")
+    return [
+        {
+            "kib": round(s.size_diff / 1024, 1),
+            "count": s.count_diff,
+            "where": [f"{f.filename}:{f.lineno}" for f in s.traceback][-6:],
+        }
+        for s in stats[:top]
+    ]
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Start the stack and the worker process, soak, and gather the figures."""
+    ns = f"soak-{uuid.uuid4().hex[:8]}"
+    out_dir = Path(args.log_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log_path = out_dir / f"{ns}-worker.log"
+    if args.tracemalloc:
+        Path(args.tracemalloc).mkdir(parents=True, exist_ok=True)
+    sim = await SimProcess().ready()
+    admin = SimAdmin(sim.url)
+    env = await start_dev_server(ui=False)
+    worker = start_worker(args, env.address, sim.url, ns, log_path)
+    try:
+        proc = psutil.Process(worker.pid)
+        await worker_ready(worker, log_path)
+        load = Load(env.client, ns)
+        samples = await drive(load, proc, args, admin)
+        keys = await redis_keys(args.redis_url, ns)
+    finally:
+        stop_process(worker)
+        await env.shutdown()
+        await admin.aclose()
+        await sim.stop()
+    doc: dict[str, Any] = {
+        "setup": {
+            "minutes": args.minutes,
+            "rate_per_minute": args.rate,
+            "fault_period_s": args.fault_period_s,
+            "fault_cycle": [name for name, _ in FAULT_CYCLE],
+            "sample_s": args.sample_s,
+            "worker": "separate process (worker.py), Redis health store and cache",
+            "tracemalloc": bool(args.tracemalloc),
+        },
+        "pipelines": {
+            "started": load.started,
+            "answered": load.answered,
+            "failed": load.failed,
+            "errors": dict(load.errors),
+        },
+        "rss": rss_figures(samples),
+        "redis": keys,
+        "untimed_ok": all(u["keys"] <= keys["routes"] + 1 for u in keys["untimed"].values()),
+        "log": log_counts(log_path),
+    }
+    if args.tracemalloc:
+        doc["tracemalloc_growth"] = trace_growth(args.tracemalloc)
+    return doc
+
+
+def draw(doc: dict[str, Any], path: str) -> None:
+    """Worker RSS against pipelines finished and against minutes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = doc["rss"]["samples"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    a1.plot([x["pipelines"] for x in s], [x["rss_mb"] for x in s], marker=".")
+    a1.set_xlabel("pipelines finished")
+    a1.set_ylabel("worker RSS (MB)")
+    a2.plot([x["minute"] for x in s], [x["rss_mb"] for x in s], marker=".", color="tab:green")
+    a2.set_xlabel("minutes")
+    a2.axvline(doc["rss"]["slope_window_minutes"][0], color="grey", linestyle=":")
+    slope_k = doc["rss"]["slope_mb_per_1000_pipelines"]
+    title = (
+        f"Soak: {doc['setup']['rate_per_minute']:g} pipelines/min, "
+        f"{doc['pipelines']['started']} pipelines; last-half slope {slope_k} MB/1000"
+    )
+    save_figure(fig, title, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, soak, print (and optionally write) JSON, optionally draw."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--rate", type=float, default=60.0, help="pipelines started per minute")
+    ap.add_argument("--fault-period-s", type=float, default=60.0)
+    ap.add_argument("--sample-s", type=float, default=15.0, help="RSS sample period")
+    ap.add_argument(
+        "--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    )
+    ap.add_argument("--log-dir", default="bench/out", help="where the worker's log goes")
+    ap.add_argument("--tracemalloc", default=None, metavar="DIR", help="snapshot dir")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--png", default=None)
+    args = ap.parse_args(argv)
+    emit(asyncio.run(run(args)), args.out, args.png, draw)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
