@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import subprocess
@@ -52,12 +51,14 @@ import redis.asyncio as aioredis
 
 from agent_failover.cli.demo_phases import BIG_TWO_DOWN, PROVIDER_DOWN, REGION_DOWN, TASKS
 from agent_failover.config import DEFAULT_POLICY_PATH
+from agent_failover.config.loader import load_policy
+from agent_failover.resilience.windows import DEFAULT_HORIZON_S
+from agent_failover.stores.redis_keys import max_keys_per_route
 from agent_failover.testing.procs import spawn_tied, stop_process
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import PipelineInput, PipelineOptions, PipelineResult
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
-from bench.overhead import SimProcess, emit, save_figure
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The cycle of faults, one step every ``--fault-period-s`` (empty: all healthy).
@@ -70,10 +71,11 @@ FAULT_CYCLE: list[tuple[str, dict[str, list[dict[str, Any]]]]] = [
 #: How long one pipeline may take before it counts as failed.
 PIPELINE_TIMEOUT_S = 300.0
 #: How long the worker may take to start.
-WORKER_START_S = 60.0
+WORKER_START_S = 180.0
 #: The worker under tracemalloc: a thread dumps a snapshot every period, then it runs.
 TRACE_WRAPPER = """
 import os, sys, threading, time, tracemalloc
+from agent_failover.service import run  # imported first: their allocations are not traced
 tracemalloc.start(int(os.environ.get("SOAK_TRACE_FRAMES", "8")))
 out, period = sys.argv[1], float(sys.argv[2])
 def dump():
@@ -84,7 +86,6 @@ def dump():
         i += 1
 threading.Thread(target=dump, daemon=True).start()
 sys.argv = ["worker.py"]
-from agent_failover.service import run
 run()
 """
 
@@ -110,6 +111,7 @@ def start_worker(
         FAILOVER_TASK_QUEUE=ns,
         LOG_LEVEL="INFO",
         FAILOVER_SHUTDOWN_GRACE_S="2",
+        PYTHONUNBUFFERED="1",
     )
     with log_path.open("wb") as log:
         return spawn_tied(
@@ -124,7 +126,7 @@ def start_worker(
 async def worker_ready(worker: subprocess.Popen[bytes], log_path: Path) -> None:
     """Wait until the worker logs that it runs (its RSS before that is start-up's)."""
     deadline = time.monotonic() + WORKER_START_S
-    while "worker running" not in log_path.read_text(errors="replace"):
+    while "worker running" not in await asyncio.to_thread(log_path.read_text, errors="replace"):
         if worker.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"the worker did not start: see {log_path}")
         await asyncio.sleep(0.2)
@@ -192,26 +194,44 @@ async def cycle_faults(admin: SimAdmin, period_s: float, stop: asyncio.Event) ->
     return seen
 
 
+async def keys_per_route(r: aioredis.Redis, ns: str) -> int:
+    """The most keys any one route has in namespace ``ns`` right now."""
+    per: Counter[str] = Counter()
+    async for raw in r.scan_iter(match=f"{ns}:h:*", count=1000):
+        per[key_kind(raw.decode(), ns)[0]] += 1
+    return max(per.values(), default=0)
+
+
 async def drive(
-    load: Load, proc: psutil.Process, args: argparse.Namespace, admin: SimAdmin
+    load: Load, proc: psutil.Process, args: argparse.Namespace, admin: SimAdmin, ns: str
 ) -> list[dict[str, float]]:
-    """Run the load for ``args.minutes`` sampling RSS; return the samples."""
+    """Run the load for ``args.minutes`` sampling RSS and keys; return the samples."""
     stop = asyncio.Event()
     faults = asyncio.create_task(cycle_faults(admin, args.fault_period_s, stop))
     t0 = time.monotonic()
     end, gap = t0 + args.minutes * 60, 60.0 / args.rate
     samples: list[dict[str, float]] = []
     next_sample = t0
+    r = aioredis.from_url(args.redis_url)
     while (now := time.monotonic()) < end:
         while load.started * gap <= now - t0:
             load.start()
         if now >= next_sample:
             rss = proc.memory_info().rss / 2**20
+            minute = round((now - t0) / 60, 3)
+            keys = await keys_per_route(r, ns)
             samples.append(
-                {"minute": round((now - t0) / 60, 3), "pipelines": load.finished, "rss_mb": rss}
+                {
+                    "minute": minute,
+                    "pipelines": load.finished,
+                    "in_flight": load.started - load.finished,
+                    "rss_mb": rss,
+                    "keys": keys,
+                }
             )
             next_sample += args.sample_s
         await asyncio.sleep(min(gap, 0.5))
+    await r.aclose()
     stop.set()
     await faults
     if load.tasks:  # let the last pipelines end (bounded by their timeout)
@@ -238,16 +258,29 @@ def rss_figures(samples: list[dict[str, float]]) -> dict[str, Any]:
     half = samples[-1]["minute"] / 2
     late = [s for s in samples if s["minute"] >= half]
     rss = [s["rss_mb"] for s in late]
-    per_pipeline = slope([s["pipelines"] for s in late], rss)
+    per_k = slope([s["pipelines"] / 1000 for s in late], rss)
     per_minute = slope([s["minute"] for s in late], rss)
     return {
         "first_mb": round(samples[0]["rss_mb"], 1),
         "last_mb": round(samples[-1]["rss_mb"], 1),
         "max_mb": round(max(s["rss_mb"] for s in samples), 1),
         "slope_window_minutes": [round(half, 2), samples[-1]["minute"]],
-        "slope_mb_per_1000_pipelines": None if per_pipeline is None else round(per_pipeline * 1000, 2),
+        "slope_mb_per_1000_pipelines": None if per_k is None else round(per_k, 2),
         "slope_mb_per_minute": None if per_minute is None else round(per_minute, 3),
         "samples": [{**s, "rss_mb": round(s["rss_mb"], 2)} for s in samples],
+    }
+
+
+def key_trend(samples: list[dict[str, float]]) -> dict[str, Any]:
+    """The most keys one route had at half time, at the end, and at any sample."""
+    if not samples:
+        return {}
+    half = samples[-1]["minute"] / 2
+    mid = next(s for s in samples if s["minute"] >= half)
+    return {
+        "at_half_time": mid["keys"],
+        "at_end": samples[-1]["keys"],
+        "max": max(s["keys"] for s in samples),
     }
 
 
@@ -305,6 +338,18 @@ async def redis_keys(url: str, ns: str) -> dict[str, Any]:
     }
 
 
+def _traceback_ends(lines: list[str]) -> list[str]:
+    """The exception line closing each traceback in ``lines`` (type and message)."""
+    ends, inside = [], False
+    for ln in lines:
+        if ln.startswith("Traceback (most recent call last)"):
+            inside = True
+        elif inside and ln and not ln.startswith((" ", "\t", "The above", "During")):
+            ends.append(ln[:120])
+            inside = False
+    return ends
+
+
 def log_counts(path: Path) -> dict[str, Any]:
     """ERROR lines and tracebacks in the worker's log, with the first few ERROR lines."""
     text = path.read_text(errors="replace") if path.exists() else ""
@@ -315,6 +360,9 @@ def log_counts(path: Path) -> dict[str, Any]:
         "errors": len(errors),
         "tracebacks": text.count("Traceback (most recent call last)"),
         "first_errors": [ln[:300] for ln in errors[:5]],
+        # What each traceback ended with (an activity cancelled at its timeout is logged
+        # with one at WARNING by the SDK: not an error of ours, but worth seeing).
+        "traceback_ends": dict(Counter(_traceback_ends(text.splitlines()))),
     }
 
 
@@ -340,12 +388,10 @@ def trace_growth(trace_dir: str, top: int = 25) -> list[dict[str, Any]]:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Start the stack and the worker process, soak, and gather the figures."""
+    from bench.overhead import SimProcess  # imports LiteLLM when installed: only to run
+
     ns = f"soak-{uuid.uuid4().hex[:8]}"
-    out_dir = Path(args.log_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    log_path = out_dir / f"{ns}-worker.log"
-    if args.tracemalloc:
-        Path(args.tracemalloc).mkdir(parents=True, exist_ok=True)
+    log_path = Path(args.log_dir) / f"{ns}-worker.log"
     sim = await SimProcess().ready()
     admin = SimAdmin(sim.url)
     env = await start_dev_server(ui=False)
@@ -354,7 +400,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         proc = psutil.Process(worker.pid)
         await worker_ready(worker, log_path)
         load = Load(env.client, ns)
-        samples = await drive(load, proc, args, admin)
+        samples = await drive(load, proc, args, admin, ns)
         keys = await redis_keys(args.redis_url, ns)
     finally:
         stop_process(worker)
@@ -379,6 +425,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "rss": rss_figures(samples),
         "redis": keys,
+        "keys_per_route_trend": key_trend(samples),
+        # What no route can exceed (stores.redis_keys.max_keys_per_route): the aggregate
+        # buckets expire after the horizon, the hourly ones after a week.
+        "keys_per_route_bound": max_keys_per_route(
+            DEFAULT_HORIZON_S, len(load_policy(DEFAULT_POLICY_PATH).roles)
+        ),
         "untimed_ok": all(u["keys"] <= keys["routes"] + 1 for u in keys["untimed"].values()),
         "log": log_counts(log_path),
     }
@@ -391,6 +443,8 @@ def draw(doc: dict[str, Any], path: str) -> None:
     """Worker RSS against pipelines finished and against minutes."""
     import matplotlib
 
+    from bench.overhead import save_figure
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -399,9 +453,16 @@ def draw(doc: dict[str, Any], path: str) -> None:
     a1.plot([x["pipelines"] for x in s], [x["rss_mb"] for x in s], marker=".")
     a1.set_xlabel("pipelines finished")
     a1.set_ylabel("worker RSS (MB)")
+    f = a1.twinx()
+    f.plot([x["pipelines"] for x in s], [x["in_flight"] for x in s], color="tab:red", alpha=0.5)
+    f.set_ylabel("pipelines in flight", color="tab:red")
     a2.plot([x["minute"] for x in s], [x["rss_mb"] for x in s], marker=".", color="tab:green")
     a2.set_xlabel("minutes")
+    a2.set_ylabel("worker RSS (MB)")
     a2.axvline(doc["rss"]["slope_window_minutes"][0], color="grey", linestyle=":")
+    k = a2.twinx()
+    k.plot([x["minute"] for x in s], [x["keys"] for x in s], color="tab:orange", alpha=0.6)
+    k.set_ylabel("Redis keys of the busiest route", color="tab:orange")
     slope_k = doc["rss"]["slope_mb_per_1000_pipelines"]
     title = (
         f"Soak: {doc['setup']['rate_per_minute']:g} pipelines/min, "
@@ -417,14 +478,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=float, default=60.0, help="pipelines started per minute")
     ap.add_argument("--fault-period-s", type=float, default=60.0)
     ap.add_argument("--sample-s", type=float, default=15.0, help="RSS sample period")
-    ap.add_argument(
-        "--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-    )
+    ap.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     ap.add_argument("--log-dir", default="bench/out", help="where the worker's log goes")
     ap.add_argument("--tracemalloc", default=None, metavar="DIR", help="snapshot dir")
     ap.add_argument("--out", default=None)
     ap.add_argument("--png", default=None)
     args = ap.parse_args(argv)
+    from bench.overhead import emit
+
+    for d in (args.log_dir, args.tracemalloc):
+        if d:
+            Path(d).mkdir(parents=True, exist_ok=True)
     emit(asyncio.run(run(args)), args.out, args.png, draw)
     return 0
 

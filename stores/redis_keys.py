@@ -48,8 +48,10 @@ Every key has a TTL except a forced breaker: nothing grows with time or traffic
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from agent_failover.resilience.aggregates import HIST_BUCKET_S
 from agent_failover.resilience.baseline import BUCKET_S, HORIZON_HOURS
 
 #: How long a learned context window is kept without being stated again.
@@ -61,6 +63,23 @@ HOURLY_TTL_MS = int((HORIZON_HOURS + 2) * BUCKET_S * 1000)
 IDLE_TTL_MS = HOURLY_TTL_MS
 #: Aggregate buckets outlive the horizon by this margin (wall clock vs outcome time).
 BUCKET_TTL_MARGIN_S = 60.0
+
+
+#: The keys of a route that are one of a kind: b p r base cb cv cw qr.
+SINGLE_KEYS_PER_ROUTE = 8
+
+
+def max_keys_per_route(horizon_s: float, roles: int) -> int:
+    """The most keys one route can have at once, whatever the traffic: the aggregate
+    buckets live ``horizon_s`` + a margin (one key a second, a ten seconds, a minute for
+    each of ``m n cm``), the hourly ones a week (``lh ch``), plus one shadow-sample list
+    per role and the one-of-a-kind keys."""
+    live_s = horizon_s + BUCKET_TTL_MARGIN_S
+    seconds = math.ceil(live_s) + 1
+    tens = math.ceil(live_s / HIST_BUCKET_S) + 1
+    minutes = 3 * (math.ceil(live_s / 60) + 1)
+    hours = 2 * (math.ceil(HOURLY_TTL_MS / 1000 / BUCKET_S) + 1)
+    return seconds + tens + minutes + hours + roles + SINGLE_KEYS_PER_ROUTE
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome
 from agent_failover.resilience.errors import ErrorClass
 from agent_failover.resilience.shadow import QualitySample
+from agent_failover.resilience.windows import DEFAULT_HORIZON_S
 from agent_failover.stores.cache import CachedEntry, RedisResponseCache
 from agent_failover.stores.health import RedisHealthStore
 from agent_failover.stores.policies import content_ref
-from agent_failover.stores.redis_keys import IDLE_TTL_MS
+from agent_failover.stores.redis_keys import IDLE_TTL_MS, max_keys_per_route
 from agent_failover.stores.redis_policies import RedisPolicyStore
 
 T0 = 1_700_000_000.0
@@ -34,9 +35,7 @@ def _outcome(route: str, at: float, ok: bool, **kw: object) -> CallOutcome:
 async def _burst(store: RedisHealthStore, route: str) -> None:
     """Traffic, a trip, probes and a half-open trial on ``route``, with every fact kind."""
     for i in range(40):  # healthy billed calls over a few seconds (baselines, cost buckets)
-        await store.record(
-            _outcome(route, T0 + i / 8, True, tokens=100, cost_usd=0.0001), SETTINGS
-        )
+        await store.record(_outcome(route, T0 + i / 8, True, tokens=100, cost_usd=0.0001), SETTINGS)
     for i in range(6):  # failures in a row: the breaker opens (its hash is written)
         await store.record(_outcome(route, T0 + 6 + i / 10, False), SETTINGS)
     await store.record(_outcome(route, T0 + 8, True, probe=True), SETTINGS)
@@ -62,15 +61,19 @@ async def test_every_key_has_a_ttl_but_a_forced_breaker(redis_client, namespace:
     await cache.put("k1", CachedEntry(role="planner", content="x", stored_at=T0), keep_s=60)
     await RedisPolicyStore(redis_client, namespace=namespace).put(content_ref("{}"), "{}")
 
-    keys = {k.decode(): await redis_client.pttl(k) async for k in redis_client.scan_iter(
-        match=f"{namespace}:*", count=1000
-    )}
+    keys = {
+        k.decode(): await redis_client.pttl(k)
+        async for k in redis_client.scan_iter(match=f"{namespace}:*", count=1000)
+    }
     untimed = sorted(k for k, ttl in keys.items() if ttl == -1)
     assert untimed == [store.breaker_key(FORCED)]
     kinds = {k.split("}:")[-1] for k in keys if "}:" in k}
     assert {"b", "qr", "r", "p", "base", "cw", "cv"} <= kinds  # every writer ran
     assert any(f"{namespace}:sla:" in k for k in keys)
     assert any(f"{namespace}:slat:" in k for k in keys)
+    for route in ROUTES:
+        mine = [k for k in keys if f":h:{{{route}}}:" in k]
+        assert len(mine) <= max_keys_per_route(DEFAULT_HORIZON_S, roles=1)
 
 
 async def test_an_outcome_renews_the_breaker_key(redis_client, namespace: str) -> None:
