@@ -14,11 +14,10 @@ far. At the end it prints JSON:
 * ``rss``: the samples and the slope over the last half of the run, as MB per 1,000
   pipelines and MB per minute (least squares);
 * ``redis``: the namespace's keys per route (``NS:h:{route}:...``) and per other family,
-  by kind (the part after the route, minus a trailing bucket number), with how many have
-  no TTL; ``untimed`` lists the kinds without a TTL, each with its size (a key without a
-  TTL must be a capped, one-per-route structure: ``untimed_ok`` is False otherwise);
-* ``log``: the worker log's ERROR lines and tracebacks;
-* ``pipelines``: started, answered, failed.
+  by kind (the part after the route, minus a trailing bucket number); ``untimed`` lists
+  the kinds without a TTL with their size (``untimed_ok``: only forced breakers, the one
+  key allowed none); ``keys_per_route_trend`` the busiest route's keys over the run;
+* ``log``: the worker log's ERROR lines and tracebacks; ``pipelines``: what became of them.
 
 ``--png`` draws RSS against pipelines finished and against minutes. ``--tracemalloc DIR``
 runs the worker with :mod:`tracemalloc` on, dumps a snapshot every ``--sample-s`` to
@@ -34,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import re
 import subprocess
@@ -68,39 +68,30 @@ FAULT_CYCLE: list[tuple[str, dict[str, list[dict[str, Any]]]]] = [
     ("provider down", PROVIDER_DOWN),
     ("big two down", BIG_TWO_DOWN),
 ]
-#: How long one pipeline may take before it counts as failed.
-PIPELINE_TIMEOUT_S = 300.0
-#: How long the worker may take to start.
-WORKER_START_S = 180.0
+PIPELINE_TIMEOUT_S = 300.0  # a pipeline taking longer counts as failed
+WORKER_START_S = 180.0  # how long the worker may take to start
 #: The worker under tracemalloc: a thread dumps a snapshot every period, then it runs.
 TRACE_WRAPPER = """
-import os, sys, threading, time, tracemalloc
-from agent_failover.service import run  # imported first: their allocations are not traced
+import itertools, os, sys, threading, time, tracemalloc
+from agent_failover.service import run  # imported first: imports are not traced
 tracemalloc.start(int(os.environ.get("SOAK_TRACE_FRAMES", "8")))
-out, period = sys.argv[1], float(sys.argv[2])
-def dump():
-    i = 0
-    while True:
+def dump(out, period):
+    for i in itertools.count():
         time.sleep(period)
         tracemalloc.take_snapshot().dump(os.path.join(out, f"snap-{i:04d}.bin"))
-        i += 1
-threading.Thread(target=dump, daemon=True).start()
+threading.Thread(target=dump, args=(sys.argv[1], float(sys.argv[2])), daemon=True).start()
 sys.argv = ["worker.py"]
 run()
 """
 
 
-def worker_command(trace_dir: str | None, sample_s: float) -> list[str]:
-    """``python worker.py``, or the same under tracemalloc dumping to ``trace_dir``."""
-    if trace_dir is None:
-        return [sys.executable, str(ROOT / "worker.py")]
-    return [sys.executable, "-c", TRACE_WRAPPER, trace_dir, str(sample_s)]
-
-
 def start_worker(
     args: argparse.Namespace, address: str, sim_url: str, ns: str, log_path: Path
 ) -> subprocess.Popen[bytes]:
-    """The worker process, its output in ``log_path``."""
+    """The worker process (under tracemalloc with ``--tracemalloc``), its output in ``log_path``."""
+    cmd = [sys.executable, str(ROOT / "worker.py")]
+    if args.tracemalloc:
+        cmd = [sys.executable, "-c", TRACE_WRAPPER, args.tracemalloc, str(args.sample_s)]
     env = dict(os.environ)
     env.update(
         TEMPORAL_ADDRESS=address,
@@ -115,7 +106,7 @@ def start_worker(
     )
     with log_path.open("wb") as log:
         return spawn_tied(
-            worker_command(args.tracemalloc, args.sample_s),
+            cmd,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -175,23 +166,17 @@ class Load:
             self.errors[type(exc).__name__] += 1
 
 
-async def cycle_faults(admin: SimAdmin, period_s: float, stop: asyncio.Event) -> list[str]:
-    """Step through :data:`FAULT_CYCLE` every ``period_s`` until ``stop``; return the steps."""
-    seen: list[str] = []
+async def cycle_faults(admin: SimAdmin, period_s: float, stop: asyncio.Event) -> None:
+    """Step through :data:`FAULT_CYCLE` every ``period_s`` until ``stop``, then heal."""
     i = 0
     while not stop.is_set():
-        name, faults = FAULT_CYCLE[i % len(FAULT_CYCLE)]
         await admin.clear()
-        for endpoint, fs in faults.items():
+        for endpoint, fs in FAULT_CYCLE[i % len(FAULT_CYCLE)][1].items():
             await admin.set_faults(endpoint, fs)
-        seen.append(name)
         i += 1
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), period_s)
-        except TimeoutError:
-            pass
     await admin.clear()
-    return seen
 
 
 async def keys_per_route(r: aioredis.Redis, ns: str) -> int:
@@ -319,8 +304,9 @@ async def redis_keys(url: str, ns: str) -> dict[str, Any]:
             groups[group][kind] += 1
             if await r.pttl(key) == -1:
                 typ = (await r.type(key)).decode()
-                u = untimed.setdefault(kind, {"keys": 0, "type": typ, "max_size": 0})
+                u = untimed.setdefault(kind, {"keys": 0, "type": typ, "max_size": 0, "forced": 0})
                 u["keys"] += 1
+                u["forced"] += kind == "b" and b"forced_" in (await r.hget(key, "b") or b"")
                 u["max_size"] = max(u["max_size"], await _size(r, key, typ))
     finally:
         await r.aclose()
@@ -350,6 +336,17 @@ def _traceback_ends(lines: list[str]) -> list[str]:
     return ends
 
 
+async def drop_namespace(url: str, ns: str) -> None:
+    """Delete the soak's keys once counted (its cache and policies would live for days)."""
+    r = aioredis.from_url(url)
+    try:
+        keys = [k async for k in r.scan_iter(match=f"{ns}:*", count=1000)]
+        for i in range(0, len(keys), 500):
+            await r.delete(*keys[i : i + 500])
+    finally:
+        await r.aclose()
+
+
 def log_counts(path: Path) -> dict[str, Any]:
     """ERROR lines and tracebacks in the worker's log, with the first few ERROR lines."""
     text = path.read_text(errors="replace") if path.exists() else ""
@@ -366,24 +363,27 @@ def log_counts(path: Path) -> dict[str, Any]:
     }
 
 
-def trace_growth(trace_dir: str, top: int = 25) -> list[dict[str, Any]]:
-    """The biggest growth between the snapshot at half time and the last one."""
+def trace_growth(trace_dir: str, top: int = 15) -> dict[str, Any]:
+    """The traced heap at each snapshot, and the biggest growth between the snapshot at
+    half time and the last one."""
     import tracemalloc
 
-    snaps = sorted(Path(trace_dir).glob("snap-*.bin"))
-    if len(snaps) < 2:
-        return []
-    a = tracemalloc.Snapshot.load(str(snaps[len(snaps) // 2]))
-    b = tracemalloc.Snapshot.load(str(snaps[-1]))
-    stats = b.compare_to(a, "traceback")
-    return [
-        {
-            "kib": round(s.size_diff / 1024, 1),
-            "count": s.count_diff,
-            "where": [f"{f.filename}:{f.lineno}" for f in s.traceback][-6:],
-        }
-        for s in stats[:top]
-    ]
+    paths = sorted(Path(trace_dir).glob("snap-*.bin"))
+    if len(paths) < 2:
+        return {}
+    heap = [tracemalloc.Snapshot.load(str(p)).traces for p in paths]
+    half, last = (tracemalloc.Snapshot.load(str(paths[i])) for i in (len(paths) // 2, -1))
+    return {
+        "traced_mb": [round(sum(t.size for t in traces) / 2**20, 2) for traces in heap],
+        "top_growth": [
+            {
+                "kib": round(s.size_diff / 1024, 1),
+                "count": s.count_diff,
+                "where": [f"{f.filename}:{f.lineno}" for f in s.traceback][-6:],
+            }
+            for s in last.compare_to(half, "traceback")[:top]
+        ],
+    }
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -402,6 +402,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         load = Load(env.client, ns)
         samples = await drive(load, proc, args, admin, ns)
         keys = await redis_keys(args.redis_url, ns)
+        if not args.keep_keys:
+            await drop_namespace(args.redis_url, ns)
     finally:
         stop_process(worker)
         await env.shutdown()
@@ -414,7 +416,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "fault_period_s": args.fault_period_s,
             "fault_cycle": [name for name, _ in FAULT_CYCLE],
             "sample_s": args.sample_s,
-            "worker": "separate process (worker.py), Redis health store and cache",
             "tracemalloc": bool(args.tracemalloc),
         },
         "pipelines": {
@@ -431,7 +432,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "keys_per_route_bound": max_keys_per_route(
             DEFAULT_HORIZON_S, len(load_policy(DEFAULT_POLICY_PATH).roles)
         ),
-        "untimed_ok": all(u["keys"] <= keys["routes"] + 1 for u in keys["untimed"].values()),
+        "untimed_ok": all(u["keys"] == u["forced"] for u in keys["untimed"].values()),
         "log": log_counts(log_path),
     }
     if args.tracemalloc:
@@ -481,6 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     ap.add_argument("--log-dir", default="bench/out", help="where the worker's log goes")
     ap.add_argument("--tracemalloc", default=None, metavar="DIR", help="snapshot dir")
+    ap.add_argument("--keep-keys", action="store_true", help="leave the namespace in Redis")
     ap.add_argument("--out", default=None)
     ap.add_argument("--png", default=None)
     args = ap.parse_args(argv)
