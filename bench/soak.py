@@ -35,7 +35,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import re
 import subprocess
 import sys
 import time
@@ -59,6 +58,7 @@ from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import PipelineInput, PipelineOptions, PipelineResult
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from bench.soak_figures import key_kind, key_trend, rss_figures, traceback_ends
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The cycle of faults, one step every ``--fault-period-s`` (empty: all healthy).
@@ -224,68 +224,6 @@ async def drive(
     return samples
 
 
-def slope(xs: list[float], ys: list[float]) -> float | None:
-    """Least-squares slope of ``ys`` over ``xs`` (None with fewer than two distinct xs)."""
-    n = len(xs)
-    if n < 2:
-        return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    var = sum((x - mx) ** 2 for x in xs)
-    if var == 0:
-        return None
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var
-
-
-def rss_figures(samples: list[dict[str, float]]) -> dict[str, Any]:
-    """First/last RSS and the slopes over the second half of the run."""
-    if not samples:
-        return {"samples": []}
-    half = samples[-1]["minute"] / 2
-    late = [s for s in samples if s["minute"] >= half]
-    rss = [s["rss_mb"] for s in late]
-    per_k = slope([s["pipelines"] / 1000 for s in late], rss)
-    per_minute = slope([s["minute"] for s in late], rss)
-    return {
-        "first_mb": round(samples[0]["rss_mb"], 1),
-        "last_mb": round(samples[-1]["rss_mb"], 1),
-        "max_mb": round(max(s["rss_mb"] for s in samples), 1),
-        "slope_window_minutes": [round(half, 2), samples[-1]["minute"]],
-        "slope_mb_per_1000_pipelines": None if per_k is None else round(per_k, 2),
-        "slope_mb_per_minute": None if per_minute is None else round(per_minute, 3),
-        "samples": [{**s, "rss_mb": round(s["rss_mb"], 2)} for s in samples],
-    }
-
-
-def key_trend(samples: list[dict[str, float]]) -> dict[str, Any]:
-    """The most keys one route had at half time, at the end, and at any sample."""
-    if not samples:
-        return {}
-    half = samples[-1]["minute"] / 2
-    mid = next(s for s in samples if s["minute"] >= half)
-    return {
-        "at_half_time": mid["keys"],
-        "at_end": samples[-1]["keys"],
-        "max": max(s["keys"] for s in samples),
-    }
-
-
-_ROUTE_KEY = re.compile(r"^h:\{(?P<route>[^}]*)\}:(?P<kind>.*)$")
-_BRACED = re.compile(r"^(?P<family>[^:]+):\{(?P<scope>[^}]*)\}")
-
-
-def key_kind(key: str, ns: str) -> tuple[str, str]:
-    """(group, kind) of a key of namespace ``ns``: ``("route:R", "s")`` for
-    ``NS:h:{R}:s:123``; ``("rb", "rb")`` for a budget scope; the first part otherwise."""
-    rest = key[len(ns) + 1 :]
-    m = _ROUTE_KEY.match(rest)
-    if m:
-        kind = re.sub(r":-?\d+$", "", m["kind"])
-        return f"route:{m['route']}", kind
-    m = _BRACED.match(rest)
-    family = m["family"] if m else rest.split(":", 1)[0]
-    return family, family
-
-
 async def _size(r: aioredis.Redis, key: str, typ: str) -> int:
     """How many entries a key holds (fields, members, items; 1 for a string)."""
     sizer = {"hash": r.hlen, "set": r.scard, "list": r.llen, "zset": r.zcard}.get(typ)
@@ -324,18 +262,6 @@ async def redis_keys(url: str, ns: str) -> dict[str, Any]:
     }
 
 
-def _traceback_ends(lines: list[str]) -> list[str]:
-    """The exception line closing each traceback in ``lines`` (type and message)."""
-    ends, inside = [], False
-    for ln in lines:
-        if ln.startswith("Traceback (most recent call last)"):
-            inside = True
-        elif inside and ln and not ln.startswith((" ", "\t", "The above", "During")):
-            ends.append(ln[:120])
-            inside = False
-    return ends
-
-
 async def drop_namespace(url: str, ns: str) -> None:
     """Delete the soak's keys once counted (its cache and policies would live for days)."""
     r = aioredis.from_url(url)
@@ -359,7 +285,7 @@ def log_counts(path: Path) -> dict[str, Any]:
         "first_errors": [ln[:300] for ln in errors[:5]],
         # What each traceback ended with (an activity cancelled at its timeout is logged
         # with one at WARNING by the SDK: not an error of ours, but worth seeing).
-        "traceback_ends": dict(Counter(_traceback_ends(text.splitlines()))),
+        "traceback_ends": dict(Counter(traceback_ends(text.splitlines()))),
     }
 
 

@@ -1,4 +1,4 @@
-"""``bench/soak.py``'s figures (the parts that need no stack: the soak itself runs minutes)."""
+"""``bench/soak_figures.py``: the soak's figures (the soak itself runs for minutes)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "bench" / "soak.py"
-_spec = importlib.util.spec_from_file_location("soak", _PATH)
+_PATH = Path(__file__).resolve().parents[1] / "bench" / "soak_figures.py"
+_spec = importlib.util.spec_from_file_location("soak_figures", _PATH)
 assert _spec is not None and _spec.loader is not None
 soak = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("soak", soak)
+sys.modules.setdefault("soak_figures", soak)
 _spec.loader.exec_module(soak)
 
 
@@ -29,7 +29,12 @@ def test_keys_are_grouped_by_route_and_kind_without_bucket_numbers() -> None:
 def test_slope_is_taken_over_the_last_half_per_thousand_pipelines() -> None:
     # Flat for the first half, then +2 MB per 100 pipelines (20 MB per 1,000), 1 a minute.
     samples = [
-        {"minute": float(m), "pipelines": 100 * m, "rss_mb": 100.0 + max(0, m - 5) * 2.0}
+        {
+            "minute": float(m),
+            "pipelines": 100 * m,
+            "in_flight": 5,
+            "rss_mb": 100.0 + max(0, m - 5) * 2.0,
+        }
         for m in range(11)
     ]
     got = soak.rss_figures(samples)
@@ -53,4 +58,19 @@ def test_traceback_ends_name_the_exception() -> None:
         "asyncio.exceptions.CancelledError: Activity cancelled",
         "INFO next line",
     ]
-    assert soak._traceback_ends(lines) == ["asyncio.exceptions.CancelledError: Activity cancelled"]
+    assert soak.traceback_ends(lines) == ["asyncio.exceptions.CancelledError: Activity cancelled"]
+
+
+def test_growth_held_by_pipelines_in_flight_is_not_counted_at_equal_load() -> None:
+    # RSS is 0.5 MB per pipeline in flight, and in flight rises with the pipelines run: the
+    # plain slope sees growth, the slope at equal load none.
+    samples = [
+        {"minute": float(m), "pipelines": 100 * m, "in_flight": 10 * m + (m % 3), "rss_mb": 0.0}
+        for m in range(12)
+    ]
+    for s in samples:
+        s["rss_mb"] = 100.0 + 0.5 * s["in_flight"]
+    got = soak.rss_figures(samples)
+    assert got["slope_mb_per_1000_pipelines"] > 40
+    assert got["slope_mb_per_1000_pipelines_at_equal_in_flight"] == pytest.approx(0.0, abs=1e-6)
+    assert got["in_flight_max"] == samples[-1]["in_flight"]
