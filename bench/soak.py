@@ -148,22 +148,25 @@ class Load:
             task=f"{TASKS[i % len(TASKS)]} (#{i})",
             options=PipelineOptions(escalate_on_critical_degraded=False),
         )
+        handle = None
         try:
-            res = await asyncio.wait_for(
-                self.client.execute_workflow(
-                    AgentPipelineWorkflow.run,
-                    inp,
-                    id=f"soak-{uuid.uuid4().hex[:12]}",
-                    task_queue=self.tq,
-                    result_type=PipelineResult,
-                ),
-                PIPELINE_TIMEOUT_S,
+            handle = await self.client.start_workflow(
+                AgentPipelineWorkflow.run,
+                inp,
+                id=f"soak-{uuid.uuid4().hex[:12]}",
+                task_queue=self.tq,
+                result_type=PipelineResult,
             )
+            res = await asyncio.wait_for(handle.result(), PIPELINE_TIMEOUT_S)
             self.answered += bool(res.answer)
             self.failed += not res.answer
         except Exception as exc:  # counted, not raised: the soak goes on
             self.failed += 1
             self.errors[type(exc).__name__] += 1
+            if handle is not None and isinstance(exc, TimeoutError):
+                # Given up here, so not left running in the worker: in flight stays true.
+                with contextlib.suppress(Exception):
+                    await handle.terminate("soak: pipeline timeout")
 
 
 async def cycle_faults(admin: SimAdmin, period_s: float, stop: asyncio.Event) -> None:
