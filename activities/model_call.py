@@ -19,6 +19,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
+from agent_failover.activities.call_leases import CallLease
 from agent_failover.activities.deps import ActivityDeps, workflow_now
 from agent_failover.activities.failures import (
     BULKHEAD_FULL,
@@ -30,7 +31,8 @@ from agent_failover.activities.models import CallModelInput, CallModelResult
 from agent_failover.providers.client import Budgets
 from agent_failover.providers.registry import complete
 from agent_failover.providers.validate import validate_reply
-from agent_failover.resilience.breaker import Admission
+from agent_failover.resilience.admission import Admission
+from agent_failover.resilience.breaker import BreakerReason
 from agent_failover.resilience.budget import scopes_for
 from agent_failover.resilience.config import BreakerSettings, EndpointConfig, PolicyError
 from agent_failover.resilience.contracts import CallOutcome
@@ -104,11 +106,12 @@ class ModelCallActivities:
         settings = self._deps.policy.trial_settings(inp.route, inp.role)
         base = _attempt_base(inp.now)
         started = time.monotonic()
-        admission = await self._admit(inp.route, settings, workflow_now(base, started))
+        admission = await self._admit(inp, settings, workflow_now(base, started))
         reserved = estimate_request_tokens(inp.request) + inp.request.max_tokens
-        grant = await self._take_budget(inp, reserved, admission.trial, workflow_now(base, started))
+        grant = await self._take_budget(inp, reserved, admission, workflow_now(base, started))
         progress = _Progress()
         beat = asyncio.create_task(_heartbeat_loop(progress))
+        lease = self._lease(inp, workflow_now(base, started))
         reply: ChatReply | None = None
         try:
             reply = await complete(
@@ -125,7 +128,9 @@ class ModelCallActivities:
             elapsed_ms = (time.monotonic() - started) * 1000
             at = workflow_now(base, started)
             await self._settle_unanswered(inp, grant, at)
-            failed = _Failed(err, elapsed_ms, admission.trial, at, billed=reply)
+            failed = _Failed(
+                err, elapsed_ms, admission.trial, at, billed=reply, lease=admission.lease
+            )
             await self._record_failure(inp, failed, settings)
             wait = self._rate_limit_wait(inp, err, at)
             raise to_application_error(inp.route, err, elapsed_ms, wait) from err
@@ -133,18 +138,25 @@ class ModelCallActivities:
             # A hedge loser or a workflow cancel: not the route's fault, free the trial slot.
             await self._settle_unanswered(inp, grant, workflow_now(base, started))
             if admission.trial:
-                await self._deps.health.release_trial(inp.route, workflow_now(base, started))
+                now = workflow_now(base, started)
+                await self._deps.health.release_trial(inp.route, now, admission.lease)
             _raise_if_abandoned()
             raise
         finally:
             beat.cancel()
-        outcome = _answered(
-            inp.route, reply, workflow_now(base, started), admission.trial, inp.role
-        )
+            released = lease.release_soon()  # given back while the answer is recorded
+        outcome = _answered(inp.route, reply, workflow_now(base, started), admission, inp.role)
         await self._on_answer(inp, endpoint, reply, data, outcome, grant, settings)
+        await released
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
         ).for_route(inp.route)
+
+    def _lease(self, inp: CallModelInput, now: float) -> CallLease:
+        """The attempt's in-flight lease, taken beside the provider call (no added round
+        trip): the health monitor leaves a route with a user call in flight alone."""
+        leases = self._deps.health.in_flight
+        return CallLease(leases, inp.route, now=now, timeout_s=inp.timeout_ms / 1000)
 
     def _endpoint(self, route: str) -> EndpointConfig:
         try:
@@ -158,13 +170,20 @@ class ModelCallActivities:
                 non_retryable=True,
             ) from exc
 
-    async def _admit(self, route: str, settings: BreakerSettings, now: float) -> Admission:
-        """The breaker's admission, or a non-retryable ``breaker_rejected`` error."""
-        admission = await self._deps.health.admit(route, settings, now)
+    async def _admit(self, inp: CallModelInput, settings: BreakerSettings, now: float) -> Admission:
+        """The breaker's admission, or a non-retryable ``breaker_rejected`` error.
+
+        A half-open trial's slot is leased for the attempt's timeout (plus the breaker's
+        grace): if this worker dies mid-call, the slot lapses instead of leaking.
+        """
+        route = inp.route
+        admission = await self._deps.health.admit(
+            route, settings, now, hold_s=inp.timeout_ms / 1000
+        )
         if not admission.permitted:
             raise ApplicationError(
-                f"breaker for route {route!r} rejected the call "
-                f"({admission.reason.value if admission.reason else 'open'})",
+                f"breaker for route {route!r} rejected the call ({_refusal(admission, now)})",
+                _refusal_details(admission, now),
                 type=BREAKER_REJECTED,
                 non_retryable=True,
                 category=ApplicationErrorCategory.BENIGN,
@@ -205,7 +224,7 @@ class ModelCallActivities:
         record.attempt_answered(inp.role, endpoint, reply)
 
     async def _take_budget(
-        self, inp: CallModelInput, tokens: int, trial: bool, now: float
+        self, inp: CallModelInput, tokens: int, admission: Admission, now: float
     ) -> BudgetGrant:
         """Reserve the call's request and token estimate from its shared rate budgets.
 
@@ -219,8 +238,8 @@ class ModelCallActivities:
         grant = await self._deps.health.take_budget(scopes, tokens, critical=critical, now=now)
         if grant.granted:
             return grant
-        if trial:
-            await self._deps.health.release_trial(inp.route, now)
+        if admission.trial:
+            await self._deps.health.release_trial(inp.route, now, admission.lease)
         bulkhead = self._deps.policy.role(inp.role).bulkhead
         record.budget_refused(inp.role, inp.route, bulkhead, grant.refused_by or "")
         raise ApplicationError(
@@ -286,7 +305,7 @@ class ModelCallActivities:
             elapsed_ms,
             trial=failed.trial,
             rate_limit=self._deps.policy.rate_limit,
-        ).model_copy(update={"role": inp.role})
+        ).model_copy(update={"role": inp.role, "trial_lease": failed.lease})
         if failed.billed is not None:
             # A whole body came back and was rejected (a semantic failure): the provider
             # billed it, so its spend counts against the route's tokens per dollar.
@@ -313,8 +332,32 @@ class ModelCallActivities:
             record.local_saturation(inp.role, inp.route, err.bulkhead)
 
 
+def _refusal(admission: Admission, now: float) -> str:
+    """Why the breaker refused, in words: its reason code, and when a trial slot frees."""
+    if admission.reason is None:
+        return "open"
+    why = admission.reason.value
+    if admission.reason is BreakerReason.TRIAL_SLOTS_FULL and admission.retry_at is not None:
+        why += (
+            ": every half-open trial slot is held; the first lease lapses in "
+            f"{max(admission.retry_at - now, 0.0):.1f}s"
+        )
+    return why
+
+
+def _refusal_details(admission: Admission, now: float) -> dict[str, Any]:
+    """The refusal as the attempt record keeps it: the breaker's reason code, and for
+    full trial slots when the first lease lapses (``retry_after_s``)."""
+    details: dict[str, Any] = {
+        "breaker_reason": admission.reason.value if admission.reason else None
+    }
+    if admission.reason is BreakerReason.TRIAL_SLOTS_FULL and admission.retry_at is not None:
+        details["retry_after_s"] = max(admission.retry_at - now, 0.0)
+    return details
+
+
 def _answered(
-    route: str, reply: ChatReply, at: float, trial: bool, role: str | None
+    route: str, reply: ChatReply, at: float, admission: Admission, role: str | None
 ) -> CallOutcome:
     """The outcome of an answered attempt, with the tokens and spend it was billed."""
     return CallOutcome(
@@ -323,7 +366,8 @@ def _answered(
         ok=True,
         latency_ms=reply.latency_ms,
         ttft_ms=reply.ttft_ms,
-        trial=trial,
+        trial=admission.trial,
+        trial_lease=admission.lease,
         role=role,
         tokens=reply.usage.input_tokens + reply.usage.output_tokens,
         cost_usd=reply.cost_usd,
@@ -340,6 +384,7 @@ class _Failed:
     trial: bool
     at: float
     billed: ChatReply | None = None
+    lease: str | None = None
 
 
 class _Progress:

@@ -59,17 +59,19 @@ class ProbeActivities:
         started = time.monotonic()
         trial = False
         if decision.reason is not ProbeReason.OPEN_RECOVERY_CHECK:
-            # Half-open (or due to be): the probe takes a trial slot like a real call would.
-            # An open route's recovery check is not a trial: it needs no slot, and only a
-            # good one changes the breaker (to half-open).
-            admission = await health.admit(inp.route, settings, inp.now)
+            # Half-open (or due to be): the probe is a trial, admitted apart from real
+            # calls. It never takes or waits for one of their trial slots, so slots held
+            # by calls that never report cannot keep a healed route from closing. An open
+            # route's recovery check needs no admission: only a good one changes the
+            # breaker (to half-open).
+            admission = await health.admit(inp.route, settings, inp.now, probe=True)
             if not admission.permitted:
                 b = await health.breaker(inp.route)
                 return ProbeResult(
                     route=inp.route, ok=False, skipped=True, breaker=b.state, reason="not_admitted"
                 )
             trial = admission.trial
-        outcome, err = await self._probe(inp, endpoint, settings, decision, trial, started)
+        outcome, err = await self._probe(inp, endpoint, settings, decision, started)
         transition = await self._deps.record(outcome, settings)
         b = await health.breaker(inp.route)
         record.probe(inp.route, outcome.ok, b.state.value)
@@ -93,10 +95,22 @@ class ProbeActivities:
         snap = await self._deps.health.snapshot(
             [inp.route], now=inp.now, window_s=interval, min_calls=1
         )
+        health = snap.get(inp.route)
         decision = probe_decision(
-            snap.get(inp.route), now=inp.now, interval_s=interval, half_open_interval_s=half_open
+            health, now=inp.now, interval_s=interval, half_open_interval_s=half_open
         )
-        return decision, snap.get(inp.route).breaker
+        if decision.probe and decision.reason is not ProbeReason.OPEN_RECOVERY_CHECK:
+            # Only a probe about to go asks for the leases (one more read, off the calls'
+            # path): a user call in flight is traffic, and must not be joined.
+            calls = await self._deps.health.in_flight.count(inp.route, inp.now)
+            decision = probe_decision(
+                health,
+                now=inp.now,
+                interval_s=interval,
+                half_open_interval_s=half_open,
+                in_flight=calls,
+            )
+        return decision, health.breaker
 
     async def _probe(
         self,
@@ -104,7 +118,6 @@ class ProbeActivities:
         endpoint: Any,
         settings: BreakerSettings,
         decision: ProbeDecision,
-        trial: bool,
         started: float,
     ) -> tuple[CallOutcome, ProviderError | None]:
         """Send the probe; the outcome the breaker records, and the error if it failed."""
@@ -124,7 +137,6 @@ class ProbeActivities:
                 latency_ms=reply.latency_ms,
                 ttft_ms=reply.ttft_ms,
                 probe=True,
-                trial=trial,
             )
             return outcome, None
         assert err is not None
@@ -134,7 +146,7 @@ class ProbeActivities:
             err,
             at,
             elapsed_ms,
-            trial=trial,
+            trial=False,  # a probe holds no trial lease (admit_probe)
             probe=True,
             rate_limit=self._deps.policy.rate_limit,
         )

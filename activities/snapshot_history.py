@@ -83,14 +83,33 @@ def _planned_route(rh: Any, newest_observation: bool) -> dict[str, Any]:
     return d
 
 
+#: Marks a snapshot read for a role (every route has ``role_stats``): a route's
+#: ``role_stats`` left out are the SLA's view of its ``stats`` (see :func:`compact_snapshot`).
+ROLE_READ = "role_read"
+
+
+def _role_stats_implied(d: dict[str, Any]) -> dict[str, Any]:
+    """The ``role_stats`` a role-read route leaves out: its stats' SLA view (the same
+    numbers when the role is the route's only caller; both empty when it is idle)."""
+    return {k: v for k, v in d.get("stats", {}).items() if k in ROLE_SLA_STATS}
+
+
 def compact_snapshot(snap: HealthSnapshot, newest_observation: bool = True) -> dict[str, Any]:
     """The snapshot as planning reads it, without defaults, route names, one window
-    repeated per route, or the routes with nothing to say (restored from the policy)."""
+    repeated per route, or the routes with nothing to say (restored from the policy).
+
+    A snapshot read for a role (every route has ``role_stats``) is marked
+    :data:`ROLE_READ` and writes a route's ``role_stats`` only where they differ from its
+    stats' SLA view: an idle route (both empty) then has nothing to say at all.
+    """
     windows = [rh.stats.window_s for rh in snap.routes.values()]
     window = max(set(windows), key=windows.count) if windows else 0.0
+    role_read = bool(snap.routes) and all(rh.role_stats is not None for rh in snap.routes.values())
     routes: dict[str, Any] = {}
     for name, rh in snap.routes.items():
         d = _planned_route(rh, newest_observation)
+        if role_read and d.get("role_stats") == _role_stats_implied(d):
+            del d["role_stats"]
         stats = d.get("stats", {})
         if stats.get("window_s") == window:
             stats.pop("window_s")
@@ -100,6 +119,8 @@ def compact_snapshot(snap: HealthSnapshot, newest_observation: bool = True) -> d
             routes[name] = rounded(d)
     # ``taken_at`` is the role context's ``now``, the workflow's own clock: it restores it.
     out = snap.model_dump(mode="json", exclude_defaults=True, exclude={"routes", "taken_at"})
+    if role_read:
+        out[ROLE_READ] = True
     return {**rounded(out), "window_s": window, "routes": routes}
 
 
@@ -107,11 +128,14 @@ def expand_snapshot(data: dict[str, Any], endpoints: list[str]) -> dict[str, Any
     """A snapshot written by :func:`compact_snapshot` with what it left out put back
     (every endpoint of the policy, the shared window, ``taken_at`` as unstated)."""
     window = data["window_s"]
+    role_read = bool(data.get(ROLE_READ))
     routes = {}
     given = data.get("routes") or {}
     # A route left out had nothing but defaults (and the shared window) to say.
     for name, d in {**given, **{n: {} for n in endpoints if n not in given}}.items():
+        if role_read and "role_stats" not in d:
+            d = {**d, "role_stats": _role_stats_implied(d)}
         stats = {"window_s": window, **d.get("stats", {})}
         routes[name] = {**d, "route": name, "stats": stats}
-    out = {k: v for k, v in data.items() if k != "window_s"} | {"routes": routes}
+    out = {k: v for k, v in data.items() if k not in ("window_s", ROLE_READ)} | {"routes": routes}
     return {"taken_at": UNSTATED_TIME, **out}

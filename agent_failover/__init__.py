@@ -8,6 +8,7 @@ other module is private and may change. Workflow code::
     out = await resilient_complete("analyst", ChatRequest(messages=[Message(role="user",
                                                                            content=task)]))
     out.content, out.capability, out.tier, out.reason_codes, out.attempts
+    out = (await escalate("analysis", out, state={"task": task})).output  # a human if needed
 
 Worker::
 
@@ -56,6 +57,13 @@ _EXPORTS: dict[str, str] = {
     "ReasonCode": "agent_failover.resilience.contracts",
     "FinishReason": "agent_failover.resilience.models",
     "Usage": "agent_failover.resilience.models",
+    # escalation for any workflow: pause for a human, resolve by update, page on-call
+    "escalate": "agent_failover.workflows.escalate",
+    "EscalationHandlers": "agent_failover.workflows.escalate",
+    "EscalationOutcome": "agent_failover.workflows.models",
+    "EscalationDecision": "agent_failover.workflows.models",
+    "EscalationAction": "agent_failover.workflows.models",
+    "EscalationTimeoutAction": "agent_failover.workflows.models",
     # escalation webhooks: check a notification's X-Failover-Signature in your receiver
     "verify_webhook_signature": "agent_failover.resilience.notify",
     # telemetry (OTEL_* environment; off unless configured)
@@ -104,6 +112,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from agent_failover.resilience.setup_errors import SetupError as SetupError
     from agent_failover.telemetry.setup import setup_telemetry as setup_telemetry
     from agent_failover.workflows.errors import FailoverExhausted as FailoverExhausted
+    from agent_failover.workflows.escalate import EscalationHandlers as EscalationHandlers
+    from agent_failover.workflows.escalate import escalate as escalate
+    from agent_failover.workflows.models import EscalationAction as EscalationAction
+    from agent_failover.workflows.models import EscalationDecision as EscalationDecision
+    from agent_failover.workflows.models import EscalationOutcome as EscalationOutcome
+    from agent_failover.workflows.models import (
+        EscalationTimeoutAction as EscalationTimeoutAction,
+    )
     from agent_failover.workflows.resilient import resilient_complete as resilient_complete
     from agent_failover.workflows.shadow import settle_shadows as settle_shadows
 

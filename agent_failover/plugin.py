@@ -24,6 +24,11 @@ worker of a client it is given to):
   once per deployment (idempotent by workflow id; started again if it ever ends), and on
   shutdown drains them and closes the HTTP client and the stores (those lifecycles live in
   :mod:`agent_failover.supervisor`: the plugin configures, the supervisor runs);
+* bounds the sticky queue timeout of the workers it configures
+  (``sticky_queue_timeout=``, default 2 s; None keeps the SDK's 10 s; a worker's own
+  ``sticky_queue_schedule_to_start_timeout`` other than the SDK default wins), so a run
+  whose worker was killed waits that long, not 10 s, for another worker to take its next
+  step;
 * when a role of the policy has ``shadow`` settings (``shadow=``: None = then, True, False),
   runs one more worker on ``<task queue>-shadow``: the low-priority shadow evaluations
   (``ShadowEvaluationWorkflow`` and its ``shadow_evaluate`` activity, a few slots only), so
@@ -43,6 +48,7 @@ import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import timedelta
 from typing import Any, Literal
 
 import httpx
@@ -73,8 +79,11 @@ from agent_failover.startup import (
 )
 from agent_failover.stores.factory import IfUnreachable, Stores
 from agent_failover.supervisor import (
+    DEFAULT_STICKY_QUEUE_TIMEOUT,
     SharedStores,
+    bound_sticky_queue,
     bulkhead_workers,
+    checked_sticky_timeout,
     keep_monitor_running,
     publish_policy_versions,
     run_beside,
@@ -165,7 +174,8 @@ class FailoverPlugin(SimplePlugin):
     and skip the upserts (``"warn"``); None: ``register`` on a loopback server, else ``require``.
     ``http`` is the providers' client (built here if None); ``notify_http`` the escalation
     webhook's (None: a proxy-aware :func:`build_webhook_client` built on first use).
-    Clients built here are closed by :meth:`aclose`.
+    Clients built here are closed by :meth:`aclose`. ``sticky_queue_timeout``: the sticky
+    queue timeout of the workers it configures that kept the SDK default (None: keep it).
     """
 
     def __init__(
@@ -188,7 +198,9 @@ class FailoverPlugin(SimplePlugin):
         shadow_slots: int = DEFAULT_SHADOW_SLOTS,
         dispatch: DispatchArg = None,
         search_attributes: SearchAttributeMode | None = None,
+        sticky_queue_timeout: timedelta | None = DEFAULT_STICKY_QUEUE_TIMEOUT,
     ) -> None:
+        self.sticky_queue_timeout = checked_sticky_timeout(sticky_queue_timeout)
         self.policy, self.policy_source = resolve_policy(policy)
         self.search_attributes = NamespaceCheck(search_attributes)
         self.shadow = _policy_has_shadows(self.policy) if shadow is None else shadow
@@ -197,14 +209,12 @@ class FailoverPlugin(SimplePlugin):
         self.tracing = resolve_tracing(tracing)
         self.codec = resolve_codec(codec)
         self._stores = SharedStores(stores, redis_url, redis_namespace, redis_unreachable)
-        self._include_pipeline = include_pipeline
-        self._start_monitor = start_monitor
+        self._include_pipeline, self._start_monitor = include_pipeline, start_monitor
         self._slots = {**DEFAULT_BULKHEAD_SLOTS, **(bulkhead_slots or {})}
         self.bulkheads = self._check_bulkheads(bulkheads)
         self.dispatch = self._resolve_dispatch(dispatch)
-        self._own_http = http is None
+        self._own_http, self._own_notify_http = http is None, notify_http is None
         self.http = http or policy_http_client(self.policy)
-        self._own_notify_http = notify_http is None
         self._notify_http = notify_http  # honours the proxy env vars; built on first use
         self._acts: dict[str, LLMActivitySet] = {}
         self._internal_queues: set[str] = set()
@@ -269,6 +279,7 @@ class FailoverPlugin(SimplePlugin):
                 *(config.get("interceptors") or []),
                 *self._tracing_for(config["client"]),
             ]
+            bound_sticky_queue(config, self.sticky_queue_timeout)
             return config
         if task_queue in self._standalone:
             acts = self.activities_for(self._standalone[task_queue])
@@ -279,6 +290,7 @@ class FailoverPlugin(SimplePlugin):
             ]
             return config
         config = super().configure_worker(config)
+        bound_sticky_queue(config, self.sticky_queue_timeout)
         if self.tracing is not None and _client_traces(config["client"]):
             config["interceptors"] = [i for i in config["interceptors"] if i is not self.tracing]
         acts = self.activities_for(task_queue)
@@ -427,6 +439,7 @@ class FailoverPlugin(SimplePlugin):
                     runner=with_passthrough(None),
                     grace=grace,
                     interceptors=tracing,
+                    sticky=self.sticky_queue_timeout,
                 )
             )
         return workers

@@ -55,7 +55,11 @@ from agent_failover.resilience.pipeline import pipeline_policy_errors
 from agent_failover.resilience.setup_errors import SetupError, TemporalUnreachable
 from agent_failover.startup import policy_version
 from agent_failover.stores.factory import Stores, connect_stores, env_seconds
-from agent_failover.supervisor import DEFAULT_TASK_QUEUE, keep_monitor_running
+from agent_failover.supervisor import (
+    DEFAULT_STICKY_QUEUE_TIMEOUT,
+    DEFAULT_TASK_QUEUE,
+    keep_monitor_running,
+)
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
@@ -184,6 +188,14 @@ def shutdown_grace_s(env: Mapping[str, str] | None = None) -> float:
     return env_seconds("FAILOVER_SHUTDOWN_GRACE_S", DEFAULT_SHUTDOWN_GRACE_S, high=86_400, env=env)
 
 
+def sticky_queue_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """``FAILOVER_STICKY_QUEUE_TIMEOUT_S`` (seconds, above 0 and at most 60), default 2:
+    how long a run's next workflow task waits for the worker that ran it before any worker
+    takes it. ``ValueError`` if invalid."""
+    default = DEFAULT_STICKY_QUEUE_TIMEOUT.total_seconds()
+    return env_seconds("FAILOVER_STICKY_QUEUE_TIMEOUT_S", default, high=60, low_open=True, env=env)
+
+
 def dispatch_from_env(env: Mapping[str, str] | None = None) -> Literal["eager", "queue"] | None:
     """``FAILOVER_DISPATCH`` (``eager`` / ``queue``), None when unset (the plugin decides)."""
     raw = (os.environ if env is None else env).get("FAILOVER_DISPATCH", "").strip().lower()
@@ -223,6 +235,7 @@ def build_workers(
         bulkheads=role.bulkheads if role is not None and role.main else None,
         dispatch=dispatch_from_env(),
         codec=client.data_converter.payload_codec or False,
+        sticky_queue_timeout=timedelta(seconds=sticky_queue_timeout_s()),
         # The main worker runs the shadow queue beside it unless the role leaves it out.
         shadow=None if role is None or (role.main and role.shadow) else False,
     )
@@ -293,6 +306,7 @@ async def main() -> None:
             buffer = None  # the runtime was set before us: no SDK metrics to drain
         grace_s = shutdown_grace_s()
         dispatch_from_env()  # a typo exits here, before any connection
+        sticky_queue_timeout_s()
     except ValueError as exc:
         raise _fail(str(exc), 2) from None
     if telemetry.metrics_port is not None:

@@ -70,6 +70,9 @@ from agent_failover.testing.sim.config import load_sim_config
 from agent_failover.testing.sim.server import start_simulator
 from agent_failover.testing.workflows import CallInput, ResilientTextWorkflow
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_facts import RedisRoundTrips, loadavg  # beside this file
+
 PRIMARY = "anthropic-us-east"
 MODEL = "claude-sonnet-4-5"
 CONCURRENCY = 16
@@ -158,17 +161,25 @@ class _Arms:
         await self.failover("failover-queue", self.queued)
 
 
-async def _sequential(op: Callable[[], Awaitable[None]], n: int) -> tuple[list[float], float]:
+#: The round-trip counter of this run (``--redis`` only).
+ROUND_TRIPS: RedisRoundTrips | None = None
+
+
+async def _sequential(op: Callable[[], Awaitable[None]], n: int) -> tuple[list[float], float, int]:
     lat, cpu0 = [], time.process_time()
+    trips0 = ROUND_TRIPS.count if ROUND_TRIPS else 0
     for _ in range(n):
         t0 = time.perf_counter()
         await op()
         lat.append(time.perf_counter() - t0)
-    return lat, time.process_time() - cpu0
+    trips = (ROUND_TRIPS.count if ROUND_TRIPS else 0) - trips0
+    return lat, time.process_time() - cpu0, trips
 
 
-async def _concurrent(op: Callable[[], Awaitable[None]], n: int) -> tuple[float, float]:
-    sem = asyncio.Semaphore(CONCURRENCY)
+async def _concurrent(
+    op: Callable[[], Awaitable[None]], n: int, width: int = CONCURRENCY
+) -> tuple[float, float]:
+    sem = asyncio.Semaphore(width)
 
     async def one() -> None:
         async with sem:
@@ -212,17 +223,21 @@ async def _measure(arms: _Arms, names: list[str], args: argparse.Namespace) -> d
     arms.ids.clear()
     lat: dict[str, list[float]] = {n: [] for n in names}
     cpu = dict.fromkeys(names, 0.0)
-    wall = dict.fromkeys(names, 0.0)
-    ccpu = dict.fromkeys(names, 0.0)
+    trips = dict.fromkeys(names, 0)
+    widths = args.concurrency
+    wall = {(n, c): 0.0 for n in names for c in widths}
+    ccpu = {(n, c): 0.0 for n in names for c in widths}
     for _ in range(args.rounds):
         for n, op in ops.items():
-            got, c = await _sequential(op, args.batch)
+            got, c, t = await _sequential(op, args.batch)
             lat[n] += got
             cpu[n] += c
-        for n, op in ops.items():
-            w, c = await _concurrent(op, args.concurrent)
-            wall[n] += w
-            ccpu[n] += c
+            trips[n] += t
+        for width in widths:
+            for n, op in ops.items():
+                w, c = await _concurrent(op, args.concurrent, width)
+                wall[n, width] += w
+                ccpu[n, width] += c
     calls_seq, calls_conc = args.rounds * args.batch, args.rounds * args.concurrent
     out: dict[str, Any] = {}
     for n in names:
@@ -231,9 +246,12 @@ async def _measure(arms: _Arms, names: list[str], args: argparse.Namespace) -> d
             "p95_ms": _ms(lat[n], 95),
             "p99_ms": _ms(lat[n], 99),
             "cpu_ms_per_call_sequential": round(cpu[n] / calls_seq * 1000, 2),
-            "throughput_per_s_c16": round(calls_conc / wall[n], 1),
-            "cpu_ms_per_call_c16": round(ccpu[n] / calls_conc * 1000, 2),
         }
+        if ROUND_TRIPS is not None:
+            out[n]["redis_round_trips_per_call"] = round(trips[n] / calls_seq, 2)
+        for width in widths:
+            out[n][f"throughput_per_s_c{width}"] = round(calls_conc / wall[n, width], 1)
+            out[n][f"cpu_ms_per_call_c{width}"] = round(ccpu[n, width] / calls_conc * 1000, 2)
         if n != "httpx":
             out[n] |= await _history(arms.client, arms.ids[n][: args.history_sample])
     return out
@@ -248,9 +266,13 @@ def _ratios(res: dict[str, Any]) -> dict[str, Any]:
         out[f"{n}_vs_bare"] = {
             "p50": round(r["p50_ms"] / bare["p50_ms"], 2),
             "p99": round(r["p99_ms"] / bare["p99_ms"], 2),
-            "throughput_c16": round(r["throughput_per_s_c16"] / bare["throughput_per_s_c16"], 2),
-            "cpu_per_call_c16": round(r["cpu_ms_per_call_c16"] / bare["cpu_ms_per_call_c16"], 2),
         }
+        for key in sorted(
+            k for k in r if k.startswith(("throughput_per_s_c", "cpu_ms_per_call_c"))
+        ):
+            width = key.rpartition("_c")[2]
+            kind = "throughput" if key.startswith("throughput") else "cpu_per_call"
+            out[f"{n}_vs_bare"][f"{kind}_c{width}"] = round(r[key] / bare[key], 2)
         if "history_bytes_per_call" in r:
             out[f"{n}_vs_bare"]["history_bytes"] = round(
                 r["history_bytes_per_call"] / bare["history_bytes_per_call"], 2
@@ -350,10 +372,16 @@ async def bench_stack(
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Start simulator and dev server, run the arms interleaved, return the document."""
+    global ROUND_TRIPS
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0") if args.redis else None
+    if redis_url:
+        ROUND_TRIPS = RedisRoundTrips().install()
     async with bench_stack(
         args.ttft_ms, sim_in_process=args.sim_in_process, redis_url=redis_url
     ) as (arms, names):
+        if args.arms:
+            names = [n for n in names if n in {"bare", *args.arms}]
+        load_before = loadavg()
         res = await _measure(arms, names, args)
     return {
         "setup": {
@@ -361,7 +389,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "rounds": args.rounds,
             "sequential_calls_per_arm": args.rounds * args.batch,
             "concurrent_calls_per_arm": args.rounds * args.concurrent,
-            "concurrency": CONCURRENCY,
+            "concurrency": args.concurrency,
+            "load_average_before": load_before,
+            "load_average_after": loadavg(),
             "health_store": "redis" if args.redis else "memory",
             "simulator": "in this process" if args.sim_in_process else "child process",
             "failover_dispatch": arms.h.activities and "eager (default); failover-queue: queue",
@@ -388,9 +418,15 @@ def draw(doc: dict[str, Any], path: str) -> None:
     a1.set_xticks(list(xs), names)
     a1.set_ylabel("ms per call (sequential)")
     a1.legend()
-    a2.bar(list(xs), [arms[n]["throughput_per_s_c16"] for n in names], color="tab:green")
+    widths = doc["setup"].get("concurrency") or [CONCURRENCY]
+    step = 0.8 / len(widths)
+    for i, width in enumerate(widths):
+        off = -0.4 + step * (i + 0.5)
+        ys = [arms[n][f"throughput_per_s_c{width}"] for n in names]
+        a2.bar([x + off for x in xs], ys, width=step, label=f"c{width}")
     a2.set_xticks(list(xs), names)
-    a2.set_ylabel("calls/s at concurrency 16")
+    a2.set_ylabel("calls/s at concurrency")
+    a2.legend()
     save_figure(fig, "Healthy-path overhead (arms interleaved, one run)", path)
 
 
@@ -409,7 +445,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch", type=int, default=20, help="sequential calls per arm per round")
-    ap.add_argument("--concurrent", type=int, default=64, help="calls per arm per round at c16")
+    ap.add_argument(
+        "--concurrent", type=int, default=64, help="calls per arm per round at each concurrency"
+    )
+    ap.add_argument(
+        "--concurrency",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[CONCURRENCY],
+        help="calls in flight for the concurrent part, comma-separated (e.g. 16,64)",
+    )
+    ap.add_argument(
+        "--arms",
+        type=lambda v: v.split(","),
+        default=None,
+        help="only these arms, comma-separated (bare is always kept: the ratios need it)",
+    )
     ap.add_argument("--ttft-ms", type=float, default=50.0)
     ap.add_argument("--history-sample", type=int, default=20)
     ap.add_argument("--redis", action="store_true", help="health store and cache in Redis")

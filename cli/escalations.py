@@ -1,18 +1,20 @@
-"""``failover escalations list|show``: the pipelines waiting for a human.
+"""``failover escalations list|show``: the runs waiting for a human.
 
-``list`` asks Temporal's visibility store for the pipelines waiting for a human
-(``EscalationState = "pending"``, still running), then asks each one's ``status`` query
-(when a worker polls its task queue) for the reason, the blocked steps and when it
-opened; oldest first. ``show ID`` prints one run's serialized escalation state readably:
-reason, blocked steps, the decisions that apply and the exact ``failover resolve``
-commands (the decision itself goes through the pipeline's ``resolve`` update). Every
-failure is a :class:`CliError` saying what to do: the search attribute not registered, an
-unknown or finished run, no worker to answer the query.
+``list`` asks Temporal's visibility store for the runs waiting for a human
+(``EscalationState = "pending"``, still running: pipelines, and any workflow that calls
+``escalate``), then asks each one's ``escalation`` query (when a worker polls its task
+queue) for the reason, the blocked steps and when it opened; oldest first. ``show ID``
+prints one run's serialized escalation state readably: reason, blocked steps, the state
+the run kept, the decisions that apply and the exact ``failover resolve`` commands (the
+decision itself goes through the run's ``resolve`` update). Every failure is a
+:class:`CliError` saying what to do: the search attribute not registered, a workflow that
+never escalated, an unknown or finished run, no worker to answer the query.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -37,19 +39,21 @@ from agent_failover.cli.ops import (
     describe_workflow,
     is_running,
     live_pollers,
+    not_escalating,
     require_worker,
 )
+from agent_failover.resilience.limits import clip
 from agent_failover.resilience.notify import ALL_OPTIONS, SAGA_OPTIONS, resolve_command
-from agent_failover.workflows.models import PendingEscalation, PipelineStatus
+from agent_failover.workflows.escalate import ESCALATION_QUERY
+from agent_failover.workflows.models import EscalationStatus, PendingEscalation
 
-PIPELINE = "AgentPipelineWorkflow"
-PENDING_QUERY = (
-    f"WorkflowType = '{PIPELINE}' AND EscalationState = 'pending' AND ExecutionStatus = 'Running'"
-)
+PENDING_QUERY = "EscalationState = 'pending' AND ExecutionStatus = 'Running'"
 REGISTER_HINT = (
     "register it once per namespace: `temporal operator search-attribute create --name "
     "EscalationState --type Keyword` (`failover dev` and the demo register it)"
 )
+#: Characters of a run's own state shown (``--json`` prints all of it).
+STATE_CHARS = 2000
 #: Status queries in flight at once while listing.
 QUERY_CONCURRENCY = 8
 
@@ -63,6 +67,7 @@ class PendingRun:
     task_queue: str
     started: datetime | None
     pending: PendingEscalation | None = None
+    workflow_type: str = ""
     note: str = ""
 
     @property
@@ -83,15 +88,22 @@ def visibility_error(exc: RPCError, namespace: str) -> CliError:
     return CliError(f"the visibility query failed ({exc.status.name}): {text}")
 
 
-async def list_pending(client: Client, limit: int) -> tuple[list[PendingRun], bool]:
-    """Running pipelines waiting for a human, oldest first; True when cut at ``limit``."""
+async def list_pending(
+    client: Client, limit: int, task_queue: str | None = None
+) -> tuple[list[PendingRun], bool]:
+    """Runs waiting for a human (on ``task_queue`` if given), oldest first; True when cut
+    at ``limit``."""
+    query = PENDING_QUERY + (f" AND TaskQueue = '{task_queue}'" if task_queue else "")
     found: list[WorkflowExecution] = []
     try:
-        async for wf in client.list_workflows(PENDING_QUERY, limit=limit + 1):
+        async for wf in client.list_workflows(query, limit=limit + 1):
             found.append(wf)
     except RPCError as exc:
         raise visibility_error(exc, client.namespace) from None
-    rows = [PendingRun(wf.id, wf.run_id, wf.task_queue, wf.start_time) for wf in found[:limit]]
+    rows = [
+        PendingRun(wf.id, wf.run_id, wf.task_queue, wf.start_time, workflow_type=wf.workflow_type)
+        for wf in found[:limit]
+    ]
     await _fill_states(client, rows)
     return sorted(rows, key=lambda r: r.since), len(found) > limit
 
@@ -124,14 +136,12 @@ async def _fill_states(client: Client, rows: list[PendingRun]) -> None:
     await asyncio.gather(*(one(r) for r in rows))
 
 
-async def _status(client: Client, workflow_id: str, task_queue: str) -> PipelineStatus:
-    from agent_failover.workflows.pipeline import AgentPipelineWorkflow
-
+async def _status(client: Client, workflow_id: str, task_queue: str) -> EscalationStatus:
     handle = client.get_workflow_handle(workflow_id)
     try:
         return await handle.query(
-            AgentPipelineWorkflow.status,
-            result_type=PipelineStatus,
+            ESCALATION_QUERY,
+            result_type=EscalationStatus,
             rpc_timeout=timedelta(seconds=ANSWER_TIMEOUT_S),
         )
     except RPCTimeoutOrCancelledError:
@@ -142,28 +152,36 @@ async def _status(client: Client, workflow_id: str, task_queue: str) -> Pipeline
         raise
 
 
-async def pending_escalation(client: Client, workflow_id: str) -> tuple[PendingRun, PipelineStatus]:
+async def pending_escalation(
+    client: Client, workflow_id: str
+) -> tuple[PendingRun, EscalationStatus]:
     """One run's escalation state, or a CliError saying why there is none to show."""
     desc = await describe_workflow(client, workflow_id)
-    if desc.workflow_type != PIPELINE:
-        raise CliError(
-            f"workflow {workflow_id!r} is a {desc.workflow_type}, not a pipeline: "
-            f"only {PIPELINE} runs pause for a human"
-        )
     if not is_running(desc):
         raise CliError(
             f"workflow {workflow_id!r} already finished ({closed_phrase(desc)}): "
             "no escalation is waiting"
         )
     await require_worker(client, desc.task_queue)
-    status = await _status(client, workflow_id, desc.task_queue)
+    try:
+        status = await _status(client, workflow_id, desc.task_queue)
+    except WorkflowQueryFailedError as exc:
+        if f"'{ESCALATION_QUERY}' expected but not found" in str(exc):
+            raise not_escalating(workflow_id, desc.workflow_type) from None
+        raise
     if status.pending_escalation is None:
+        phase = f", phase {status.phase}" if status.phase else ""
         raise CliError(
             f"workflow {workflow_id!r} is not waiting for a decision (escalation "
-            f"{status.escalation.value}, phase {status.phase}): nothing to resolve"
+            f"{status.escalation.value}{phase}): nothing to resolve"
         )
     row = PendingRun(
-        workflow_id, desc.run_id, desc.task_queue, desc.start_time, status.pending_escalation
+        workflow_id,
+        desc.run_id,
+        desc.task_queue,
+        desc.start_time,
+        status.pending_escalation,
+        workflow_type=desc.workflow_type or "",
     )
     return row, status
 
@@ -207,7 +225,7 @@ def pending_table(rows: list[PendingRun], now: float | None = None) -> Table:
 
 
 def show_renderables(
-    row: PendingRun, status: PipelineStatus, ui_base: str | None, namespace: str
+    row: PendingRun, status: EscalationStatus, ui_base: str | None, namespace: str
 ) -> list[RenderableType]:
     """What ``escalations show`` prints: facts, blocked steps, decisions and commands."""
     pe = status.pending_escalation
@@ -216,8 +234,9 @@ def show_renderables(
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column(overflow="fold")
-    facts.add_row("workflow", f"{row.workflow_id} (run {row.run_id})")
-    facts.add_row("waiting", _age(now - row.since) + f" · phase {status.phase}")
+    facts.add_row("workflow", f"{row.workflow_id} ({status.workflow_type}, run {row.run_id})")
+    phase = f" · phase {status.phase}" if status.phase else ""
+    facts.add_row("waiting", _age(now - row.since) + phase)
     facts.add_row("reason", pe.reason)
     facts.add_row("timeout in", _timeout_left(pe, now))
     facts.add_row("opened by", f"step {pe.step} (role {pe.role}), answered by {_answer(pe)}")
@@ -226,6 +245,8 @@ def show_renderables(
     if pe.compensation_log is not None:
         log = ", ".join(f"{e.effect.step}:{e.status.value}" for e in pe.compensation_log.entries)
         facts.add_row("side effects", log or "-")
+    if pe.state is not None:
+        facts.add_row("state", clip(json.dumps(pe.state, sort_keys=True), STATE_CHARS))
     blocked = Table(title="blocked steps", title_justify="left")
     for col in ("step", "role", "trigger", "confidence", "reason"):
         blocked.add_column(col, overflow="fold")

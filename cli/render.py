@@ -10,8 +10,9 @@ from agent_failover.activities.health_models import (
     QualificationStatus,
     QualityRow,
 )
+from agent_failover.resilience.breaker import Breaker
 from agent_failover.resilience.budget import BucketLevel, BucketState, refill
-from agent_failover.resilience.contracts import AgentOutput
+from agent_failover.resilience.contracts import AgentOutput, BreakerState
 from agent_failover.workflows.models import MonitorTable, PipelineResult
 
 TIER_STYLE = {0: "green", 1: "yellow", 2: "dark_orange", 3: "red"}
@@ -79,6 +80,19 @@ def _window(table: HealthTable, route: str) -> str:
     return f"{w.learned:,} learned ({configured})"
 
 
+def _reason(reason: str | None, breaker: Breaker | None, now: float) -> str:
+    """The breaker's reason, with the half-open trial slots real calls hold: slots held
+    until their leases lapse refuse further trials (``trial_slots_full``)."""
+    text = reason or "-"
+    if breaker is None or breaker.state is not BreakerState.HALF_OPEN:
+        return text
+    live = breaker.live_leases(now)
+    if not live:
+        return text
+    lapse = min(lease.expires_at for lease in live) - now
+    return f"{text}; {len(live)} trial slot(s) held, first lapses in {age(lapse)[:-4]}"
+
+
 def health_table(table: HealthTable, now: float | None = None) -> Table:
     """Breaker state, rolling latency (ms) and error figures, last probe and its age,
     context window (learned, else configured) per route; the title says whether the
@@ -107,6 +121,7 @@ def health_table(table: HealthTable, now: float | None = None) -> Table:
             col,
             justify="right" if col.endswith(("ms", "%")) or col in ("calls", *extra) else "left",
         )
+    trials = {b.route: b for b in table.breakers if b.trial_leases}
     for row in table.rows:
         st = row.stats
         state = row.breaker.value
@@ -116,7 +131,7 @@ def health_table(table: HealthTable, now: float | None = None) -> Table:
         t.add_row(
             row.route,
             f"[{style}]{state}[/]",
-            row.breaker_reason or "-",
+            _reason(row.breaker_reason, trials.get(row.route), now),
             str(st.calls),
             f"{st.error_rate * 100:.0f}",
             _ms(st.p50_ms),
@@ -255,8 +270,10 @@ def status_extras(table: HealthTable, now: float) -> list[Table]:
 
 
 def monitor_footer(mt: MonitorTable, now: float) -> str:
-    """One line on the monitor itself: probing state, interval, rounds, table age."""
+    """One line on the monitor itself: probing state, interval, rounds, the policy it
+    follows, table age."""
     probing = "paused" if mt.paused else "active"
     every = f" every {mt.interval_s:g} s" if mt.interval_s else ""
+    policy = f", policy {mt.policy_ref}" if mt.policy_ref else ""
     taken = f"; table from {age(now - mt.table.taken_at)}" if mt.table else ""
-    return f"health monitor: running, probing {probing}{every}, {mt.rounds} rounds{taken}"
+    return f"health monitor: running, probing {probing}{every}, {mt.rounds} rounds{policy}{taken}"

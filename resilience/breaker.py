@@ -3,7 +3,8 @@
 Modelled on resilience4j's ``CircuitBreakerStateMachine``: explicit states
 (:class:`~resilience.contracts.BreakerState`), a table of legal moves that raises
 :class:`IllegalTransition` for anything else, decisions returned as values
-(:class:`Admission`, :class:`Transition`) with an enum reason, and the time injected as
+(:class:`Transition`, and :class:`~resilience.admission.Admission` from
+:mod:`resilience.admission`) with an enum reason, and the time injected as
 ``now``. The functions never mutate their input: they return a new :class:`Breaker`
 whose ``version`` is one higher whenever anything changed, so stores can persist it
 with compare-and-set and many workers can record at once.
@@ -14,7 +15,7 @@ States and moves::
               failures; N failures in a row; auth, quota, 529+Retry-After; on probation
               after a close: one failure)──▶ OPEN
     OPEN ──now >= open_until (admit/tick), or a good probe at any time──▶ HALF_OPEN
-    HALF_OPEN ──N consecutive good trials──▶ CLOSED
+    HALF_OPEN ──N consecutive good trials (real-call trials or probes)──▶ CLOSED
     HALF_OPEN ──bad trial──▶ OPEN (longer: open_duration x multiplier^(trips-1), capped)
     any ──force──▶ FORCED_OPEN / FORCED_CLOSED ──release──▶ CLOSED
 
@@ -38,6 +39,15 @@ success resets the count. And for ``probation_s`` after good trials close a
 breaker, a single failure re-opens it: a route that just recovered has not yet earned
 the benefit of the doubt, so a flapping primary costs one failed call per flap, not N.
 
+Trial slots are leases. A real call admitted as a half-open trial holds one of
+``half_open_max_trials`` slots, each a :class:`TrialLease` with an id and an expiry (the
+attempt's timeout plus ``trial_lease_grace_s``). Its outcome (or a cancel) gives back
+that lease; a lease whose holder died without reporting (a SIGKILLed worker) lapses at
+its expiry, so slots never leak. A full set of live leases rejects with
+``TRIAL_SLOTS_FULL`` and ``retry_at`` the first expiry. Probes are admitted apart
+(:func:`resilience.admission.admit_probe`): they never wait for, nor take, a real call's
+trial slot.
+
 A 429 is not a state: it sets ``cooldown_until`` (Retry-After, or the policy's default)
 in any state, which the planner and the health monitor read to keep real calls and
 probes away until the provider's window resets. One rate limit must not take a healthy
@@ -46,12 +56,27 @@ route out for the breaker's open duration, so a 429 never trips or re-opens a br
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState, CallOutcome, WindowStats
 from agent_failover.resilience.errors import ErrorClass
 from agent_failover.resilience.trip_rules import BreakerReason, rate_trip
+
+#: How long a trial lease lasts when the caller does not say how long its attempt may
+#: take (the attempt's timeout plus the grace is the normal case).
+DEFAULT_TRIAL_HOLD_S = 60.0
+
+
+class TrialLease(BaseModel):
+    """One half-open trial slot, held by one admitted attempt until ``expires_at``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    expires_at: float
 
 
 class Breaker(BaseModel):
@@ -64,7 +89,9 @@ class Breaker(BaseModel):
     since: float = 0.0
     open_until: float | None = None
     trips: int = 0  # consecutive trips; reset when the breaker closes
-    trials_in_flight: int = 0
+    #: Half-open trial slots held by admitted real calls (expired ones are pruned on the
+    #: next admission or release, and ignored by :meth:`live_leases` meanwhile).
+    trial_leases: tuple[TrialLease, ...] = ()
     consecutive_good: int = 0
     #: Failures in a row while CLOSED (counting against the route; 429s excluded).
     consecutive_failures: int = 0
@@ -75,6 +102,24 @@ class Breaker(BaseModel):
     #: the same-route retry scheduled for exactly Retry-After is never refused).
     cooldown_until: float | None = None
     version: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_counted_slots(cls, data: Any) -> Any:
+        # Breakers written before leases counted their trial slots without an expiry: a
+        # slot taken by a worker that died stayed taken for good. Such counts are dropped
+        # on read (at worst a few extra trials are admitted once, during the upgrade).
+        if isinstance(data, dict) and "trials_in_flight" in data:
+            data = {k: v for k, v in data.items() if k != "trials_in_flight"}
+        return data
+
+    def live_leases(self, now: float) -> tuple[TrialLease, ...]:
+        """The trial leases still held at ``now``."""
+        return tuple(lease for lease in self.trial_leases if lease.expires_at > now)
+
+    def trials_in_flight(self, now: float) -> int:
+        """Half-open trial slots held at ``now`` (expired leases do not count)."""
+        return len(self.live_leases(now))
 
 
 class Transition(BaseModel):
@@ -100,27 +145,6 @@ class IllegalTransition(Exception):
         super().__init__(
             f"breaker {route!r}: illegal transition {from_state.value} -> {to_state.value} ({why})"
         )
-
-
-class Admission(BaseModel):
-    """May a call go to the route now? A rejection names the route and breaker state."""
-
-    model_config = ConfigDict(frozen=True)
-
-    route: str
-    permitted: bool
-    trial: bool = False
-    reason: BreakerReason | None = None
-    retry_at: float | None = None
-    state: BreakerState = BreakerState.CLOSED
-
-    def __str__(self) -> str:
-        if self.permitted:
-            kind = "trial call" if self.trial else "call"
-            return f"{kind} permitted on {self.route!r} (breaker {self.state.value})"
-        why = f" ({self.reason.value})" if self.reason else ""
-        until = f" until {self.retry_at:.3f}" if self.retry_at is not None else ""
-        return f"call not permitted: breaker {self.route!r} is {self.state.value}{why}{until}"
 
 
 _S = BreakerState
@@ -209,7 +233,7 @@ def transition(
             "since": now,
             "open_until": open_until if to_state is _S.OPEN else None,
             "trips": trips,
-            "trials_in_flight": 0,
+            "trial_leases": (),
             "consecutive_good": 0,
             "consecutive_failures": 0,
             "consecutive_timeouts": 0,
@@ -255,41 +279,16 @@ def tick(b: Breaker, now: float) -> tuple[Breaker, Transition | None]:
     return b, None
 
 
-def admit(
-    b: Breaker, s: BreakerSettings, now: float
-) -> tuple[Breaker, Admission, Transition | None]:
-    """Decide whether a call may go to the route now.
-
-    CLOSED and FORCED_CLOSED permit; FORCED_OPEN rejects; OPEN rejects until
-    ``open_until``, then moves to HALF_OPEN; HALF_OPEN admits a trial while fewer than
-    ``half_open_max_trials`` are in flight (the returned breaker counts it).
-    """
-    b, moved = tick(b, now)
-    state = b.state
-    if state in (_S.CLOSED, _S.FORCED_CLOSED):
-        return b, Admission(route=b.route, permitted=True, state=state), moved
-    if state is _S.FORCED_OPEN:
-        return (
-            b,
-            Admission(route=b.route, permitted=False, reason=_R.FORCED_OPEN, state=state),
-            moved,
-        )
-    if state is _S.OPEN:
-        rejection = Admission(
-            route=b.route, permitted=False, reason=b.reason, retry_at=b.open_until, state=state
-        )
-        return b, rejection, moved
-    # HALF_OPEN: a bounded number of concurrent trials, like resilience4j's
-    # permittedNumberOfCallsInHalfOpenState, so a recovering route is not stampeded.
-    if b.trials_in_flight >= s.half_open_max_trials:
-        rejection = Admission(route=b.route, permitted=False, reason=b.reason, state=state)
-        return b, rejection, moved
-    b = b.model_copy(update={"trials_in_flight": b.trials_in_flight + 1, "version": b.version + 1})
-    return (
-        b,
-        Admission(route=b.route, permitted=True, trial=True, reason=b.reason, state=state),
-        moved,
-    )
+def _without_lease(b: Breaker, lease_id: str | None, now: float) -> Breaker:
+    """``b`` with lease ``lease_id`` given back (None: the first to expire, for callers
+    that did not keep the id) and expired leases dropped."""
+    live = b.live_leases(now)
+    if lease_id is None and live:
+        lease_id = min(live, key=lambda lease: lease.expires_at).id
+    kept = tuple(lease for lease in live if lease.id != lease_id)
+    if len(kept) == len(b.trial_leases):
+        return b
+    return b.model_copy(update={"trial_leases": kept, "version": b.version + 1})
 
 
 def is_good_trial(outcome: CallOutcome, s: BreakerSettings) -> bool:
@@ -422,27 +421,18 @@ def _on_half_open(
     if not (outcome.trial or outcome.probe):
         # A call admitted before the trip finishing late is not evidence of recovery.
         return b, None
-    in_flight = max(b.trials_in_flight - 1, 0) if outcome.trial else b.trials_in_flight
+    if outcome.trial:
+        # The call held a trial lease: give it back (a probe holds none, see admit_probe).
+        b = _without_lease(b, outcome.trial_lease, now)
     if not outcome.counts_against_route:
         # Content filter / context length / invalid request say nothing about the route.
-        if in_flight == b.trials_in_flight:
-            return b, None
-        return b.model_copy(update={"trials_in_flight": in_flight, "version": b.version + 1}), None
+        return b, None
     if not is_good_trial(outcome, s):
         return _trip(b, s, _R.TRIAL_FAILED, now, outcome.retry_after_s)
     good = b.consecutive_good + 1
     if good >= s.close_after_consecutive_successes:
         return transition(b, _S.CLOSED, _R.TRIALS_PASSED, now)
-    return (
-        b.model_copy(
-            update={
-                "consecutive_good": good,
-                "trials_in_flight": in_flight,
-                "version": b.version + 1,
-            }
-        ),
-        None,
-    )
+    return b.model_copy(update={"consecutive_good": good, "version": b.version + 1}), None
 
 
 def force(b: Breaker, target: BreakerState | None, now: float) -> tuple[Breaker, Transition]:
@@ -458,15 +448,12 @@ def force(b: Breaker, target: BreakerState | None, now: float) -> tuple[Breaker,
     return transition(b, target, _FORCE[target], now)
 
 
-def release_trial(b: Breaker, now: float) -> Breaker:
-    """Give back a half-open trial slot for a call that was admitted but never reported.
+def release_trial(b: Breaker, now: float, lease_id: str | None = None) -> Breaker:
+    """Give back the half-open trial lease ``lease_id`` of a call admitted but never
+    reported (a cancelled hedge loser, a refused rate budget); expired leases go too.
 
-    Used when an attempt is cancelled (e.g. the losing side of a hedge) so the slot is
-    not leaked; ``now`` is accepted for symmetry and future auditing.
+    ``lease_id`` None gives back the lease that expires first.
     """
-    del now  # the slot count does not depend on time
-    if b.state is not _S.HALF_OPEN or b.trials_in_flight == 0:
+    if b.state is not _S.HALF_OPEN or not b.trial_leases:
         return b
-    return b.model_copy(
-        update={"trials_in_flight": b.trials_in_flight - 1, "version": b.version + 1}
-    )
+    return _without_lease(b, lease_id, now)

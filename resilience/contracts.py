@@ -39,6 +39,9 @@ class CallOutcome(BaseModel):
     retry_after_s: float | None = None
     probe: bool = False
     trial: bool = False  # a half-open trial call
+    #: The trial slot lease the call held (``Admission.lease``): its outcome gives back
+    #: exactly that one. None: the first to expire (older callers).
+    trial_lease: str | None = None
     tokens: int = Field(
         default=0, ge=0, description="tokens the provider billed (input + output), when known"
     )

@@ -420,6 +420,16 @@ class EndpointConfig(BaseModel):
         return self.provider.value
 
     @property
+    def wire(self) -> str:
+        """The API that validates a request sent here: wire format at organisation
+        (``anthropic@anthropic``, ``anthropic@google``, ``bedrock@aws``, ``openai@mistral``).
+
+        Regions of one API accept and refuse the same requests; another vendor's API, even
+        speaking the same format, may not: a 400 from one wire says nothing about another.
+        """
+        return f"{self.provider.value}@{self.organisation}"
+
+    @property
     def family(self) -> str:
         """The model as the vendor names it, whatever the cloud's id (``model_family``).
 

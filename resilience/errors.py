@@ -5,7 +5,10 @@ Each error says what to do next through :class:`Decision`:
 * ``RETRY``    the same route may succeed on another attempt (no earlier than ``retry_after``);
 * ``FAILOVER`` move on to the next route now; this route is fine to keep using later;
 * ``COOLDOWN`` move on, and do not send this route traffic for ``retry_after`` seconds;
-* ``STOP``     no route will succeed with this request: fail the call.
+* ``STOP``     no route will succeed with this request: fail the call. A class may ask for
+  the same rejection from several *wires* first (``Classification.stop_after_wires``): a
+  400 from one vendor's API (a parameter it alone refuses) says nothing about another's,
+  so the call moves to a route on another wire and stops only when a second one rejects.
 
 The tree (``ErrorClass`` value in brackets, then decision)::
 
@@ -26,7 +29,10 @@ The tree (``ErrorClass`` value in brackets, then decision)::
     │   │                                                       non-retryable
     │   ├── ModelNotFoundError  [model_not_found]     COOLDOWN  404 / unknown model id: the
     │   │                                                       route is misconfigured
-    │   ├── InvalidRequestError [invalid_request]     STOP      400/422 the caller must fix
+    │   ├── InvalidRequestError [invalid_request]     STOP      400/422 the caller must fix,
+    │   │                                                       once a second wire rejects it:
+    │   │                                                       the first wire's 400 moves the
+    │   │                                                       call to another wire
     │   ├── ContextLengthError  [context_length]      FAILOVER  to a larger window only; carries
     │   │                                                       the window the provider stated
     │   └── ContentFilterError  [content_filter]      FAILOVER  to another model, reason kept
@@ -102,6 +108,9 @@ class Classification:
     retryable: bool  # may Temporal retry the *same* activity (same route)?
     counts_against_route: bool  # does it feed the route's error rate / breaker?
     semantic: bool = False  # does it feed the semantic-failure rate instead?
+    #: STOP only: how many distinct wires (:attr:`EndpointConfig.wire`) must reject the
+    #: same request before the call stops; before that, the call moves to another wire.
+    stop_after_wires: int = 1
 
 
 CLASSIFICATION: dict[ErrorClass, Classification] = {
@@ -115,7 +124,9 @@ CLASSIFICATION: dict[ErrorClass, Classification] = {
     ErrorClass.OVERLOADED: Classification(Decision.COOLDOWN, True, True),
     ErrorClass.SERVER_ERROR: Classification(Decision.RETRY, True, True),
     ErrorClass.AUTH: Classification(Decision.COOLDOWN, False, True),
-    ErrorClass.INVALID_REQUEST: Classification(Decision.STOP, False, False),
+    # One wire's 400 may be a parameter only that vendor refuses: try another wire's route;
+    # a second wire refusing the same request means the request itself is wrong.
+    ErrorClass.INVALID_REQUEST: Classification(Decision.STOP, False, False, stop_after_wires=2),
     # The route names a model (or URL) its provider does not serve: a fault of this route's
     # configuration, not of the request, so the call moves on and the route stays away.
     ErrorClass.MODEL_NOT_FOUND: Classification(Decision.COOLDOWN, False, True),

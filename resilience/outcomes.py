@@ -32,6 +32,8 @@ class CallState(BaseModel):
     min_context_window: int = 0
     reasons: list[ReasonCode] = Field(default_factory=list)
     stop_live: bool = False
+    #: Wires (``EndpointConfig.wire``) that rejected this request with a STOP-class error.
+    rejected_wires: list[str] = Field(default_factory=list)
     prefill_text: str = ""
     prefill_blocked: bool = False
 
@@ -55,6 +57,8 @@ def apply_failure(
     stated_context_window: int | None = None,
     partial_truncated: bool = False,
     decision: str | None = None,
+    wire: str | None = None,
+    routes_by_wire: dict[str, list[str]] | None = None,
 ) -> CallState:
     """Fold one failed attempt into the call state and return the new state.
 
@@ -64,7 +68,11 @@ def apply_failure(
     (failure details are bounded): a tail cannot be continued, so it is never a prefill.
     ``decision`` is the one the provider boundary gave this failure: where it says another
     route can serve a request its class would stop (Gemini 3's missing thought signature),
-    the call fails over instead of stopping its live tiers.
+    the call fails over instead of stopping its live tiers. ``wire`` is the failed route's
+    wire and ``routes_by_wire`` every route by wire: a STOP-class error whose class asks for
+    several wires (``stop_after_wires``: a 400) then leaves the routes of that wire and
+    stops the live tiers only once that many wires rejected the request. Without ``wire``
+    (runs recorded before this rule) the first rejection stops them.
     """
     s = state.model_copy(deep=True)
     if route not in s.excluded:
@@ -83,6 +91,8 @@ def apply_failure(
         return s
     by_class = CLASSIFICATION[ec].decision
     failover_instead = by_class is Decision.STOP and decision == Decision.FAILOVER.value
+    if by_class is Decision.STOP and not failover_instead and wire is not None:
+        failover_instead = _other_wires_left(s, ec, wire, routes_by_wire or {})
     _learn(
         s,
         ec,
@@ -96,6 +106,21 @@ def apply_failure(
     if partial_text and not partial_truncated:
         _keep_partial(s, ec, partial_text)
     return s
+
+
+def _other_wires_left(
+    s: CallState, ec: ErrorClass, wire: str, routes_by_wire: dict[str, list[str]]
+) -> bool:
+    """Record ``wire``'s rejection (in place); True while fewer wires than the class asks
+    for have rejected the request: the call leaves that wire's routes and goes on."""
+    if wire not in s.rejected_wires:
+        s.rejected_wires.append(wire)
+    if len(s.rejected_wires) >= CLASSIFICATION[ec].stop_after_wires:
+        return False
+    for r in routes_by_wire.get(wire, []):
+        if r not in s.excluded:
+            s.excluded.append(r)
+    return True
 
 
 def _provider_error(error_type: str) -> ErrorClass | None:

@@ -284,6 +284,9 @@ class EscalationTrigger(StrEnum):
     STATIC_FALLBACK = "static_fallback"
     #: A critical role answered, but below its ``min_confidence``.
     LOW_CONFIDENCE = "low_confidence"
+    #: A critical role could only be answered from the response cache: every model tier
+    #: was down (the cache is read only then), however confident the cached answer is.
+    CACHED_ONLY = "cached_only"
     #: An undo of a side effect could not complete.
     COMPENSATION_FAILED = "compensation_failed"
 
@@ -300,6 +303,8 @@ def escalation_trigger(
         return None
     if out.confidence < min_confidence:
         return EscalationTrigger.LOW_CONFIDENCE
+    if ReasonCode.CACHED_RESPONSE in out.reason_codes:
+        return EscalationTrigger.CACHED_ONLY
     return None
 
 
@@ -309,6 +314,12 @@ def trigger_reason(
     """One line an operator reads: which role, and why it is blocked."""
     if trigger is EscalationTrigger.STATIC_FALLBACK:
         return f"critical role {role!r} could only be answered by its static fallback"
+    if trigger is EscalationTrigger.CACHED_ONLY:
+        age = f", {out.cache_age_s:.0f}s old" if out.cache_age_s is not None else ""
+        return (
+            f"critical role {role!r} could only be answered from the response cache (every "
+            f"model tier down; confidence {out.confidence:.2f}{age})"
+        )
     return (
         f"critical role {role!r} answered with confidence {out.confidence:.2f}, below its "
         f"min_confidence {min_confidence:.2f} ({out.capability.value}, tier {out.tier})"

@@ -44,6 +44,24 @@ class RequestFacts(BaseModel):
             "minimal_input_tokens); None = unknown, assume triage can reach any target"
         ),
     )
+    wait_out_cooldowns: bool = Field(
+        default=True,
+        description=(
+            "wait out a short shared cool-down (another request's 429, e.g. a probe's) "
+            "when the rate-limit rule says waiting fits this call (resilience.ratelimit."
+            "shared_cooldown_wait_ms); False: skip every cooling route (runs recorded before)"
+        ),
+    )
+    tiers_tried: list[int] = Field(
+        default_factory=list,
+        description="live tiers this call already made an attempt on (the floor rule gives "
+        "each other tier one attempt once the budget is spent)",
+    )
+    live_tier_floor: bool = Field(
+        default=True,
+        description="apply the role's live-tier floor; off only to replay runs recorded "
+        "before the rule existed",
+    )
     trial_ticket: float = Field(
         default=0.0,
         ge=0.0,
@@ -95,6 +113,16 @@ class PlannedAttempt(BaseModel):
     worst_case_start_ms: float = Field(
         default=0.0, ge=0.0, description="latest this attempt can start, from plan time"
     )
+    wait_ms: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="wait this long before the attempt: what is left of a short Retry-After "
+        "another request met on the route",
+    )
+    floor: bool = Field(
+        default=False,
+        description="the tier's guaranteed attempt (live_tier_floor_ms) past the budget",
+    )
 
 
 class SkippedRoute(BaseModel):
@@ -131,7 +159,9 @@ class FailoverPlan(BaseModel):
         ]
         lines += [f"  note: {n}" for n in self.notes]
         for i, a in enumerate(self.attempts, 1):
-            flags = [f for f, on in (("HEDGE", a.hedge), ("TRIAL", a.trial)) if on]
+            flags = [
+                f for f, on in (("HEDGE", a.hedge), ("TRIAL", a.trial), ("FLOOR", a.floor)) if on
+            ]
             when = f"+{a.start_offset_ms:.0f} ms" if a.hedge else "sequential"
             flag_txt = f" [{' '.join(flags)}]" if flags else ""
             lines.append(

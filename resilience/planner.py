@@ -36,7 +36,12 @@ of :mod:`resilience.plan`. The rules, in order:
    timeout is ``min(attempt timeout, budget left at its start)``, and an attempt left
    with less than the TTFT budget is not planned (it could not answer in time).
    Because the workflow re-plans after each failure with the real elapsed time, fast
-   failures give later routes their turn.
+   failures give later routes their turn. One exception, the live-tier floor: a tier
+   (0, 1, 2) with a callable route that this call has not tried yet keeps one attempt of
+   the role's ``live_tier_floor`` (default: its TTFT budget) even once the budget is
+   spent, sequential and marked ``floor``, so time lost elsewhere (a worker killed
+   mid-call, a slow first tier) never sends the call to the cache or the static fallback
+   past a healthy standby. ``live_tier_floor_ms: 0`` makes the budget a hard limit.
 5. Hedging (stateless roles with hedging enabled only): the attempts after the first,
    up to ``max_hedges``, are hedges starting ``delay`` after the previous attempt; the
    delay is configured or the primary's measured TTFT p95, clamped.
@@ -371,11 +376,16 @@ def _schedule(
         hedge = delay is not None and 1 <= i <= role.hedging.max_hedges
         start = prev_start + delay if hedge and delay is not None else free_at
         left = remaining - start
-        if left < min(role.ttft_budget_ms, role.attempt_timeout):
+        if left >= min(role.ttft_budget_ms, role.attempt_timeout):
+            hedged = attempts[-1].route if hedge and attempts else None
+            attempt = _attempt(role, cand, start, prev_start, left, hedge, hedged)
+        elif _floor_due(role, cand, facts, attempts):
+            start = free_at  # sequential: the floor is never a hedge
+            floor = role.live_tier_floor
+            attempt = _attempt(role, cand, start, prev_start, floor, False, None, floor=True)
+        else:
             skipped.append(_no_budget(cand, start, left, budget))
             continue
-        hedged = attempts[-1].route if hedge and attempts else None
-        attempt = _attempt(role, cand, start, prev_start, left, hedge, hedged)
         attempts.append(attempt)
         prev_start = start
         free_at = max(free_at, start + attempt.timeout_ms)
@@ -422,6 +432,18 @@ def _no_budget(cand: _Candidate, start: float, left: float, budget: float) -> Sk
     )
 
 
+def _floor_due(
+    role: RolePolicy, cand: _Candidate, facts: RequestFacts, attempts: list[PlannedAttempt]
+) -> bool:
+    """Does the candidate's tier still have its guaranteed attempt? (None made in this
+    call and none planned yet, and the role keeps a floor.)"""
+    if not facts.live_tier_floor or role.live_tier_floor <= 0:
+        return False
+    if cand.tier in facts.tiers_tried:
+        return False
+    return all(a.tier != cand.tier for a in attempts)
+
+
 def _attempt(
     role: RolePolicy,
     cand: _Candidate,
@@ -430,9 +452,14 @@ def _attempt(
     left: float,
     hedge: bool,
     hedged: str | None,
+    floor: bool = False,
 ) -> PlannedAttempt:
-    """The candidate as an attempt starting ``start`` ms from now with ``left`` ms left."""
+    """The candidate as an attempt starting ``start`` ms from now with ``left`` ms left
+    (``floor``: its tier's guaranteed attempt, ``left`` being the role's floor)."""
     timeout = min(role.attempt_timeout, left)
+    why = _why(cand, hedge, hedged)
+    if floor:
+        why += f"; live-tier floor: budget spent, tier {cand.tier} untried: {timeout:.0f} ms"
     return PlannedAttempt(
         route=cand.route,
         tier=cand.tier,
@@ -444,10 +471,11 @@ def _attempt(
         needs_triage=cand.needs_triage,
         target_input_tokens=cand.target_input_tokens,
         score=cand.score.total,
-        why=_why(cand, hedge, hedged),
+        why=why,
         trial=cand.trial,
         sla_demoted=cand.demoted,
         worst_case_start_ms=start,
+        floor=floor,
     )
 
 

@@ -43,6 +43,9 @@ class BreakerReason(StrEnum):
     PROBE_SUCCEEDED = "probe_succeeded"
     TRIAL_FAILED = "trial_failed"
     TRIALS_PASSED = "trials_passed"
+    #: Not a move: a half-open breaker refused a real call because every trial slot is
+    #: held by a live lease (other trials in flight, or a dead worker's until it lapses).
+    TRIAL_SLOTS_FULL = "trial_slots_full"
     FORCED_OPEN = "forced_open"
     FORCED_CLOSED = "forced_closed"
     RELEASED = "released"

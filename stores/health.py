@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from agent_failover.resilience.admission import Admission
 from agent_failover.resilience.baseline import LatencyBaseline
-from agent_failover.resilience.breaker import Admission, Breaker, Transition
+from agent_failover.resilience.breaker import Breaker, Transition
 from agent_failover.resilience.budget import BucketLevel, Scope
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import (
@@ -30,12 +31,16 @@ from agent_failover.resilience.contracts import (
 )
 from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.stores.budgets import BudgetGrant
+from agent_failover.stores.in_flight import InFlight
 from agent_failover.stores.status import StoreStatus
 
 
 @runtime_checkable
 class HealthStore(Protocol):
     """Persistence for per-route outcome windows, breakers, SLA demotions and probe results."""
+
+    #: Leases of the user calls in flight on each route (:mod:`stores.in_flight`).
+    in_flight: InFlight
 
     async def record(self, outcome: CallOutcome, settings: BreakerSettings) -> Transition | None:
         """Append ``outcome`` to its route's window and apply the breaker; return any transition.
@@ -48,12 +53,26 @@ class HealthStore(Protocol):
         """
         ...
 
-    async def admit(self, route: str, settings: BreakerSettings, now: float) -> Admission:
-        """Ask the route's breaker for permission to call; half-open trial slots are atomic."""
+    async def admit(
+        self,
+        route: str,
+        settings: BreakerSettings,
+        now: float,
+        *,
+        hold_s: float | None = None,
+        probe: bool = False,
+    ) -> Admission:
+        """Ask the route's breaker for permission to call; half-open trial slots are atomic.
+
+        A real call's trial slot is a lease (``Admission.lease``) that lapses ``hold_s``
+        (the attempt's timeout; None: ``DEFAULT_TRIAL_HOLD_S``) plus
+        ``trial_lease_grace_s`` after ``now``. A probe (``probe``) never takes or waits for
+        a trial slot (:func:`resilience.admission.admit_probe`).
+        """
         ...
 
-    async def release_trial(self, route: str, now: float) -> None:
-        """Give back a half-open trial slot that was admitted but never reported."""
+    async def release_trial(self, route: str, now: float, lease: str | None = None) -> None:
+        """Give back a half-open trial lease that was admitted but never reported."""
         ...
 
     async def force(self, route: str, target: BreakerState | None, now: float) -> Transition:

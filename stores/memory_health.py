@@ -25,9 +25,11 @@ shadow-evaluation samples and quality verdict (:mod:`resilience.shadow`).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from agent_failover.resilience.admission import Admission, admit, admit_probe
 from agent_failover.resilience.aggregates import (
     Fields,
     breaker_epoch,
@@ -38,10 +40,9 @@ from agent_failover.resilience.aggregates import (
 )
 from agent_failover.resilience.baseline import LatencyBaseline
 from agent_failover.resilience.breaker import (
-    Admission,
+    DEFAULT_TRIAL_HOLD_S,
     Breaker,
     Transition,
-    admit,
     force,
     on_outcome,
     release_trial,
@@ -60,10 +61,16 @@ from agent_failover.resilience.cost_efficiency import CostLedger
 from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.resilience.windows import DEFAULT_HORIZON_S
 from agent_failover.stores.budgets import BudgetBuckets, BudgetGrant, MemoryBudgets
+from agent_failover.stores.in_flight import MemoryInFlight
 from agent_failover.stores.memory_routes import RouteFacts, RouteTable
 from agent_failover.stores.status import StoreStatus
 
 DEFAULT_BASELINE_REFRESH_S = 30.0
+
+
+def new_lease_id() -> str:
+    """A fresh half-open trial lease id (unique across workers)."""
+    return uuid.uuid4().hex[:16]
 
 
 def breaker_window_s(settings: BreakerSettings) -> float:
@@ -155,6 +162,8 @@ class MemoryHealthStore:
         self.routes = RouteTable(horizon_s=horizon_s)
         self.roles = RoleVerdicts()
         self._budgets = BudgetBuckets(MemoryBudgets())
+        #: The user calls in flight on each route (the health monitor does not probe them).
+        self.in_flight = MemoryInFlight()
 
     async def record(self, outcome: CallOutcome, settings: BreakerSettings) -> Transition | None:
         """Append ``outcome`` and apply the breaker under the route's lock."""
@@ -180,18 +189,33 @@ class MemoryHealthStore:
             r.breaker, transition = on_outcome(r.breaker, outcome, stats, settings, now)
             return transition
 
-    async def admit(self, route: str, settings: BreakerSettings, now: float) -> Admission:
-        """Ask the breaker; trial slots are taken under the route's lock."""
+    async def admit(
+        self,
+        route: str,
+        settings: BreakerSettings,
+        now: float,
+        *,
+        hold_s: float | None = None,
+        probe: bool = False,
+    ) -> Admission:
+        """Ask the breaker, under the route's lock: a call's trial slot is leased for
+        ``hold_s`` plus the grace; a probe (``probe``) never takes or waits for one."""
         r = self.routes.get(route)
+        hold = DEFAULT_TRIAL_HOLD_S if hold_s is None else hold_s
         async with r.lock:
-            r.breaker, admission, _ = admit(r.breaker, settings, now)
+            if probe:
+                r.breaker, admission, _ = admit_probe(r.breaker, now)
+            else:
+                r.breaker, admission, _ = admit(
+                    r.breaker, settings, now, hold_s=hold, lease_id=new_lease_id()
+                )
             return admission
 
-    async def release_trial(self, route: str, now: float) -> None:
-        """Give back a trial slot."""
+    async def release_trial(self, route: str, now: float, lease: str | None = None) -> None:
+        """Give back a trial slot's lease (None: the first to expire)."""
         r = self.routes.get(route)
         async with r.lock:
-            r.breaker = release_trial(r.breaker, now)
+            r.breaker = release_trial(r.breaker, now, lease)
 
     async def force(self, route: str, target: BreakerState | None, now: float) -> Transition:
         """Force or release the breaker; raises ``IllegalTransition`` for rejected moves."""
@@ -228,7 +252,11 @@ class MemoryHealthStore:
                 min_calls=min_calls,
                 sla=(name in demoted, since.get(name)),
                 facts=r.facts() if r else RouteFacts(),
-                recent=(decode_recent(r.agg.recent, now=now, keep=MAX_SLA_STREAK) if r else []),
+                recent=(
+                    decode_recent(r.agg.recent, now=now, keep=MAX_SLA_STREAK, role=role)
+                    if r
+                    else []
+                ),
                 quality=self.roles.quality.get((role, name)) if role is not None else None,
                 role=role,
             )

@@ -3,8 +3,11 @@
 ``admit``/``release_trial``/``force`` read the breaker, let :mod:`resilience.breaker`
 decide, and write the result with ``CAS_LUA``; a lost race re-reads and re-decides. That
 makes half-open trial slots atomic across workers, and a transition happen once (the
-second writer sees the new state and has nothing to do). Every write sets the key's idle
-TTL (:data:`~stores.redis_keys.IDLE_TTL_MS`, a week, which every outcome and probe of the
+second writer sees the new state and has nothing to do). Trial slots are leases kept in
+the breaker value itself (id and expiry): taking one, giving one back and dropping the
+expired ones are the same compare-and-set, so a worker that dies holding one only holds
+it until the lease lapses. Every write sets the key's idle TTL
+(:data:`~stores.redis_keys.IDLE_TTL_MS`, a week, which every outcome and probe of the
 route renews), so an open breaker never closes because its key expired while the route
 is in use; a forced breaker has no TTL at all (an operator's decision lasts until released).
 """
@@ -13,16 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent_failover.resilience.breaker import (
-    Admission,
-    Breaker,
-    Transition,
-    admit,
-    force,
-    release_trial,
-)
+from agent_failover.resilience.admission import Admission, admit, admit_probe
+from agent_failover.resilience.breaker import Breaker, Transition, force, release_trial
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState
+from agent_failover.stores.memory_health import new_lease_id
 from agent_failover.stores.redis_context import RedisContext
 from agent_failover.stores.redis_keys import IDLE_TTL_MS
 
@@ -80,20 +78,27 @@ class RedisBreakers:
                 return result
         raise contention(route)
 
-    async def admit(self, route: str, settings: BreakerSettings, now: float) -> Admission:
-        """Ask the breaker; a half-open trial slot is taken by compare-and-set."""
+    async def admit(
+        self, route: str, settings: BreakerSettings, now: float, *, hold_s: float, probe: bool
+    ) -> Admission:
+        """Ask the breaker: a call's half-open trial lease is taken, and expired leases
+        dropped, in the same compare-and-set; a probe takes no slot."""
+        lease_id = new_lease_id()
 
         def step(b: Breaker) -> tuple[Breaker, Admission]:
-            new, admission, _ = admit(b, settings, now)
+            if probe:
+                new, admission, _ = admit_probe(b, now)
+            else:
+                new, admission, _ = admit(b, settings, now, hold_s=hold_s, lease_id=lease_id)
             return new, admission
 
         result = await self.update(route, step)
         assert isinstance(result, Admission)
         return result
 
-    async def release_trial(self, route: str, now: float) -> None:
-        """Give back a trial slot."""
-        await self.update(route, lambda b: (release_trial(b, now), None))
+    async def release_trial(self, route: str, now: float, lease: str | None = None) -> None:
+        """Give back a trial slot's lease."""
+        await self.update(route, lambda b: (release_trial(b, now, lease), None))
 
     async def force(self, route: str, target: BreakerState | None, now: float) -> Transition:
         """Force or release the breaker; raises ``IllegalTransition`` for rejected moves."""

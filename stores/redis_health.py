@@ -29,8 +29,14 @@ from functools import partial
 
 import redis.asyncio as aioredis
 
+from agent_failover.resilience.admission import Admission
 from agent_failover.resilience.baseline import LatencyBaseline
-from agent_failover.resilience.breaker import Admission, Breaker, IllegalTransition, Transition
+from agent_failover.resilience.breaker import (
+    DEFAULT_TRIAL_HOLD_S,
+    Breaker,
+    IllegalTransition,
+    Transition,
+)
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import (
     BreakerState,
@@ -56,6 +62,7 @@ from agent_failover.stores.redis_fallback import (
     PendingWindow,
     RedisFallback,
 )
+from agent_failover.stores.redis_in_flight import RedisInFlight
 from agent_failover.stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, RedisLink
 from agent_failover.stores.redis_outcomes import RedisOutcomes, new_nonce
 from agent_failover.stores.redis_reads import RedisSnapshots
@@ -123,6 +130,8 @@ class RedisHealthStore(SharedBudgets):
             restore=partial(_restore, self._breakers, self._facts),
             replay=partial(_replay, self._outcomes, self._breakers, self._facts),
         )
+        #: The user calls in flight on each route (the health monitor does not probe them).
+        self.in_flight = RedisInFlight(ctx, self._fallback)
 
     def bucket_key(self, route: str, second: int) -> str:
         """The hash of ``route``'s aggregates for one second (for tests and operators)."""
@@ -151,18 +160,28 @@ class RedisHealthStore(SharedBudgets):
             lambda local: local.latency_baseline(route, now=now, min_samples=min_samples),
         )
 
-    async def admit(self, route: str, settings: BreakerSettings, now: float) -> Admission:
-        """Ask the breaker; a half-open trial slot is taken by compare-and-set."""
+    async def admit(
+        self,
+        route: str,
+        settings: BreakerSettings,
+        now: float,
+        *,
+        hold_s: float | None = None,
+        probe: bool = False,
+    ) -> Admission:
+        """Ask the breaker; a half-open trial slot's lease is taken by compare-and-set (a
+        probe takes none)."""
+        hold = DEFAULT_TRIAL_HOLD_S if hold_s is None else hold_s
         return await self._fallback.run(
-            lambda: self._breakers.admit(route, settings, now),
-            lambda local: local.admit(route, settings, now),
+            lambda: self._breakers.admit(route, settings, now, hold_s=hold, probe=probe),
+            lambda local: local.admit(route, settings, now, hold_s=hold, probe=probe),
         )
 
-    async def release_trial(self, route: str, now: float) -> None:
-        """Give back a trial slot (locally only while degraded: Redis never saw it taken)."""
+    async def release_trial(self, route: str, now: float, lease: str | None = None) -> None:
+        """Give back a trial slot's lease (locally only while degraded: Redis never saw it)."""
         await self._fallback.run(
-            lambda: self._breakers.release_trial(route, now),
-            lambda local: local.release_trial(route, now),
+            lambda: self._breakers.release_trial(route, now, lease),
+            lambda local: local.release_trial(route, now, lease),
         )
 
     async def force(self, route: str, target: BreakerState | None, now: float) -> Transition:
@@ -259,8 +278,10 @@ class RedisHealthStore(SharedBudgets):
         )
 
     async def status(self) -> StoreStatus:
-        """Report Redis reachability (trying to reconnect if due) and the replay backlog."""
-        return await self._fallback.status()
+        """Report Redis reachability (trying to reconnect if due), the replay backlog and the
+        key namespace (so a reader elsewhere, e.g. ``failover status``, reads the same keys)."""
+        status = await self._fallback.status()
+        return status.model_copy(update={"namespace": self.namespace})
 
     async def close(self) -> None:
         """Close the Redis client's connections."""

@@ -65,8 +65,8 @@ IDLE_TTL_MS = HOURLY_TTL_MS
 BUCKET_TTL_MARGIN_S = 60.0
 
 
-#: The keys of a route that are one of a kind: b p r base cb cv cw qr.
-SINGLE_KEYS_PER_ROUTE = 8
+#: The keys of a route that are one of a kind: b p r base cb cv cw qr f.
+SINGLE_KEYS_PER_ROUTE = 9
 
 
 def max_keys_per_route(horizon_s: float, roles: int) -> int:

@@ -9,8 +9,10 @@ read is remembered (:class:`~stores.redis_context.SeenState`) for the local view
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from redis.exceptions import NoScriptError
 
 from agent_failover.resilience.aggregates import (
     decode_recent,
@@ -102,7 +104,7 @@ class RedisSnapshots:
                 min_calls=min_calls,
                 sla=(route in verdicts.demoted, verdicts.since.get(route)),
                 facts=read.facts,
-                recent=decode_recent(read.recent, now=now, keep=MAX_SLA_STREAK),
+                recent=decode_recent(read.recent, now=now, keep=MAX_SLA_STREAK, role=role),
                 quality=verdicts.quality.get(route),
                 role=role,
             )
@@ -144,10 +146,26 @@ class RedisSnapshots:
                 reads += [ctx.client.hgetall(keys.sla_since(role))]
                 reads += [ctx.client.hget(keys.quality_verdict(r), role) for r in routes]
             return list(await asyncio.gather(*reads))
+        try:
+            return await self._pipelined_read(routes, role, args)
+        except NoScriptError:
+            # A restarted or flushed server: load the script once, read again.
+            read.sha = await ctx.client.script_load(read.script)
+            return await self._pipelined_read(routes, role, args)
+
+    async def _pipelined_read(
+        self, routes: Sequence[str], role: str | None, args: Callable[[str], list]
+    ) -> list:
+        """One pipeline: ``EVALSHA`` of ``READ_LUA`` per route and the role's reads.
+
+        The script's ``EVALSHA`` is queued as a plain command: a registered script queued
+        on a pipeline makes redis-py send ``SCRIPT EXISTS`` first, a second round trip on
+        every snapshot (the caller loads the script on ``NOSCRIPT`` instead).
+        """
+        ctx, keys, read = self._ctx, self._ctx.keys, self._ctx.scripts.read
         async with ctx.client.pipeline(transaction=False) as pipe:
             for route in routes:
-                # Awaiting with client=pipe only queues the EVALSHA (scripts load on execute).
-                await read(keys=[keys.breaker(route)], args=args(route), client=pipe)
+                pipe.evalsha(read.sha, 1, keys.breaker(route), *args(route))
             if role is not None:
                 pipe.smembers(keys.sla(role))
                 pipe.hgetall(keys.sla_since(role))

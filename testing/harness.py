@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -90,12 +90,14 @@ class Harness:
             return await run
 
 
-def _workers(client: Client, plugin: FailoverPlugin, tq: str) -> list[Worker]:
+def _workers(
+    client: Client, plugin: FailoverPlugin, tq: str, workflows: Sequence[type] = ()
+) -> list[Worker]:
     return [
         Worker(
             client,
             task_queue=tq,
-            workflows=[ResilientCallWorkflow, ResilientTextWorkflow],
+            workflows=[ResilientCallWorkflow, ResilientTextWorkflow, *workflows],
             plugins=[plugin],
             # A bug in workflow code fails the test at once instead of retrying the task.
             workflow_failure_exception_types=[Exception],
@@ -118,6 +120,7 @@ def build_harness(
     dispatch: Literal["eager", "queue"] | None = None,
     bulkhead_slots: Mapping[str, int] | None = None,
     policy_store: PolicyVersionStore | None = None,
+    workflows: Sequence[type] = (),
 ) -> tuple[Harness, list[Worker]]:
     """Activities over fresh stores (memory, or Redis under a unique namespace).
 
@@ -126,7 +129,8 @@ def build_harness(
     ``http`` is the providers' client (e.g. over a :class:`FaultTransport`); ``shadow``
     is the plugin's (False: nobody serves the shadow queue); ``dispatch`` and
     ``bulkhead_slots`` go to :class:`FailoverPlugin`; ``policy_store`` keeps the policy
-    versions (default: a fresh in-memory one; pass one to a replacement worker to share).
+    versions (default: a fresh in-memory one; pass one to a replacement worker to share);
+    ``workflows``: more workflow classes for the worker (a user's, an example's).
     """
     tq = task_queue or f"test-{uuid.uuid4().hex[:10]}"
     if health is None or cache is None:
@@ -157,7 +161,7 @@ def build_harness(
     )
     acts = plugin.activities_for(tq)
     harness = Harness(client, tq, acts, health, cache, policy, policies)
-    return harness, _workers(client, plugin, tq)
+    return harness, _workers(client, plugin, tq, workflows)
 
 
 async def make_harness(

@@ -17,7 +17,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
@@ -47,8 +47,14 @@ ACTIVITY_GRACE = timedelta(seconds=2)
 #: RETRY-class error (a 500, after backoff) or a 429 whose Retry-After is short enough to
 #: wait out (after exactly Retry-After: ``next_retry_delay``, a durable server timer).
 SAME_ROUTE_ATTEMPTS = 2
-#: Heartbeat timeout for model calls: hedge cancellation is delivered on heartbeats.
+#: Heartbeat timeout for model calls: hedge cancellation is delivered on heartbeats, and an
+#: attempt whose worker died (SIGKILL, OOM) is known lost this long after its last beat.
 CALL_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+#: What a Temporal timeout of an attempt says about where the time went (the record's note).
+LOST_ATTEMPT_NOTES = {
+    TimeoutType.SCHEDULE_TO_START: "no worker started it within its timeout",
+    TimeoutType.HEARTBEAT: "its worker stopped heartbeating (lost mid-call)",
+}
 
 #: A started attempt: its activity, whether it continues a partial answer, when it began.
 Started = tuple[asyncio.Task[Any], bool, float]
@@ -146,6 +152,10 @@ def start(call: Call, attempt: PlannedAttempt) -> Started:
             ModelCallActivities.call_model,
             inp,
             task_queue=queue,
+            # Per attempt: one no worker picks up (its worker gone, its queue unserved)
+            # fails within its own timeout, and the call moves on, instead of holding
+            # the rest of the role's budget (schedule-to-start is never retried).
+            schedule_to_start_timeout=timeout,
             start_to_close_timeout=timeout + ACTIVITY_GRACE,
             schedule_to_close_timeout=overall + ACTIVITY_GRACE,
             heartbeat_timeout=CALL_HEARTBEAT_TIMEOUT,
@@ -243,6 +253,8 @@ def _failed(
     rec.http_status = details.get("status")
     rec.provider_code = details.get("provider_code")
     rec.retry_after_s = details.get("retry_after_s")
+    if isinstance(err.cause, TemporalTimeoutError) and err.cause.type in LOST_ATTEMPT_NOTES:
+        rec.note = f"{rec.note} {LOST_ATTEMPT_NOTES[err.cause.type]}".strip()
     return AttemptResult(attempt, rec, None, error_type, details, used_prefill)
 
 

@@ -1,4 +1,4 @@
-"""The pipeline's one human escalation: every blocked step joins it, one decision answers.
+"""A run's one human escalation: every blocked step joins it, one decision answers.
 
 A pipeline whose critical steps keep failing used to pause once per step (planner, each
 critic round, synthesis), each pause waiting out its own timeout: an hour of nobody
@@ -17,7 +17,8 @@ runs from when it opened. After the decision:
 Given :class:`workflows.notify.EscalationNotifications`, the desk notifies on-call when a
 round opens and when it closes (decision or timeout), without waiting for the webhook.
 
-Deterministic workflow code (workflow time only), imported by the pipeline workflow.
+Deterministic workflow code (workflow time only), behind :mod:`workflows.escalate` (any
+workflow's ``escalate``) and the pipeline.
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ class EscalationDesk:
         if opening:
             self._notify("opened", self.rounds, None)
         workflow.logger.warning(
-            "pipeline escalated (round %d): %s blocked; waiting for a decision",
+            "%s escalated (round %d): %s blocked; waiting for a decision",
+            workflow.info().workflow_type,
             self.rounds,
             ", ".join(b.step for b in self._blocked),
         )

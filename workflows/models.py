@@ -88,7 +88,7 @@ class ActionResult(BaseModel):
 
 
 class EscalationTimeoutAction(StrEnum):
-    """What a pipeline does when nobody answers its escalation in time."""
+    """What a workflow does when nobody answers its escalation in time."""
 
     #: Fail the run with the reason (the blocked steps and why): never a guessed answer.
     FAIL = "fail"
@@ -190,13 +190,17 @@ class BlockedStep(BaseModel):
 
     step: str
     role: str
-    trigger: str = Field(description="static_fallback, low_confidence or compensation_failed")
+    trigger: str = Field(
+        description="static_fallback, low_confidence, cached_only, compensation_failed, "
+        "rerun_disagreed or requested (a workflow's own reason)"
+    )
     reason: str
     confidence: float | None = None
 
 
 class PendingEscalation(BaseModel):
-    """The serialized state of a pipeline paused for a human.
+    """The serialized state of a workflow (a pipeline, or any workflow that calls
+    :func:`~agent_failover.escalate`) paused for a human.
 
     ``step``/``role``/``reason``/``output`` describe the step that opened the escalation;
     ``blocked_steps`` every step waiting on it (one decision resolves them all).
@@ -214,6 +218,41 @@ class PendingEscalation(BaseModel):
     opened_at: float | None = Field(default=None, description="workflow time it opened")
     timeout_s: float | None = None
     timeout_action: EscalationTimeoutAction | None = None
+    #: The workflow's own state as ``escalate(..., state)`` passed it (JSON, bounded).
+    state: Any = None
+
+
+class EscalationStatus(BaseModel):
+    """The ``escalation`` query's answer, the same for a pipeline and any other workflow."""
+
+    workflow_type: str
+    escalation: EscalationState
+    pending_escalation: PendingEscalation | None = None
+    #: Where the run is (a pipeline's phase); empty for a workflow that does not say.
+    phase: str = ""
+    notifications: list[NotifyResult] = Field(default_factory=list)
+
+
+class EscalationOutcome(BaseModel):
+    """What :func:`~agent_failover.escalate` returns: the answer that stands, and why.
+
+    ``decision`` is None when no human was needed (no trigger), else the decision that
+    answered the step (a human's, or the acceptance a timeout stands in for). ``output``
+    is the answer to go on with: unchanged, marked ``ESCALATED``/``ACCEPTED_DEGRADED``, or
+    the human's (``HUMAN_PROVIDED``). With ``retry`` the workflow runs its step again.
+    """
+
+    output: AgentOutput
+    decision: EscalationDecision | None = None
+    trigger: str | None = None
+
+    @property
+    def escalated(self) -> bool:
+        return self.decision is not None
+
+    @property
+    def retry(self) -> bool:
+        return self.decision is not None and self.decision.action is EscalationAction.RETRY
 
 
 class PipelineResult(BaseModel):
@@ -317,8 +356,26 @@ class PipelineStatus(BaseModel):
     notifications: list[NotifyResult] = Field(default_factory=list)
 
 
+#: Most routes one monitor probes (bounds the inputs and updates entering its history).
+MAX_MONITOR_ROUTES = 256
+
+
+class MonitorPolicy(BaseModel):
+    """What the monitor takes from a worker's policy: its routes and cadence, named by the
+    policy's ref. The input of the ``follow_policy`` update and part of ``MonitorInput``."""
+
+    routes: list[str] = Field(min_length=1, max_length=MAX_MONITOR_ROUTES)
+    interval_s: float = Field(default=DEFAULT_PROBE_INTERVAL_S, ge=0.5, le=3600)
+    half_open_interval_s: float | None = Field(default=None, ge=0.5, le=3600)
+    #: Content hash of the worker's policy (None: started by hand, no policy named).
+    policy_ref: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$")
+    #: When the worker serving that policy started (epoch seconds): a newer start wins,
+    #: so an old worker still running in a rollout never takes the monitor back.
+    since: float = 0.0
+
+
 class MonitorInput(BaseModel):
-    routes: list[str] = Field(min_length=1)
+    routes: list[str] = Field(min_length=1, max_length=MAX_MONITOR_ROUTES)
     interval_s: float = Field(default=DEFAULT_PROBE_INTERVAL_S, ge=0.5, le=3600)
     #: Round cadence while any route is half-open (its probes are the trials that close
     #: it). None: interval_s / 4, at least 0.5 s.
@@ -327,6 +384,21 @@ class MonitorInput(BaseModel):
     paused: bool = False
     last_results: dict[str, ProbeResult] = Field(default_factory=dict)
     rounds: int = 0
+    #: The policy the routes and cadence came from (see :class:`MonitorPolicy`).
+    policy_ref: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$")
+    policy_since: float = 0.0
+
+    def following(self, p: MonitorPolicy) -> MonitorInput:
+        """This input with ``p``'s routes, cadence and policy."""
+        return self.model_copy(
+            update={
+                "routes": list(p.routes),
+                "interval_s": p.interval_s,
+                "half_open_interval_s": p.half_open_interval_s,
+                "policy_ref": p.policy_ref,
+                "policy_since": p.since,
+            }
+        )
 
 
 class ForceRouteSignal(BaseModel):
@@ -355,6 +427,8 @@ class MonitorTable(BaseModel):
     table: HealthTable | None = None
     routes: list[str] = Field(default_factory=list)
     interval_s: float | None = None
+    policy_ref: str | None = None
+    policy_since: float | None = None
 
 
 def iso_time(ts: float | None) -> str | None:

@@ -4,15 +4,16 @@ Every agent call goes through :func:`workflows.resilient.resilient_complete`. Th
 workflow keeps a visible record as it goes: ``status`` and ``failover_history`` queries,
 and the search attributes FailoverCount, WorstTier, Degraded and EscalationState, so
 "every pipeline that degraded" is one filter in the Temporal UI. When a critical role
-can only be answered by its static fallback, or answers below its ``min_confidence``, the
-pipeline pauses for a human with its state serialized and waits for a decision: one
-escalation per run, which every blocked step joins (:mod:`workflows.escalation`). The
-decision arrives through the ``resolve`` update, whose validator refuses one that does not
-apply (nothing pending, already decided, ``provide_output`` without text or for a failed
-compensation) before it reaches history. Nobody answering within the timeout ends the
-run the way ``escalation_timeout_action`` says: fail with the reason (default), accept
-degraded, or abort with compensation. A static critic never approves: its verdict is
-``unreviewed``.
+can only be answered by its static fallback, or from the response cache (every model
+tier down), or answers below its ``min_confidence``, the pipeline pauses for a human with
+its state serialized and waits for a decision: one escalation per run, which every
+blocked step joins (:mod:`workflows.escalation`). The decision arrives through the
+``resolve`` update (the one of any workflow that escalates, :mod:`workflows.escalate`),
+whose validator refuses one that does not apply (nothing pending, already decided,
+``provide_output`` without text or for a failed compensation) before it reaches history.
+Nobody answering within the timeout ends the run the way ``escalation_timeout_action``
+says: fail with the reason (default), accept degraded, or abort with compensation. A
+static critic never approves: its verdict is ``unreviewed``.
 
 With ``options.actions`` the pipeline then applies side effects as a saga, undone newest
 first on a hard failure, an abort, or a run that fails or is cancelled with effects still
@@ -42,11 +43,10 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.pipeline import Subtask, dumps_plan
     from agent_failover.resilience.saga import CompensationEntry
     from agent_failover.resilience.shadow import StepRevision
+    from agent_failover.workflows.escalate import EscalationHandlers
     from agent_failover.workflows.inputs import workflow_input
     from agent_failover.workflows.models import (
         ActionResult,
-        EscalationDecision,
-        EscalationReceipt,
         PipelineInput,
         PipelineResult,
         PipelineStatus,
@@ -62,11 +62,15 @@ INVALID_INPUT = "invalid_pipeline_input"
 
 
 @workflow.defn(name="AgentPipelineWorkflow")
-class AgentPipelineWorkflow:
+class AgentPipelineWorkflow(EscalationHandlers):
+    """The pipeline; its ``resolve`` update and ``escalation`` query are any workflow's
+    (:class:`EscalationHandlers`), answered by its own :class:`Escalations`."""
+
     def __init__(self) -> None:
         self._state = PipelineState()
         self._undo = Compensations(self._state)
         self._escalations = Escalations(self._state, self._undo.unwind)
+        self._failover_escalation = self._escalations  # what EscalationHandlers answers with
         self._stages = Stages(self._state, self._escalations)
         self._actions = Actions(self._state, self._undo, self._escalations)
 
@@ -137,15 +141,6 @@ class AgentPipelineWorkflow:
             notifications=state.notifications(),
             revisions=list(state.reruns.revisions),
         ).bounded()
-
-    @workflow.update(name="resolve")
-    def resolve(self, decision: EscalationDecision) -> EscalationReceipt:
-        """A human's decision on the open escalation; refused unless it applies."""
-        return self._escalations.resolve(decision)
-
-    @resolve.validator
-    def _decision_applies(self, decision: EscalationDecision) -> None:
-        self._escalations.check(decision)
 
     @workflow.query(name="status")
     def status(self) -> PipelineStatus:

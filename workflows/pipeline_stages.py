@@ -3,10 +3,11 @@
 Each stage is one or more *steps*; a step is one agent answer for a role, through
 :func:`workflows.resilient.resilient_complete` (or, for a role with ``agent_tools``, an
 agent loop whose tool calls join the run's saga log). A step whose critical role could
-only be answered by its static fallback, or below its ``min_confidence``, blocks on the
-run's escalation (:mod:`workflows.pipeline_escalation`) until a human retries it,
-provides the answer, accepts it degraded or aborts the run; an acceptance already
-standing covers it without another pause. A finished step is recorded in the run's
+only be answered by its static fallback, from the response cache (every model tier down)
+or below its ``min_confidence``, blocks on the run's escalation
+(:mod:`workflows.pipeline_escalation`) until a human retries it, provides the answer,
+accepts it degraded or aborts the run; an acceptance already standing covers it without
+another pause. A finished step is recorded in the run's
 state, and noted for a re-run if its role asks for one and it was answered degraded.
 A planner whose plan is unusable is replaced by one subtask per specialist; only a critic
 that asks for changes starts a revision round. Deterministic workflow code.
@@ -30,23 +31,17 @@ with workflow.unsafe.imports_passed_through():
         PlanError,
         Subtask,
         critic_request,
-        escalation_trigger,
         final_answer,
         parse_plan,
         planner_request,
         review_verdict,
         specialist_request,
         synthesis_request,
-        trigger_reason,
     )
     from agent_failover.resilience.saga import CompensationLog
     from agent_failover.workflows.agent_loop import run_agent_loop
-    from agent_failover.workflows.models import BlockedStep, EscalationAction, PipelineInput
-    from agent_failover.workflows.pipeline_escalation import (
-        Escalations,
-        accepted,
-        human_output,
-    )
+    from agent_failover.workflows.models import PipelineInput
+    from agent_failover.workflows.pipeline_escalation import Escalations
     from agent_failover.workflows.pipeline_saga import agent_tool
     from agent_failover.workflows.pipeline_state import (
         ACTIONS,
@@ -187,35 +182,13 @@ class Stages:
     ) -> AgentOutput:
         """One step: answered, escalated while blocked, then recorded (and noted for a re-run)."""
         out = await self._answer(name, role, request, upstream)
-        while self.state.opts.escalate_on_critical_degraded:
+        while self.state.opts.escalate_on_critical_degraded and role in self.state.critical:
             floor = self.state.min_confidence.get(role, 0.0)
-            critical = role in self.state.critical
-            trigger = escalation_trigger(out, critical=critical, min_confidence=floor)
-            if trigger is None:
+            outcome = await self._escalations.settle(name, role, out, floor, None)
+            if not outcome.retry:
+                out = outcome.output
                 break
-            if self.state.desk.standing is not None:
-                # Already accepted for this run (by a human or the timeout action): the
-                # one escalation covers this step too, without another pause.
-                out = accepted(out)
-                break
-            blocked = BlockedStep(
-                step=name,
-                role=role,
-                trigger=trigger.value,
-                reason=trigger_reason(trigger, role, out, floor),
-                confidence=out.confidence,
-            )
-            decision = await self._escalations.escalate(blocked, out)
-            if decision.action is EscalationAction.ABORT:
-                await self._escalations.abort(decision, name)
-            if decision.action is EscalationAction.RETRY:
-                out = await self._answer(name, role, request, upstream)
-                continue
-            if decision.action is EscalationAction.PROVIDE_OUTPUT:
-                out = human_output(role, decision, out)
-            else:
-                out = accepted(out)
-            break
+            out = await self._answer(name, role, request, upstream)
         self.state.reruns.note(name, role, request, upstream, out)
         self.state.record(name, out)
         return out

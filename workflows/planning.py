@@ -22,13 +22,21 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.snapshot_history import UNSTATED_TIME
     from agent_failover.resilience.config import PolicyConfig, PolicyError, RolePolicy
     from agent_failover.resilience.contracts import AttemptRecord, ReasonCode
+    from agent_failover.resilience.cooldown_wait import plan_waiting_out
+    from agent_failover.resilience.errors import CLASSIFICATION, ErrorClass
     from agent_failover.resilience.limits import MAX_REQUEST_BYTES
     from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.options import apply_call_options, override_routes
+    from agent_failover.resilience.plan import RequestFacts
     from agent_failover.resilience.planner import FailoverPlan, SkipReason
     from agent_failover.resilience.triage import bound_request_bytes, minimal_input_tokens
     from agent_failover.workflows import observe
     from agent_failover.workflows.call import Call
+    from agent_failover.workflows.patches import (
+        INVALID_REQUEST_PER_WIRE,
+        LIVE_TIER_FLOOR,
+        WAIT_OUT_SHARED_COOLDOWN,
+    )
 
 ROLE_CONTEXT_TIMEOUT = timedelta(seconds=10)
 #: Retries of a local activity (role context, pipeline roles): a transient error is
@@ -125,6 +133,56 @@ def routes_by_family(policy: PolicyConfig) -> dict[str, list[str]]:
     for name, ep in policy.endpoints.items():
         routes.setdefault(ep.family, []).append(name)
     return routes
+
+
+def routes_by_wire(policy: PolicyConfig) -> dict[str, list[str]]:
+    """Route names grouped by wire (``EndpointConfig.wire``): the API that validates a
+    request, which refuses the same parameters in every region."""
+    routes: dict[str, list[str]] = {}
+    for name, ep in policy.endpoints.items():
+        routes.setdefault(ep.wire, []).append(name)
+    return routes
+
+
+def wire_rule(call: Call, route: str, error_type: str) -> dict[str, Any]:
+    """``apply_failure``'s wire arguments for a failure whose class stops the call only
+    once several wires rejected the request (a 400): the failed route's wire and every
+    route by wire. Empty for any other failure, and for runs recorded before the rule
+    (patch ``INVALID_REQUEST_PER_WIRE``), where a 400 stopped the live tiers at once."""
+    try:
+        ec = ErrorClass(error_type)
+    except ValueError:
+        return {}
+    if CLASSIFICATION[ec].stop_after_wires <= 1 or not workflow.patched(INVALID_REQUEST_PER_WIRE):
+        return {}
+    policy = call.ctx.policy
+    return {"wire": policy.endpoints[route].wire, "routes_by_wire": routes_by_wire(policy)}
+
+
+def tiers_tried(call: Call) -> list[int]:
+    """Live tiers this call has made an attempt on (skip records and the cache aside)."""
+    return sorted({a.tier for a in call.attempts if a.outcome != "skipped" and a.tier <= 2})
+
+
+def plan_round(call: Call, role: RolePolicy, facts: RequestFacts) -> FailoverPlan:
+    """The plan for the next round, with the live-tier floor (each untried tier keeps one
+    attempt past the budget) unless the run was recorded before it (patch
+    ``LIVE_TIER_FLOOR``, asked only when the attempt about to run is a floor one), and a
+    short shared cool-down of its first route waited out (patch
+    ``WAIT_OUT_SHARED_COOLDOWN``, asked only when the plan waits: resilience.cooldown_wait)."""
+    ctx, now = call.ctx, workflow.now().timestamp()
+    facts = facts.model_copy(update={"tiers_tried": tiers_tried(call)})
+    p = plan_waiting_out(role, ctx.policy, ctx.snapshot, facts, now)
+    if p.attempts and p.attempts[0].wait_ms and not workflow.patched(WAIT_OUT_SHARED_COOLDOWN):
+        # Recorded before: a cooling route was skipped, never waited for.
+        facts = facts.model_copy(update={"wait_out_cooldowns": False})
+        p = plan_waiting_out(role, ctx.policy, ctx.snapshot, facts, now)
+    running = p.attempts[:1] + [a for a in p.attempts[1:2] if a.hedge]
+    if any(a.floor for a in running) and not workflow.patched(LIVE_TIER_FLOOR):
+        p = plan_waiting_out(
+            role, ctx.policy, ctx.snapshot, facts.model_copy(update={"live_tier_floor": False}), now
+        )
+    return p
 
 
 def record_skipped(call: Call, p: FailoverPlan) -> None:

@@ -26,20 +26,23 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.options import CallOptions, OnExhausted
     from agent_failover.resilience.outcomes import apply_failure
-    from agent_failover.resilience.planner import FailoverPlan, RequestFacts, plan
+    from agent_failover.resilience.planner import FailoverPlan, RequestFacts
     from agent_failover.workflows import observe
     from agent_failover.workflows.answers import refusal, success
     from agent_failover.workflows.attempts import single, summarize_before_triage
     from agent_failover.workflows.call import AttemptResult, Call
     from agent_failover.workflows.degraded import degraded
     from agent_failover.workflows.errors import FailoverExhausted
+    from agent_failover.workflows.escalate import note_role
     from agent_failover.workflows.hedge import hedge_for, hedged
     from agent_failover.workflows.planning import (
         decision_rules,
         load_context,
+        plan_round,
         prepare_request,
         record_skipped,
         routes_by_family,
+        wire_rule,
     )
 
 __all__ = ["resilient_complete"]
@@ -87,6 +90,7 @@ class _ResilientCall:
         call.started_at = started.timestamp()
         ctx = await load_context(call, started)
         role = ctx.role
+        note_role(role)  # escalate()'s default floor for this role's answers
         request = prepare_request(call, role)
         key = cache_key(call.role_name, request)
         call.cache_key = key
@@ -105,7 +109,7 @@ class _ResilientCall:
                 min_input_tokens=floor,
                 trial_ticket=ticket,
             )
-            p = plan(role, ctx.policy, ctx.snapshot, facts, workflow.now().timestamp())
+            p = plan_round(call, role, facts)
             if first_plan is None:
                 first_plan = p
                 record_skipped(call, p)
@@ -131,6 +135,13 @@ class _ResilientCall:
         ends the call, or None to plan again."""
         call = self.call
         first = p.attempts[0]
+        if first.wait_ms > 0:
+            # What is left of a short Retry-After a probe (or another call) met: a durable
+            # timer, then the attempt on the route (resilience.ratelimit).
+            await workflow.sleep(
+                first.wait_ms / 1000,
+                summary=f"Retry-After of {first.route}: {first.wait_ms:.0f} ms",
+            )
         hedge = hedge_for(call, p, role)
         await summarize_before_triage(call, role, first, hedge, started)
         results = await (hedged(call, first, hedge) if hedge else single(call, first))
@@ -169,4 +180,5 @@ class _ResilientCall:
             now=workflow.now().timestamp(),
             routes_by_model=by_family,
             decision=r.details.get("decision"),
+            **wire_rule(call, r.attempt.route, r.error_type or ""),
         )

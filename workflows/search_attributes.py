@@ -112,15 +112,20 @@ def upsert_if_available(updates: Sequence[SearchAttributeUpdate[Any]]) -> bool:
 def upsert_failover_search_attributes(
     outputs: Iterable[AgentOutput] | FailoverSummary,
     *,
-    escalation_state: str = "none",
+    escalation_state: str | None = None,
 ) -> FailoverSummary:
     """Upsert the four attributes from a workflow's answers so far; returns the summary.
 
     Call from workflow code after each ``resilient_complete`` (or once at the end).
+    ``EscalationState`` is ``escalation_state`` when given, else the run's own (what
+    :func:`~agent_failover.escalate` set), else ``none``.
     Given the answers, it also keeps the run's current details (the markdown step table
     the Temporal UI shows) up to date. ``outputs`` may also be a precomputed
     :class:`FailoverSummary` (then the details are the caller's: :func:`set_failover_details`).
     """
+    if escalation_state is None:
+        esc = getattr(workflow.instance(), "_failover_escalation", None)
+        escalation_state = esc.desk.state.value if esc is not None else "none"
     if isinstance(outputs, FailoverSummary):
         summary = outputs
     else:

@@ -32,6 +32,9 @@ DEFAULT_OPEN_DURATION_MULTIPLIER = 2.0
 DEFAULT_MAX_OPEN_DURATION_S = 300.0
 DEFAULT_HALF_OPEN_MAX_TRIALS = 3
 DEFAULT_CLOSE_AFTER_CONSECUTIVE_SUCCESSES = 3
+#: Seconds a half-open trial lease outlives its attempt's timeout: time to record the
+#: outcome (a Redis round trip or two) before the slot lapses for a holder that died.
+DEFAULT_TRIAL_LEASE_GRACE_S = 5.0
 DEFAULT_TRIAL_LATENCY_MS: float | None = None  # None: the TTFT budget of the roles using the route
 #: Share of real calls that may be half-open trials; 0 = only probes trial a half-open route.
 DEFAULT_HALF_OPEN_CALL_FRACTION = 0.0
@@ -153,7 +156,16 @@ class BreakerSettings(BaseModel):
         ge=1,
         le=100,
         description="Trial calls admitted at once while the breaker is half-open; more are "
-        "rejected until one reports or is released.",
+        "rejected (`trial_slots_full`) until one reports, is released or its lease lapses. "
+        "Probes never take one of these slots.",
+    )
+    trial_lease_grace_s: float = Field(
+        default=DEFAULT_TRIAL_LEASE_GRACE_S,
+        ge=0.0,
+        le=3600.0,
+        description="A half-open trial slot is a lease that lapses this many seconds after "
+        "its attempt's timeout, so a call that never reports (its worker was killed) "
+        "cannot hold the slot for good.",
     )
     close_after_consecutive_successes: int = Field(
         default=DEFAULT_CLOSE_AFTER_CONSECUTIVE_SUCCESSES,
@@ -284,6 +296,9 @@ class BreakerOverride(BaseModel):
     )
     half_open_max_trials: int | None = Field(
         default=None, ge=1, le=100, description=_inherited("half_open_max_trials")
+    )
+    trial_lease_grace_s: float | None = Field(
+        default=None, ge=0.0, le=3600.0, description=_inherited("trial_lease_grace_s")
     )
     close_after_consecutive_successes: int | None = Field(
         default=None, ge=1, le=100, description=_inherited("close_after_consecutive_successes")

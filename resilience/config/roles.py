@@ -38,7 +38,7 @@ DEFAULT_HEDGE_MIN_DELAY_MS = 50.0
 #: Largest reply a role accepts; bigger ones fail as ``oversized_output`` and fail over.
 DEFAULT_MAX_REPLY_BYTES = 256 * 1024
 MIN_REPLY_BYTES = 1024
-#: Confidence below which a critical role's answer escalates (0: only the static fallback).
+#: Confidence below which a critical role's answer escalates (0: only static and cached ones).
 DEFAULT_MIN_CONFIDENCE = 0.0
 #: Bulkhead (own task queue and activity slots) of roles that do not name one.
 DEFAULT_BULKHEAD = "core"
@@ -141,6 +141,15 @@ class RolePolicy(BaseModel):
         description="Longest gap in milliseconds between two stream chunks before the stream "
         "counts as stalled. Null: `ttft_budget_ms`.",
     )
+    live_tier_floor_ms: float | None = Field(
+        default=None,
+        ge=0.0,
+        description="Milliseconds of the one attempt each live tier (0, 1, 2) with a callable "
+        "route still gets once the budget is spent, before the cache and the static "
+        "fallback: time lost to a killed worker or a slow first tier never skips a "
+        "healthy standby. At most `total_budget_ms`. Null: the smaller of `ttft_budget_ms` "
+        "and the attempt timeout; 0: off (the budget is a hard limit).",
+    )
     hedging: HedgeSettings = Field(
         default_factory=HedgeSettings,
         description="Whether and when the role starts a second route before the first answers.",
@@ -173,7 +182,8 @@ class RolePolicy(BaseModel):
         ge=0.0,
         le=1.0,
         description="For a `critical` role, an answer whose confidence is below this "
-        "escalates to a human like a static one. 0: only the static fallback escalates.",
+        "escalates to a human like a static one. 0: only the static fallback and an answer "
+        "from the response cache (every model tier down) escalate; those always do.",
     )
     max_reply_bytes: int = Field(
         default=DEFAULT_MAX_REPLY_BYTES,
@@ -250,6 +260,11 @@ class RolePolicy(BaseModel):
                 f"attempt_timeout_ms ({self.attempt_timeout_ms}) must be <= "
                 f"total_budget_ms ({self.total_budget_ms})"
             )
+        if self.live_tier_floor_ms is not None and self.live_tier_floor_ms > self.total_budget_ms:
+            raise ValueError(
+                f"live_tier_floor_ms ({self.live_tier_floor_ms}) must be <= "
+                f"total_budget_ms ({self.total_budget_ms})"
+            )
         if self.output_schema is not None:
             try:
                 jsonschema.Draft202012Validator.check_schema(self.output_schema)
@@ -263,6 +278,13 @@ class RolePolicy(BaseModel):
     def attempt_timeout(self) -> float:
         """Per-attempt timeout in ms: ``attempt_timeout_ms`` or, unset, the whole budget."""
         return self.attempt_timeout_ms or self.total_budget_ms
+
+    @property
+    def live_tier_floor(self) -> float:
+        """Budget in ms of a live tier's guaranteed attempt (0: no guarantee)."""
+        if self.live_tier_floor_ms is not None:
+            return self.live_tier_floor_ms
+        return min(self.ttft_budget_ms, self.attempt_timeout)
 
     @property
     def idle_budget(self) -> float:

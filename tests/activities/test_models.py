@@ -219,13 +219,37 @@ def _busy_route(rng: random.Random, route: str, now: float) -> RouteHealth:
     )
 
 
+def _role_stats(rng: random.Random, stats: WindowStats) -> WindowStats:
+    """A role's own view of a route: none of its calls, the route's own numbers (the role
+    is its only caller), or numbers of its own."""
+    return rng.choice(
+        [
+            WindowStats(window_s=stats.window_s),
+            WindowStats(
+                window_s=stats.window_s,
+                calls=stats.latency_samples,
+                p95_ms=stats.p95_ms,
+                p99_ms=stats.p99_ms,
+                latency_samples=stats.latency_samples,
+            ),
+            WindowStats(window_s=stats.window_s, calls=3, p95_ms=8000.0, latency_samples=3),
+        ]
+    )
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_trimmed_snapshot_plans_the_same(policy: PolicyConfig, seed: int) -> None:
     """What history leaves out of the snapshot is never read by planning: the plan, the
-    restored-primary check and the summary route are the same from the decoded snapshot."""
+    restored-primary check and the summary route are the same from the decoded snapshot
+    (read for a role, with its own stats per route, in every other seed)."""
     rng, now = random.Random(seed), 1000.0
     sub = policy.subset_for("analyst")
     routes = {r: _busy_route(rng, r, now) for r in sub.endpoints}
+    if seed % 2:
+        routes = {
+            r: rh.model_copy(update={"role_stats": _role_stats(rng, rh.stats)})
+            for r, rh in routes.items()
+        }
     ctx = RoleContext(
         role=policy.role("analyst"),
         policy=sub,
@@ -248,6 +272,34 @@ def test_trimmed_snapshot_plans_the_same(policy: PolicyConfig, seed: int) -> Non
     assert plan(ctx.role, sub, plain.snapshot, facts, now) == plan(
         ctx.role, sub, ctx.snapshot, facts, now
     )
+
+
+def test_a_role_read_snapshot_writes_only_what_the_role_adds(policy: PolicyConfig) -> None:
+    """Read for a role, an idle route (role and route stats both empty) says nothing and
+    a route the role alone calls writes its numbers once; both decode back whole."""
+    ctx = _ctx(policy)
+    primary = next(iter(ctx.snapshot.routes))
+    busy = WindowStats(window_s=60.0, calls=8, p95_ms=91.0, p99_ms=92.0, latency_samples=8)
+    routes = {
+        r: rh.model_copy(
+            update={"stats": busy if r == primary else rh.stats}
+            | {"role_stats": busy if r == primary else WindowStats(window_s=rh.stats.window_s)}
+        )
+        for r, rh in ctx.snapshot.routes.items()
+    }
+    ctx = ctx.model_copy(update={"snapshot": ctx.snapshot.model_copy(update={"routes": routes})})
+    written = json.loads(ctx.model_dump_json())["snapshot"]
+    assert list(written["routes"]) == [primary]
+    assert "role_stats" not in written["routes"][primary]
+    back = RoleContext.model_validate_json(ctx.model_dump_json())
+    for r, rh in back.snapshot.routes.items():
+        want = routes[r].role_stats
+        assert rh.role_stats is not None and want is not None
+        assert (rh.role_stats.p95_ms, rh.role_stats.p99_ms, rh.role_stats.latency_samples) == (
+            want.p95_ms,
+            want.p99_ms,
+            want.latency_samples,
+        )
 
 
 def test_a_primary_whose_newest_observation_failed_is_not_restored_after_decoding(

@@ -208,11 +208,11 @@ async def test_resolve_finished_pipeline(deployment: Deployment) -> None:
 
 
 @pytest.mark.devserver
-async def test_resolve_a_monitor_is_not_a_pipeline(deployment: Deployment) -> None:
-    """Only pipelines pause for a human."""
+async def test_resolve_a_monitor_that_never_escalated(deployment: Deployment) -> None:
+    """A workflow without escalation handlers has nothing to resolve."""
     wid = monitor_workflow_id(deployment.task_queue)
     result = await invoke(["resolve", wid, "retry", "--address", deployment.address])
-    assert_one_line_error(result, 1, "HealthMonitorWorkflow, not a pipeline")
+    assert_one_line_error(result, 1, "HealthMonitorWorkflow that has never escalated")
 
 
 async def _any(attempts) -> bool:
@@ -282,7 +282,9 @@ async def test_run_bad_input_is_field_message(task: str) -> None:
 async def test_status_from_store_without_redis() -> None:
     """The store is unreachable: named, with the way out."""
     url = f"redis://127.0.0.1:{free_port()}/0"
-    result = await invoke(["status", "--from-store", "--redis-url", url])
+    result = await invoke(
+        ["status", "--from-store", "--redis-url", url, "--policy", str(DEFAULT_POLICY_PATH)]
+    )
     assert_one_line_error(result, 1, f"cannot reach the health store at {url}")
 
 

@@ -4,15 +4,19 @@ run's state readable (and as JSON), clear errors for runs with nothing to show."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from temporalio.service import RPCError
 
 from agent_failover.cli.escalations import PENDING_QUERY, visibility_error
+from agent_failover.testing.harness import make_harness, running
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import (
     EscalationState,
@@ -21,9 +25,10 @@ from agent_failover.workflows.models import (
     PipelineStatus,
 )
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
-from tests.cli.conftest import Deployment, assert_one_line_error, invoke
+from tests.cli.conftest import Deployment, address_of, assert_one_line_error, invoke
 
 pytestmark = pytest.mark.devserver
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ALL = [
     "anthropic-us-east", "anthropic-eu-west", "bedrock-us-west-2", "vertex-europe-west1",
     "openai-us", "cheap-mini", "gemini-flash",
@@ -99,14 +104,14 @@ async def test_list_and_show_pending_escalations(
                 pass  # already finished
 
 
-async def test_show_unknown_and_not_a_pipeline(deployment: Deployment) -> None:
-    """An unknown id, and a workflow that is not a pipeline, each get one clear line."""
+async def test_show_unknown_and_never_escalated(deployment: Deployment) -> None:
+    """An unknown id, and a workflow that never escalated, each get one clear line."""
     args = ["--address", deployment.address]
     nope = await invoke(["escalations", "show", "pipeline-nope", *args])
     assert_one_line_error(nope, 1, "no workflow 'pipeline-nope'")
     monitor = f"{deployment.task_queue}-health-monitor"
     other = await invoke(["escalations", "show", monitor, *args])
-    assert_one_line_error(other, 1, "not a pipeline")
+    assert_one_line_error(other, 1, "HealthMonitorWorkflow that has never escalated")
 
 
 async def test_an_unregistered_attribute_names_the_fix(dev_env) -> None:
@@ -191,3 +196,52 @@ def test_demo_on_call_check_fails_without_a_resolved_page() -> None:
     assert OnCall(rx).check(console)
     rx.received.append(got("escalation.opened", verified=False, status=401))
     assert not OnCall(rx).check(console)
+
+
+async def test_a_user_workflow_is_listed_shown_and_resolved(
+    dev_env, policy, sim_admin: SimAdmin
+) -> None:
+    """A workflow of the user's own that calls escalate() (the escalating-review example)
+    is listed, shown with its type and the state it kept, and resolved like a pipeline
+    (before: list and show filtered on the pipeline's type, resolve refused any other)."""
+    sys.path.insert(0, str(EXAMPLES / "escalating_review"))
+    from review_workflows import ChangeReviewWorkflow, ReviewInput, ReviewResult
+
+    for ep in ALL:
+        await sim_admin.set_faults(ep, [{"kind": "auth_error"}])
+    h, workers = await make_harness(dev_env.client, policy, workflows=[ChangeReviewWorkflow])
+    args = ["--address", address_of(dev_env)]
+    async with running(workers):
+        handle = await h.client.start_workflow(
+            ChangeReviewWorkflow.run,
+            ReviewInput(change="Rename the orders table", role="critic"),
+            id=f"review-{uuid.uuid4().hex[:8]}",
+            task_queue=h.task_queue,
+            result_type=ReviewResult,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while True:  # the pause, then visibility, are eventually there
+                listed = await invoke(["escalations", "list", *args])
+                assert listed.exit_code == 0, listed.output
+                if handle.id in listed.output:
+                    break
+                assert time.monotonic() < deadline, listed.output
+                await asyncio.sleep(0.3)
+            shown = await invoke(["escalations", "show", handle.id, *args])
+            assert shown.exit_code == 0, shown.output
+            for fragment in (
+                "ChangeReviewWorkflow",
+                "static_fallback",
+                "Rename the orders table",
+                f"failover resolve {handle.id} accept_degraded",
+            ):
+                assert fragment in shown.output, shown.output
+            ok = await invoke(["resolve", handle.id, "accept_degraded", *args])
+            assert ok.exit_code == 0, ok.output
+            assert "accepted for step review (role critic)" in ok.output
+            result = await handle.result()
+        finally:
+            with contextlib.suppress(RPCError):
+                await handle.terminate()
+    assert result.decision == "accept_degraded"

@@ -76,6 +76,8 @@ def test_monitor_footer_says_running_interval_rounds_and_table_age() -> None:
     mt = MonitorTable(paused=False, rounds=7, results={}, table=_table(), interval_s=3)
     line = monitor_footer(mt, now=NOW)
     assert line == "health monitor: running, probing active every 3 s, 7 rounds; table from 1 s ago"
+    following = mt.model_copy(update={"policy_ref": "0123456789abcdef"})
+    assert ", 7 rounds, policy 0123456789abcdef;" in monitor_footer(following, now=NOW)
 
 
 def test_context_window_not_configured_is_never_assumed() -> None:
@@ -120,3 +122,25 @@ def test_local_saturations_get_their_own_column_only_when_there_are_some() -> No
     names = [c.strip() for c in header.split("┃")]
     assert cells[names.index("saturated")] == "37"
     assert cells[names.index("err %")] == "0"
+
+
+def test_half_open_trial_slots_held_are_shown_with_their_lapse() -> None:
+    """A half-open route whose trial slots are held says how many and when the first
+    lease lapses (else calls refused as trial_slots_full look like an unexplained refusal)."""
+    from agent_failover.resilience.breaker import BreakerReason, TrialLease
+    from agent_failover.resilience.contracts import BreakerState
+
+    leases = (TrialLease(id="a", expires_at=NOW + 12), TrialLease(id="b", expires_at=NOW + 30))
+    breaker = Breaker(
+        route="openai-us",
+        state=BreakerState.HALF_OPEN,
+        reason=BreakerReason.OPEN_DURATION_ELAPSED,
+        trial_leases=(*leases, TrialLease(id="dead", expires_at=NOW - 1)),
+    )
+    table = _table()
+    table.rows[0] = table.rows[0].model_copy(
+        update={"breaker": BreakerState.HALF_OPEN, "breaker_reason": "open_duration_elapsed"}
+    )
+    table.breakers = [breaker]
+    text = _text(health_table(table, now=NOW))
+    assert "2 trial slot(s) held, first lapses in 12 s" in text

@@ -6,12 +6,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent_failover.resilience.admission import admit
 from agent_failover.resilience.breaker import (
     TRANSITIONS,
     Breaker,
     BreakerReason,
     IllegalTransition,
-    admit,
+    TrialLease,
     force,
     on_outcome,
     release_trial,
@@ -196,7 +197,7 @@ def test_rate_limited_half_open_trial_is_not_a_verdict(clock: FakeClock) -> None
     clock.now = d.breaker.open_until
     assert d.admit().trial
     d.record(rate_limited(ROUTE, clock.now, retry_after_s=3.0, trial=True, probe=True))
-    assert d.breaker.state is BreakerState.HALF_OPEN and d.breaker.trials_in_flight == 0
+    assert d.breaker.state is BreakerState.HALF_OPEN and d.breaker.trials_in_flight(clock.now) == 0
     assert d.breaker.cooldown_until == pytest.approx(clock.now + 3.0)
 
 
@@ -554,7 +555,7 @@ def test_breaker_laws(evs: list, settings: BreakerSettings) -> None:
                 assert adm.permitted and not adm.trial
             if before.state is BreakerState.OPEN and clock.now < before.open_until:
                 assert not adm.permitted and b == before
-            assert b.trials_in_flight <= settings.half_open_max_trials
+            assert b.trials_in_flight(clock.now) <= settings.half_open_max_trials
         elif kind == "release":
             b = release_trial(b, clock.now)
         elif kind == "force":
@@ -689,7 +690,8 @@ def test_local_saturation_never_counts_toward_a_closed_breakers_rows() -> None:
 def test_a_saturated_trial_neither_closes_nor_reopens_a_half_open_breaker() -> None:
     """A half-open trial that never left the worker frees its slot and decides nothing."""
     s = BreakerSettings(close_after_consecutive_successes=1)
-    b = Breaker(route="r", state=BreakerState.HALF_OPEN, since=90.0, trials_in_flight=1)
+    lease = TrialLease(id="a", expires_at=200.0)
+    b = Breaker(route="r", state=BreakerState.HALF_OPEN, since=90.0, trial_leases=(lease,))
     after, moved = on_outcome(b, _saturated(trial=True), WindowStats(), s, now=100.0)
     assert moved is None and after.state is BreakerState.HALF_OPEN
-    assert after.trials_in_flight == 0
+    assert after.trials_in_flight(100.0) == 0

@@ -84,3 +84,44 @@ def test_local_saturation_moves_on_to_the_next_route() -> None:
     s = fail(CallState(), "local_saturation")
     assert s.excluded == ["r1"]
     assert s.cooldowns == {} and not s.stop_live
+
+
+#: Two routes on one wire (regions of one API), one on another, one on a third.
+BY_WIRE = {"anthropic@anthropic": ["r1", "r2"], "bedrock@aws": ["r3"], "openai@openai": ["r4"]}
+
+
+def test_one_wires_400_moves_the_call_to_another_wire() -> None:
+    """A 400 from one wire says nothing about another vendor's API: the call leaves that
+    wire (both its regions) and goes on with the live tiers."""
+    s = fail(CallState(), "invalid_request", wire="anthropic@anthropic", routes_by_wire=BY_WIRE)
+    assert not s.stop_live
+    assert s.excluded == ["r1", "r2"] and s.rejected_wires == ["anthropic@anthropic"]
+    assert ReasonCode.INVALID_REQUEST in s.reasons
+
+
+def test_a_second_wire_rejecting_the_same_request_stops_the_call() -> None:
+    first = fail(CallState(), "invalid_request", wire="anthropic@anthropic", routes_by_wire=BY_WIRE)
+    second = fail(first, "invalid_request", route="r3", wire="bedrock@aws", routes_by_wire=BY_WIRE)
+    assert second.stop_live
+    assert second.rejected_wires == ["anthropic@anthropic", "bedrock@aws"]
+
+
+def test_the_same_wire_twice_is_still_one_wire() -> None:
+    """A second region of the same API rejecting it (planned before the first answered,
+    as a hedge) does not count as a second opinion."""
+    first = fail(CallState(), "invalid_request", wire="anthropic@anthropic", routes_by_wire=BY_WIRE)
+    again = fail(first, "invalid_request", route="r2", wire="anthropic@anthropic",
+                 routes_by_wire=BY_WIRE)  # fmt: skip
+    assert not again.stop_live and again.rejected_wires == ["anthropic@anthropic"]
+
+
+def test_context_length_and_content_filter_keep_their_own_rules_with_wires() -> None:
+    """The wire rule is the 400's: a context-length or content-filter rejection with a
+    wire given decides exactly as without one."""
+    for error_type in ("context_length", "content_filter"):
+        plain = fail(CallState(), error_type)
+        wired = fail(CallState(), error_type, wire="anthropic@anthropic", routes_by_wire=BY_WIRE)
+        assert wired.model_dump(exclude={"rejected_wires"}) == plain.model_dump(
+            exclude={"rejected_wires"}
+        )
+        assert wired.rejected_wires == [] and not wired.stop_live

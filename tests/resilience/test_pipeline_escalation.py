@@ -6,7 +6,7 @@ import pytest
 
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
-from agent_failover.resilience.degrade import static_output
+from agent_failover.resilience.degrade import cached_output, static_output
 from agent_failover.resilience.limits import MAX_REQUEST_BYTES
 from agent_failover.resilience.pipeline import (
     UNREVIEWED,
@@ -17,6 +17,7 @@ from agent_failover.resilience.pipeline import (
     parse_verdict,
     review_verdict,
     synthesis_request,
+    trigger_reason,
 )
 from agent_failover.resilience.triage import bound_request_bytes, request_bytes
 
@@ -52,6 +53,35 @@ def test_confidence_below_min_confidence_triggers() -> None:
     assert escalation_trigger(weak, critical=True) is None  # default 0: static only
     human = _out(confidence=0.1, reason_codes=[ReasonCode.HUMAN_PROVIDED])
     assert escalation_trigger(human, critical=True, min_confidence=0.9) is None
+
+
+def test_fresh_cached_answer_of_a_critical_role_triggers(demo_policy: PolicyConfig) -> None:
+    """A critical step answered from the cache (every model tier down) escalates even when
+    the cached answer is fresh and above ``min_confidence`` (before: no trigger); a
+    non-critical one does not, and a stale one below the floor stays ``low_confidence``."""
+    role = demo_policy.role("critic")
+    assert role.critical and role.min_confidence > 0
+
+    def cached(age_s: float) -> AgentOutput:
+        return cached_output(
+            role, content="ok", data=None, route="r", model="m", age_s=age_s,
+            reasons=[ReasonCode.MODEL_UNAVAILABLE], attempts=[], latency_ms=1.0,
+        )  # fmt: skip
+
+    fresh = cached(0.0)
+    floor = role.min_confidence
+    assert fresh.confidence > floor
+    assert escalation_trigger(fresh, critical=True, min_confidence=floor) is (
+        EscalationTrigger.CACHED_ONLY
+    )
+    assert escalation_trigger(fresh, critical=False, min_confidence=floor) is None
+    old = cached(role.roster.cache.max_staleness_s * 0.99)
+    assert old.confidence < floor
+    assert escalation_trigger(old, critical=True, min_confidence=floor) is (
+        EscalationTrigger.LOW_CONFIDENCE
+    )
+    reason = trigger_reason(EscalationTrigger.CACHED_ONLY, "critic", fresh, floor)
+    assert "response cache" in reason and "every model tier down" in reason
 
 
 def test_unusable_verdict_is_unreviewed_never_approve() -> None:

@@ -160,12 +160,19 @@ def test_plan_invariants(
         assert not f.cooldowns.get(a.route, 0) > NOW
         assert not (h.cooldown_until or 0) > NOW
         assert (h.context_window or POLICY.endpoint(a.route).context_window) >= min_window
-        assert 0 <= a.worst_case_start_ms < remaining
-        assert a.worst_case_start_ms + a.timeout_ms <= remaining + 1e-6
+        if a.floor:  # a tier's one guaranteed attempt, past the budget, with the floor
+            assert a.timeout_ms == min(r.live_tier_floor, r.attempt_timeout) and not a.hedge
+        else:
+            assert 0 <= a.worst_case_start_ms < remaining
+            assert a.worst_case_start_ms + a.timeout_ms <= remaining + 1e-6
         assert a.timeout_ms <= r.attempt_timeout
         assert a.ttft_budget_ms <= a.timeout_ms
         if a.needs_triage:
             assert a.target_input_tokens is not None and a.target_input_tokens < input_tokens
+    # The floor gives a tier one attempt, only when no attempt of it fits the budget.
+    floored = [a.tier for a in p.attempts if a.floor]
+    assert len(floored) == len(set(floored))
+    assert not any(a.tier in floored for a in p.attempts if not a.floor)
     # Every roster route is accounted for: planned, or skipped with a reason.
     skipped = {s.route for s in p.skipped}
     assert set(r.roster.routes()) == set(planned) | skipped
@@ -368,10 +375,14 @@ def test_budget_bounds_attempts() -> None:
     """Attempts fill the budget in the worst case; the last gets what is left."""
     r = role("critic")  # total 15 s, attempt 6 s
     p = plan(r, POLICY, snap(), facts(), NOW)
-    assert [a.timeout_ms for a in p.attempts] == [6000, 6000, 3000]
-    assert [a.worst_case_start_ms for a in p.attempts] == [0, 6000, 12000]
+    within = [a for a in p.attempts if not a.floor]
+    assert [a.timeout_ms for a in within] == [6000, 6000, 3000]
+    assert [a.worst_case_start_ms for a in within] == [0, 6000, 12000]
     assert {s.code for s in p.skipped} == {SkipReason.NO_BUDGET}
-    p = plan(r, POLICY, snap(), facts(elapsed_ms=14_000), NOW)
+    # Tier 2 fits no more, so it keeps its one floor attempt after them.
+    assert [(a.tier, a.timeout_ms) for a in p.attempts if a.floor] == [(2, r.ttft_budget_ms)]
+    without_floor = r.model_copy(update={"live_tier_floor_ms": 0.0})
+    p = plan(without_floor, POLICY, snap(), facts(elapsed_ms=14_000), NOW)
     assert p.attempts == [] and p.static == r.roster.static
     assert "static fallback" in p.explain()[-1]
 

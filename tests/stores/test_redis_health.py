@@ -95,7 +95,7 @@ async def test_concurrent_admits_respect_trial_budget(
     assert sum(a.permitted for a in admissions) == SETTINGS.half_open_max_trials
     b = await first.breaker(ROUTE)
     assert b.state is BreakerState.HALF_OPEN
-    assert b.trials_in_flight == SETTINGS.half_open_max_trials
+    assert b.trials_in_flight(later) == SETTINGS.half_open_max_trials
 
 
 async def test_state_survives_worker_restart(redis_url: str, namespace: str, redis_client) -> None:

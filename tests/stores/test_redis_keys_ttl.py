@@ -4,7 +4,8 @@ an operator's decision, at most one key per route.
 
 The test drives every writer (outcomes and probes, a trip and a half-open trial, SLA
 demotion, shadow samples and a quality verdict, cost verdict, context window, baselines,
-budgets, the response cache, policy versions), then enumerates the namespace's keys.
+budgets, a call in flight, the response cache, policy versions), then enumerates the
+namespace's keys.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ async def _burst(store: RedisHealthStore, route: str) -> None:
     await store.cost_efficiency(route, now=T0 + 10)
     await store.latency_baseline(route, now=T0 + 10, min_samples=5)
     await store.snapshot([route], now=T0 + 10, window_s=30, min_calls=1, role="planner")
+    await store.in_flight.start(route, "lease-1", now=T0 + 10, until=T0 + 40)
     scope = Scope(name=f"endpoint:{route}", buckets=[Bucket(unit=BudgetUnit.REQUESTS, capacity=60)])
     await store.take_budget([scope], 10, critical=False, now=T0 + 10)
 
@@ -68,7 +70,7 @@ async def test_every_key_has_a_ttl_but_a_forced_breaker(redis_client, namespace:
     untimed = sorted(k for k, ttl in keys.items() if ttl == -1)
     assert untimed == [store.breaker_key(FORCED)]
     kinds = {k.split("}:")[-1] for k in keys if "}:" in k}
-    assert {"b", "qr", "r", "p", "base", "cw", "cv"} <= kinds  # every writer ran
+    assert {"b", "qr", "r", "p", "base", "cw", "cv", "f"} <= kinds  # every writer ran
     assert any(f"{namespace}:sla:" in k for k in keys)
     assert any(f"{namespace}:slat:" in k for k in keys)
     for route in ROUTES:

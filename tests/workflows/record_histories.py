@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any, NamedTuple
 
 from temporalio.client import WorkflowExecutionStatus
 
+from agent_failover.activities.health_models import ProbeInput
 from agent_failover.activities.notify import WEBHOOK_SECRET_ENV, WEBHOOK_URL_ENV
 from agent_failover.activities.policy_registry import POLICY_REGISTRY, policy_body
 from agent_failover.cli.qualify import QualifyArgs, build_input
@@ -33,6 +35,7 @@ from agent_failover.config.loader import load_policy
 from agent_failover.datasets import DATASETS_DIR
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.resilience.models import ChatRequest, Message
+from agent_failover.resilience.options import CallOptions
 from agent_failover.resilience.qualification import (
     QualificationLock,
     RoleQualification,
@@ -52,6 +55,7 @@ from agent_failover.workflows.models import (
     EscalationDecision,
     EscalationState,
     MonitorInput,
+    MonitorPolicy,
     PipelineInput,
     PipelineOptions,
     PipelineResult,
@@ -317,6 +321,32 @@ async def _escalation_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
     return runs
 
 
+async def _cached_escalation_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A healthy run fills the cache; with every route down the same task's planner is
+    answered from it and escalates (``cached_only``); an operator accepts degraded."""
+    await admin.reset()
+    task = "Compare two ways to shard the orders table"
+    inp = PipelineInput(task=task, options=PipelineOptions(revision_rounds=0))
+    await _pipeline(h, "cached-fill", inp)
+    for ep in ALL_ENDPOINTS:
+        await admin.set_faults(ep, [{"kind": "auth_error"}])
+    wid = f"escalation-cached-{uuid.uuid4().hex[:6]}"
+    handle = await h.client.start_workflow(
+        AgentPipelineWorkflow.run, inp, id=wid, task_queue=h.task_queue
+    )
+    while True:
+        st = await handle.query(AgentPipelineWorkflow.status)
+        if st.escalation.value == "pending":
+            break
+        await asyncio.sleep(0.1)
+    assert [b.trigger for b in st.pending_escalation.blocked_steps] == ["cached_only"]
+    accept = EscalationDecision(action=EscalationAction.ACCEPT_DEGRADED, operator="recorder")
+    await handle.execute_update(AgentPipelineWorkflow.resolve, accept)
+    await handle.result()
+    await admin.reset()
+    return [Recorded("pipeline_escalation_cached", wid)]
+
+
 async def _quality_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
     """A shadow-sampled call and a pipeline whose degraded steps were revised, each on its
     own worker: their policies differ from the shared one."""
@@ -384,6 +414,41 @@ async def _monitor_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
     return [Recorded("monitor_rounds", wid, handle.result_run_id)]
 
 
+async def _monitor_follow_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A monitor started with one route, brought to a policy with two by the
+    ``follow_policy`` update, then continuing as new with both (issue 22 §1.6)."""
+    await admin.reset()
+    wid = f"monitor-follow-{uuid.uuid4().hex[:6]}"
+    handle = await h.client.start_workflow(
+        monitor.HealthMonitorWorkflow.run,
+        MonitorInput(routes=["openai-us"], interval_s=1.0, iterations_per_run=3),
+        id=wid,
+        task_queue=h.task_queue,
+    )
+    grown = MonitorPolicy(
+        routes=["anthropic-us-east", "openai-us"],
+        interval_s=1.0,
+        policy_ref="0123456789abcdef",
+        since=time.time(),
+    )
+    await handle.execute_update(monitor.HealthMonitorWorkflow.follow_policy, grown)
+    first = h.client.get_workflow_handle(wid, run_id=handle.result_run_id)
+    await _until_continued_as_new(first)
+    await handle.terminate()
+    return [Recorded("monitor_follows_policy", wid, handle.result_run_id)]
+
+
+async def _probe_retry_after_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A probe meets a 429 with a short Retry-After on the primary; the next call waits it
+    out (a timer) and is answered by the primary (issue 22 §1.7)."""
+    await admin.reset()
+    await admin.set_faults("anthropic-us-east", [{"kind": "rate_limit", "retry_after": 1.5}])
+    probe = ProbeInput(route="anthropic-us-east", now=time.time(), interval_s=10)
+    await h.activities.probes.probe_endpoint(probe)
+    await admin.clear()
+    return [Recorded("call_waits_out_retry_after", await _call(h, "plain", "after a 429"))]
+
+
 async def _until_continued_as_new(handle: Any) -> None:
     """Wait (up to a minute) until the run behind ``handle`` continued as new."""
     for _ in range(120):
@@ -440,6 +505,30 @@ async def _policy_store_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
     return [Recorded("call_policy_store", await _call(h, "plain", "by ref"))]
 
 
+async def _failover_rule_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A 400 on the primary's wire answered on another wire (patch
+    ``invalid-request-per-wire``), and a call whose primary ate its 3 s deadline, answered
+    by its tier-1 floor attempt (patch ``live-tier-floor``)."""
+    await admin.reset()
+    await admin.set_faults("anthropic-us-east", [{"kind": "http_error", "status": 400}])
+    runs = [Recorded("call_invalid_request_other_wire", await _call(h, "plain", "bad param"))]
+    await admin.set_faults("anthropic-us-east", [{"kind": "slow_first_token", "seconds": 30}])
+    wid = f"floor-{uuid.uuid4().hex[:6]}"
+    await h.call("plain", "floor", options=CallOptions(deadline_ms=3000), workflow_id=wid)
+    runs.append(Recorded("call_live_tier_floor", wid))
+    await admin.reset()
+    return runs
+
+
+async def _role_read_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A plain call after a few on the same role: its snapshot, read for the role, writes
+    the primary's numbers once and leaves the idle routes out (``role_read``)."""
+    await admin.reset()
+    for i in range(3):
+        await _call(h, "plain", f"warm {i}")
+    return [Recorded("call_role_read_snapshot", await _call(h, "plain", "role read"))]
+
+
 async def _pipeline(h: Harness, prefix: str, inp: PipelineInput | None = None) -> str:
     """Run one pipeline (by default the healthy demo task) to its end; its workflow id."""
     wid = f"{prefix}-{uuid.uuid4().hex[:6]}"
@@ -466,6 +555,7 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("pipeline_healthy", "pipeline_failover", "call_hedged"), _classic_runs),
     (("call_summarized",), _summarized_run),
     (("pipeline_escalation", "pipeline_escalation_notified"), _escalation_runs),
+    (("pipeline_escalation_cached",), _cached_escalation_runs),
     (("pipeline_agent_tools_rollback", "pipeline_agent_tools_cancelled"), _agent_tool_runs),
     (("call_shadowed", "pipeline_rerun"), _quality_runs),
     (
@@ -473,12 +563,16 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
         _bulkhead_runs,
     ),
     (("monitor_rounds",), _monitor_runs),
+    (("monitor_follows_policy",), _monitor_follow_runs),
+    (("call_waits_out_retry_after",), _probe_retry_after_run),
     (
         ("pipeline_action_maybe_applied", "pipeline_agent_tools_maybe_applied"),
         _maybe_applied_runs,
     ),
     (("call_policy_store",), _policy_store_run),
+    (("call_role_read_snapshot",), _role_read_run),
     (("call_unqualified", "qualify_continue_as_new", "qualify_final"), _qualification_runs),
+    (("call_invalid_request_other_wire", "call_live_tier_floor"), _failover_rule_runs),
 ]
 #: Every history the recorders produce (the replay test expects exactly these).
 HISTORY_NAMES = frozenset(name for names, _ in RECORDERS for name in names)

@@ -57,6 +57,8 @@ EXPECTED_HISTORIES = {
     # An escalated run with no webhook configured, and one paging on-call.
     "pipeline_escalation",
     "pipeline_escalation_notified",
+    # A planner answered from the cache with every route down: it escalates (cached_only).
+    "pipeline_escalation_cached",
     # Specialists' tool calls rolled back by a failed action, and unwound on a cancellation.
     "pipeline_agent_tools_rollback",
     "pipeline_agent_tools_cancelled",
@@ -72,12 +74,22 @@ EXPECTED_HISTORIES = {
     "call_bulkhead_overflow",
     # Monitor rounds that outlast their interval (timed from their start).
     "monitor_rounds",
+    # A monitor brought to a new policy by its follow_policy update, continuing with it.
+    "monitor_follows_policy",
+    # A call waiting out a probe's short Retry-After on its primary (a timer, a patch).
+    "call_waits_out_retry_after",
     # A call whose policy version comes from the policy store.
     "call_policy_store",
+    # A call whose role context writes its snapshot read for the role (``role_read``).
+    "call_role_read_snapshot",
     # A call that skips an unqualified route; a qualification run and its continuation.
     "call_unqualified",
     "qualify_continue_as_new",
     "qualify_final",
+    # A 400 on one wire answered by another's route; a call answered by its tier-1 floor
+    # attempt once its primary had spent the deadline.
+    "call_invalid_request_other_wire",
+    "call_live_tier_floor",
 }
 
 
