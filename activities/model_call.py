@@ -137,12 +137,7 @@ class ModelCallActivities:
             wait = self._rate_limit_wait(inp, err, at)
             raise to_application_error(inp.route, err, elapsed_ms, wait) from err
         except asyncio.CancelledError:
-            # A hedge loser or a workflow cancel: not the route's fault, free the trial slot.
-            await self._settle_unanswered(inp, grant, workflow_now(base, started))
-            if admission.trial:
-                now = workflow_now(base, started)
-                await self._deps.health.release_trial(inp.route, now, admission.lease)
-            _raise_if_abandoned()
+            await self._on_cancelled(inp, grant, admission, workflow_now(base, started))
             raise
         finally:
             beat.cancel()
@@ -153,6 +148,16 @@ class ModelCallActivities:
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
         ).for_route(inp.route)
+
+    async def _on_cancelled(
+        self, inp: CallModelInput, grant: BudgetGrant, admission: Admission, now: float
+    ) -> None:
+        """A hedge loser or a workflow cancel: not the route's fault, free the trial slot
+        (raises ``AttemptAbandoned`` for a loser whose run has ended)."""
+        await self._settle_unanswered(inp, grant, now)
+        if admission.trial:
+            await self._deps.health.release_trial(inp.route, now, admission.lease)
+        _raise_if_abandoned()
 
     def _lease(self, inp: CallModelInput, now: float) -> CallLease:
         """The attempt's in-flight lease, taken beside the provider call (no added round
