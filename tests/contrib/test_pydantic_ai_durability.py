@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio import workflow
-from temporalio.client import WorkflowHandle, WorkflowQueryFailedError
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from agent_failover import AgentOutput, EscalationOutcome, escalate
@@ -142,6 +142,9 @@ async def test_the_standby_answers_each_attempt_an_activity(
 
 async def _pending(handle: WorkflowHandle) -> EscalationStatus:
     for _ in range(300):
+        if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
+            await handle.result()  # raises the run's failure
+            pytest.fail("the run ended without escalating")
         try:
             st = await handle.query("escalation", result_type=EscalationStatus)
         except WorkflowQueryFailedError:  # not registered before the first escalation
