@@ -20,8 +20,8 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner, Result
 
-from agent_failover.cli.main import app
 from agent_failover import logs
+from agent_failover.cli.main import app
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.testing.harness import Harness, make_harness, running
