@@ -24,6 +24,7 @@ from agent_failover.activities.policy_versions import PolicyPublisher
 from agent_failover.resilience.breaker import Transition
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import CallOutcome
+from agent_failover.stores.after_call import AfterCallWrites, CachePut
 from agent_failover.stores.cache import ResponseCache
 from agent_failover.stores.health import HealthStore
 from agent_failover.telemetry import record
@@ -66,12 +67,20 @@ class ActivityDeps:
         self.gates = {b: asyncio.Semaphore(n) for b, n in (bulkhead_slots or {}).items()}
         self._subsets: dict[tuple[str, tuple[str, ...] | None], tuple[PolicyConfig, str]] = {}
         self.policy_versions = PolicyPublisher()
+        self._after_call: AfterCallWrites | None = None
 
     def bind_stores(self, health: HealthStore, cache: ResponseCache) -> None:
         """Attach the stores when they are connected after construction (the plugin's case:
         workers are configured synchronously, Redis is connected when the worker starts)."""
         self.health = health
         self.cache = cache
+
+    def _writes(self) -> AfterCallWrites:
+        """The after-call writes over the stores bound now (rebuilt if they were rebound)."""
+        w = self._after_call
+        if w is None or w.health is not self.health or w.cache is not self.cache:
+            w = self._after_call = AfterCallWrites(self.health, self.cache)
+        return w
 
     async def publish_policies(self) -> list[str]:
         """Write the subset of every role this worker serves to the policy store (bound on
@@ -91,9 +100,12 @@ class ActivityDeps:
             self._subsets[key] = (subset, policy_ref(subset))
         return self._subsets[key]
 
-    async def record(self, outcome: CallOutcome, settings: Any) -> Transition | None:
-        """Record ``outcome`` in the health store; log and count a breaker transition."""
-        transition = await self.health.record(outcome, settings)
+    async def record(
+        self, outcome: CallOutcome, settings: Any, put: CachePut | None = None
+    ) -> Transition | None:
+        """Record ``outcome`` in the health store (and cache ``put`` with it: one round trip
+        when both stores share a Redis); log and count a breaker transition."""
+        transition = await self._writes().write(outcome, settings, put)
         if transition is not None:
             log.warning(
                 "breaker %s: %s -> %s (%s)",

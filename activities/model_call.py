@@ -11,7 +11,6 @@ full answer when asked, and maps a failure to what Temporal retries
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -45,11 +44,10 @@ from agent_failover.resilience.estimate import estimate_request_tokens
 from agent_failover.resilience.models import ChatReply
 from agent_failover.resilience.outcomes import BREAKER_REJECTED, RATE_BUDGET
 from agent_failover.resilience.ratelimit import RateLimitWait, same_route_wait_s
+from agent_failover.stores.after_call import CachePut
 from agent_failover.stores.budgets import BudgetGrant
 from agent_failover.stores.cache import CachedEntry
 from agent_failover.telemetry import record
-
-log = logging.getLogger(__name__)
 
 #: Heartbeat cadence of a model call, the first one this long after it starts
 #: (cancellation rides on heartbeats; the worker's core sends at most one every 4 s of
@@ -202,15 +200,17 @@ class ModelCallActivities:
         grant: BudgetGrant,
         settings: BreakerSettings,
     ) -> None:
-        """Record the success, settle the rate budget, write the cache when it qualifies."""
-        await self._deps.record(outcome, settings)
+        """Record the success with the cache write when it qualifies (one round trip when
+        the stores share a Redis), settle the rate budget."""
+        # A turn that asks for tools is not an answer: served from the cache later it would
+        # read as an empty reply (the cache keeps text, not tool calls).
+        put = None
+        if inp.cache is not None and not reply.tool_calls:
+            put = _cache_put(inp, reply, data, outcome.at)
+        await self._deps.record(outcome, settings, put)
         if grant.limited:
             used = reply.usage.input_tokens + reply.usage.output_tokens
             await self._deps.health.settle_budget(grant, used, outcome.at)
-        # A turn that asks for tools is not an answer: served from the cache later it would
-        # read as an empty reply (the cache keeps text, not tool calls).
-        if inp.cache is not None and not reply.tool_calls:
-            await self._cache_answer(inp, reply, data, outcome.at)
         record.attempt_answered(inp.role, endpoint, reply)
 
     async def _take_budget(
@@ -246,28 +246,6 @@ class ModelCallActivities:
         have read the prompt) and gives back the output reservation."""
         if grant.limited:
             await self._deps.health.settle_budget(grant, estimate_request_tokens(inp.request), at)
-
-    async def _cache_answer(
-        self, inp: CallModelInput, reply: ChatReply, data: Any, at: float
-    ) -> None:
-        """Write the answer to the response cache (the workflow asked: it is a full answer).
-
-        Done here rather than in a second activity, which cost a whole Temporal round trip
-        per successful call. A cache that fails must not fail an answer already obtained.
-        """
-        assert inp.cache is not None
-        entry = CachedEntry(
-            role=inp.role,
-            content=reply.text,
-            data=data,
-            model=reply.model,
-            route=inp.route,
-            stored_at=at,
-        )
-        try:
-            await self._deps.cache.put(inp.cache.key, entry, keep_s=inp.cache.keep_s)
-        except Exception as exc:  # any cache fault; cancellation is not an Exception
-            log.warning("response cache write for role %r failed: %s", inp.role, exc)
 
     def _rate_limit_wait(
         self, inp: CallModelInput, err: ProviderError, at: float
@@ -344,6 +322,24 @@ def _refusal_details(admission: Admission, now: float) -> dict[str, Any]:
     if admission.reason is BreakerReason.TRIAL_SLOTS_FULL and admission.retry_at is not None:
         details["retry_after_s"] = max(admission.retry_at - now, 0.0)
     return details
+
+
+def _cache_put(inp: CallModelInput, reply: ChatReply, data: Any, at: float) -> CachePut:
+    """The answer as the response cache keeps it (the workflow asked: a full answer).
+
+    Written here rather than in a second activity, which cost a whole Temporal round trip
+    per successful call; a cache that fails never fails the answer (:mod:`stores.after_call`).
+    """
+    assert inp.cache is not None
+    entry = CachedEntry(
+        role=inp.role,
+        content=reply.text,
+        data=data,
+        model=reply.model,
+        route=inp.route,
+        stored_at=at,
+    )
+    return CachePut(inp.cache.key, entry, inp.cache.keep_s)
 
 
 def _answered(

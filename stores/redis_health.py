@@ -26,10 +26,15 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
+from typing import TYPE_CHECKING
 
 import redis.asyncio as aioredis
 
-from agent_failover.resilience.admission import Admission
+from agent_failover.resilience.admission import (
+    DEFAULT_ADMIT_FROM_READ_S,
+    Admission,
+    admit_from_read,
+)
 from agent_failover.resilience.baseline import LatencyBaseline
 from agent_failover.resilience.breaker import (
     DEFAULT_TRIAL_HOLD_S,
@@ -68,6 +73,9 @@ from agent_failover.stores.redis_reads import RedisSnapshots
 from agent_failover.stores.redis_shared_budgets import SharedBudgets
 from agent_failover.stores.status import StoreStatus
 
+if TYPE_CHECKING:
+    from agent_failover.stores.after_call import QueuedWrite
+
 DEFAULT_NAMESPACE = "failover"
 DEFAULT_TTL_S = 3600.0
 DEFAULT_MAX_PENDING = 2048
@@ -87,11 +95,16 @@ class RedisHealthStore(SharedBudgets):
         max_pending: int = DEFAULT_MAX_PENDING,
         reconnect_interval_s: float = DEFAULT_RECONNECT_INTERVAL_S,
         clock: Callable[[], float] = time.time,
+        admit_from_read_s: float = DEFAULT_ADMIT_FROM_READ_S,
+        read_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Use ``client`` (see :func:`stores.redis_link.fail_fast_client`) under ``namespace``.
 
         ``ttl_s`` must exceed ``horizon_s`` so a route's window outlives its samples;
-        ``clock`` only paces reconnect attempts and stamps ``degraded_since``.
+        ``clock`` only paces reconnect attempts and stamps ``degraded_since``. A call's
+        admission on a route whose breaker this process read CLOSED at most
+        ``admit_from_read_s`` ago (on ``read_clock``) is answered from that read, without
+        a round trip (:func:`resilience.admission.admit_from_read`; 0 asks Redis always).
         """
         if ttl_s < horizon_s:
             raise ValueError(f"ttl_s ({ttl_s}) must be >= horizon_s ({horizon_s})")
@@ -106,8 +119,11 @@ class RedisHealthStore(SharedBudgets):
             ttl_s=ttl_s,
             horizon_s=horizon_s,
             baseline_refresh_s=baseline_refresh_s,
+            read_clock=read_clock,
         )
         self.keys = ctx.keys
+        self.admit_from_read_s = admit_from_read_s
+        self._seen = ctx.seen
         self._breakers = RedisBreakers(ctx)
         self._outcomes = RedisOutcomes(ctx, self._breakers)
         self._reads = RedisSnapshots(ctx)
@@ -120,6 +136,7 @@ class RedisHealthStore(SharedBudgets):
             reconnect_interval_s=reconnect_interval_s,
             clock=clock,
         )
+        self.link = link
         self._fallback = RedisFallback(
             link,
             ctx.seen,
@@ -138,15 +155,30 @@ class RedisHealthStore(SharedBudgets):
         """The hash holding ``route``'s breaker."""
         return self.keys.breaker(route)
 
-    async def record(self, outcome: CallOutcome, settings: BreakerSettings) -> Transition | None:
-        """Append ``outcome`` and apply the breaker, atomically per route across workers."""
+    async def record(
+        self,
+        outcome: CallOutcome,
+        settings: BreakerSettings,
+        *,
+        also: QueuedWrite | None = None,
+    ) -> Transition | None:
+        """Append ``outcome`` and apply the breaker, atomically per route across workers.
+
+        ``also`` (another store's write to the same server, :mod:`stores.after_call`)
+        rides in the record's round trip; if that round trip is never sent (Redis is lost
+        already) it is written on its own, with its own store's fallback.
+        """
         nonce = new_nonce()
-        return await self._fallback.run(
-            lambda: self._outcomes.record(outcome, settings, nonce),
-            lambda local: local.record(outcome, settings),
-            replay=PendingRecord(outcome, settings, nonce),
-            replay_first=True,
-        )
+        try:
+            return await self._fallback.run(
+                lambda: self._outcomes.record(outcome, settings, nonce, also),
+                lambda local: local.record(outcome, settings),
+                replay=PendingRecord(outcome, settings, nonce),
+                replay_first=True,
+            )
+        finally:
+            if also is not None and not also.settled:
+                await also.alone()
 
     async def latency_baseline(
         self, route: str, *, now: float, min_samples: int
@@ -167,8 +199,21 @@ class RedisHealthStore(SharedBudgets):
         probe: bool = False,
     ) -> Admission:
         """Ask the breaker; a half-open trial slot's lease is taken by compare-and-set (a
-        probe takes none)."""
+        probe takes none).
+
+        A call on a route this process read CLOSED (or FORCED_CLOSED) within
+        ``admit_from_read_s`` (the role context's snapshot before the plan, an earlier
+        record or admission) is admitted from that read, without a round trip: a breaker
+        another worker opened since admits calls here for at most that long. Any other
+        state, an older read, a probe or a degraded link asks Redis (or the local view).
+        """
         hold = DEFAULT_TRIAL_HOLD_S if hold_s is None else hold_s
+        read = self._seen.breaker_reads.get(route)
+        if read is not None and not probe and not self.link.degraded:
+            sent_at, b = read
+            age = self._seen.clock() - sent_at
+            if (fresh := admit_from_read(b, age, self.admit_from_read_s)) is not None:
+                return fresh
         return await self._fallback.run(
             lambda: self._breakers.admit(route, settings, now, hold_s=hold, probe=probe),
             lambda local: local.admit(route, settings, now, hold_s=hold, probe=probe),
