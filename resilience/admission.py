@@ -141,17 +141,19 @@ def _pruned(b: Breaker, now: float) -> Breaker:
 DEFAULT_ADMIT_FROM_READ_S = 1.0
 
 
-def admit_from_read(b: Breaker, age_s: float, max_age_s: float) -> Admission | None:
+def admit_from_read(b: Breaker, now: float, age_s: float, max_age_s: float) -> Admission | None:
     """The admission a recent read of the breaker already answers, or None (ask the store).
 
     Only a CLOSED or FORCED_CLOSED breaker read at most ``max_age_s`` ago answers: its
     admission is a pure read (no lease, no write, no time-driven move), so a fresh read is
     as good as a new one except for what changed since, which is bounded by the age. An
     OPEN breaker (it may be due for HALF_OPEN), a HALF_OPEN one (a trial needs a lease,
-    taken by compare-and-set) and a forced-open one always go to the store, as does a
-    read of unknown or negative age (a clock that went backwards).
+    taken by compare-and-set), a forced-open one and a route in a 429's cool-down at
+    ``now`` always go to the store, as does a read of negative age (a clock gone back).
     """
     if b.state not in (_S.CLOSED, _S.FORCED_CLOSED):
+        return None
+    if b.cooldown_until is not None and b.cooldown_until > now:
         return None
     if not 0.0 <= age_s <= max_age_s:
         return None

@@ -212,7 +212,7 @@ class RedisHealthStore(SharedBudgets):
         if read is not None and not probe and not self.link.degraded:
             sent_at, b = read
             age = self._seen.clock() - sent_at
-            if (fresh := admit_from_read(b, age, self.admit_from_read_s)) is not None:
+            if (fresh := admit_from_read(b, now, age, self.admit_from_read_s)) is not None:
                 return fresh
         return await self._fallback.run(
             lambda: self._breakers.admit(route, settings, now, hold_s=hold, probe=probe),
