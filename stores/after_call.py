@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 from redis.asyncio.cluster import RedisCluster
 
@@ -32,30 +31,6 @@ from agent_failover.stores.health import HealthStore, RedisHealthStore
 from agent_failover.stores.redis_link import RedisLink, describe
 
 log = logging.getLogger(__name__)
-
-
-class QueuedWrite(Protocol):
-    """Another store's write riding in the health store's pipeline."""
-
-    #: True once the write's fate is settled (answered, failed, or written on its own).
-    settled: bool
-
-    def queue(self, pipe: Any) -> None:
-        """Queue the write's commands on ``pipe``."""
-        ...
-
-    async def done(self, results: list[Any]) -> None:
-        """The pipeline answered: the write's replies (an exception instance where a
-        command failed)."""
-        ...
-
-    async def failed(self, exc: BaseException) -> None:
-        """The round trip failed (Redis lost) before the write was answered."""
-        ...
-
-    async def alone(self) -> None:
-        """The pipeline was never sent (the health store was degraded): write on its own."""
-        ...
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """What the parts of the Redis health store share: the client, its key names and scripts,
-the TTLs, and the last state this process read from Redis.
+the TTLs, and the last state this process read from Redis; and :class:`QueuedWrite`, the
+shape of another store's write riding in the outcome record's pipeline
+(:mod:`stores.after_call`).
 
 That last state (:class:`SeenState`) is what the store falls back to when Redis is lost:
 every part updates it as it reads or writes, and :meth:`SeenState.local_view` seeds a
@@ -12,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
@@ -22,6 +25,30 @@ from agent_failover.stores.memory_health import MemoryHealthStore
 from agent_failover.stores.memory_routes import RouteFacts
 from agent_failover.stores.redis_keys import BUCKET_TTL_MARGIN_S, HealthKeys
 from agent_failover.stores.redis_scripts import HealthScripts
+
+
+class QueuedWrite(Protocol):
+    """Another store's write riding in the health store's pipeline."""
+
+    #: True once the write's fate is settled (answered, failed, or written on its own).
+    settled: bool
+
+    def queue(self, pipe: Any) -> None:
+        """Queue the write's commands on ``pipe``."""
+        ...
+
+    async def done(self, results: list[Any]) -> None:
+        """The pipeline answered: the write's replies (an exception instance where a
+        command failed)."""
+        ...
+
+    async def failed(self, exc: BaseException) -> None:
+        """The round trip failed (Redis lost) before the write was answered."""
+        ...
+
+    async def alone(self) -> None:
+        """The pipeline was never sent (the health store was degraded): write on its own."""
+        ...
 
 
 @dataclass

@@ -26,7 +26,6 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING
 
 import redis.asyncio as aioredis
 
@@ -55,7 +54,7 @@ from agent_failover.stores.budgets import BudgetBuckets
 from agent_failover.stores.memory_health import DEFAULT_BASELINE_REFRESH_S, MemoryHealthStore
 from agent_failover.stores.redis_breakers import RedisBreakers
 from agent_failover.stores.redis_budgets import RedisBudgets
-from agent_failover.stores.redis_context import RedisContext
+from agent_failover.stores.redis_context import QueuedWrite, RedisContext
 from agent_failover.stores.redis_cost import RedisCost
 from agent_failover.stores.redis_facts import RedisFacts
 from agent_failover.stores.redis_fallback import (
@@ -72,9 +71,6 @@ from agent_failover.stores.redis_outcomes import RedisOutcomes, new_nonce
 from agent_failover.stores.redis_reads import RedisSnapshots
 from agent_failover.stores.redis_shared_budgets import SharedBudgets
 from agent_failover.stores.status import StoreStatus
-
-if TYPE_CHECKING:
-    from agent_failover.stores.after_call import QueuedWrite
 
 DEFAULT_NAMESPACE = "failover"
 DEFAULT_TTL_S = 3600.0
@@ -121,24 +117,19 @@ class RedisHealthStore(SharedBudgets):
             baseline_refresh_s=baseline_refresh_s,
             read_clock=read_clock,
         )
-        self.keys = ctx.keys
-        self.admit_from_read_s = admit_from_read_s
-        self._seen = ctx.seen
+        self.keys, self._seen, self.admit_from_read_s = ctx.keys, ctx.seen, admit_from_read_s
         self._breakers = RedisBreakers(ctx)
         self._outcomes = RedisOutcomes(ctx, self._breakers)
         self._reads = RedisSnapshots(ctx)
         self._facts = RedisFacts(ctx)
         self._cost = RedisCost(ctx)
         self._budgets = BudgetBuckets(RedisBudgets(client, namespace=namespace))
-        link = RedisLink(
-            client,
-            name=f"health store [{namespace}]",
-            reconnect_interval_s=reconnect_interval_s,
-            clock=clock,
+        name = f"health store [{namespace}]"
+        self.link = RedisLink(
+            client, name=name, reconnect_interval_s=reconnect_interval_s, clock=clock
         )
-        self.link = link
         self._fallback = RedisFallback(
-            link,
+            self.link,
             ctx.seen,
             max_pending=max_pending,
             horizon_s=horizon_s,

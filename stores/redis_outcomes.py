@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from redis.exceptions import NoScriptError
 
@@ -51,13 +50,10 @@ from agent_failover.stores.redis_breakers import (
     contention,
     parse_breaker,
 )
-from agent_failover.stores.redis_context import RedisContext
+from agent_failover.stores.redis_context import QueuedWrite, RedisContext
 from agent_failover.stores.redis_keys import HOURLY_TTL_MS
 from agent_failover.stores.redis_link import REDIS_DOWN
 from agent_failover.stores.redis_scripts import merged_fields
-
-if TYPE_CHECKING:
-    from agent_failover.stores.after_call import QueuedWrite
 
 _NONCE_LEN = 16
 
