@@ -15,19 +15,20 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from agent_failover.activities.policy_registry import policy_ref
-from agent_failover.activities.policy_versions import PolicyPublisher
 from agent_failover.resilience.breaker import Transition
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import CallOutcome
-from agent_failover.stores.after_call import AfterCallWrites, CachePut
-from agent_failover.stores.cache import ResponseCache
-from agent_failover.stores.health import HealthStore
 from agent_failover.telemetry import record
+
+if TYPE_CHECKING:
+    import httpx
+
+    from agent_failover.stores.after_call import AfterCallWrites, CachePut
+    from agent_failover.stores.cache import ResponseCache
+    from agent_failover.stores.health import HealthStore
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,8 @@ class ActivityDeps:
         self.overflow_queue_for = overflow_queue_for
         self.gates = {b: asyncio.Semaphore(n) for b, n in (bulkhead_slots or {}).items()}
         self._subsets: dict[tuple[str, tuple[str, ...] | None], tuple[PolicyConfig, str]] = {}
+        from agent_failover.activities.policy_versions import PolicyPublisher  # worker side
+
         self.policy_versions = PolicyPublisher()
         self._after_call: AfterCallWrites | None = None
 
@@ -77,6 +80,8 @@ class ActivityDeps:
 
     def _writes(self) -> AfterCallWrites:
         """The after-call writes over the stores bound now (rebuilt if they were rebound)."""
+        from agent_failover.stores.after_call import AfterCallWrites  # worker side
+
         w = self._after_call
         if w is None or w.health is not self.health or w.cache is not self.cache:
             w = self._after_call = AfterCallWrites(self.health, self.cache)

@@ -64,6 +64,7 @@ class HealthActivities:
             rows=[snap.get(r).model_copy(update={"recent": []}) for r in routes],
             breakers=breakers,
             store=status.backend,
+            store_namespace=status.namespace,
             store_degraded=not status.healthy,
             store_error=status.last_error,
             store_degraded_since=status.degraded_since,

@@ -159,6 +159,8 @@ class HealthTable(BaseModel):
     rows: list[RouteHealth]
     breakers: list[Breaker]
     store: str
+    #: The prefix of the shared store's keys (None: in memory, or a table from before it).
+    store_namespace: str | None = None
     store_degraded: bool = False
     #: Why the shared store is degraded and since when (Redis lost: a local view is served).
     store_error: str | None = None

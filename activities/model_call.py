@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
+from agent_failover.activities.call_leases import CallLease
 from agent_failover.activities.deps import ActivityDeps, workflow_now
 from agent_failover.activities.failures import (
     BULKHEAD_FULL,
@@ -26,9 +27,6 @@ from agent_failover.activities.failures import (
     to_application_error,
 )
 from agent_failover.activities.models import CallModelInput, CallModelResult
-from agent_failover.providers.client import Budgets
-from agent_failover.providers.registry import complete
-from agent_failover.providers.validate import validate_reply
 from agent_failover.resilience.admission import Admission
 from agent_failover.resilience.breaker import BreakerReason
 from agent_failover.resilience.budget import scopes_for
@@ -44,10 +42,12 @@ from agent_failover.resilience.estimate import estimate_request_tokens
 from agent_failover.resilience.models import ChatReply
 from agent_failover.resilience.outcomes import BREAKER_REJECTED, RATE_BUDGET
 from agent_failover.resilience.ratelimit import RateLimitWait, same_route_wait_s
-from agent_failover.stores.after_call import CachePut
 from agent_failover.stores.budgets import BudgetGrant
-from agent_failover.stores.cache import CachedEntry
 from agent_failover.telemetry import record
+
+if TYPE_CHECKING:
+    from agent_failover.providers.client import Budgets
+    from agent_failover.stores.after_call import CachePut
 
 #: Heartbeat cadence of a model call, the first one this long after it starts
 #: (cancellation rides on heartbeats; the worker's core sends at most one every 4 s of
@@ -99,6 +99,9 @@ class ModelCallActivities:
 
     async def _call_model(self, inp: CallModelInput) -> CallModelResult:
         """One attempt on one route: admit, stream, validate, record, classify."""
+        from agent_failover.providers.registry import complete  # worker side
+        from agent_failover.providers.validate import validate_reply
+
         endpoint = self._endpoint(inp.route)
         settings = self._deps.policy.trial_settings(inp.route, inp.role)
         base = _attempt_base(inp.now)
@@ -108,6 +111,7 @@ class ModelCallActivities:
         grant = await self._take_budget(inp, reserved, admission, workflow_now(base, started))
         progress = _Progress()
         beat = asyncio.create_task(_heartbeat_loop(progress))
+        lease = self._lease(inp, workflow_now(base, started))
         reply: ChatReply | None = None
         try:
             reply = await complete(
@@ -140,11 +144,19 @@ class ModelCallActivities:
             raise
         finally:
             beat.cancel()
+            released = lease.release_soon()  # given back while the answer is recorded
         outcome = _answered(inp.route, reply, workflow_now(base, started), admission, inp.role)
         await self._on_answer(inp, endpoint, reply, data, outcome, grant, settings)
+        await released
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
         ).for_route(inp.route)
+
+    def _lease(self, inp: CallModelInput, now: float) -> CallLease:
+        """The attempt's in-flight lease, taken beside the provider call (no added round
+        trip): the health monitor leaves a route with a user call in flight alone."""
+        leases = self._deps.health.in_flight
+        return CallLease(leases, inp.route, now=now, timeout_s=inp.timeout_ms / 1000)
 
     def _endpoint(self, route: str) -> EndpointConfig:
         try:
@@ -179,6 +191,8 @@ class ModelCallActivities:
         return admission
 
     def _budgets(self, inp: CallModelInput) -> Budgets:
+        from agent_failover.providers.client import Budgets  # worker side
+
         return Budgets(
             connect_s=min(self._deps.connect_s, inp.timeout_ms / 1000),
             ttft_s=inp.ttft_budget_ms / 1000,
@@ -330,6 +344,9 @@ def _cache_put(inp: CallModelInput, reply: ChatReply, data: Any, at: float) -> C
     Written here rather than in a second activity, which cost a whole Temporal round trip
     per successful call; a cache that fails never fails the answer (:mod:`stores.after_call`).
     """
+    from agent_failover.stores.after_call import CachePut  # worker side
+    from agent_failover.stores.cache import CachedEntry
+
     assert inp.cache is not None
     entry = CachedEntry(
         role=inp.role,

@@ -36,14 +36,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from agent_failover.providers.client import default_ssl_context
 from agent_failover.resilience.notify import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -56,6 +54,9 @@ from agent_failover.resilience.notify import (
 )
 from agent_failover.telemetry import names
 from agent_failover.telemetry.spans import event
+
+if TYPE_CHECKING:
+    import httpx
 
 WEBHOOK_URL_ENV = "FAILOVER_ESCALATION_WEBHOOK_URL"
 WEBHOOK_SECRET_ENV = "FAILOVER_ESCALATION_WEBHOOK_SECRET"
@@ -87,6 +88,10 @@ def build_webhook_client() -> httpx.AsyncClient:
     the client is built (at worker start). No redirects (a webhook that redirects is
     misconfigured), no retries (Temporal owns them). Close it on shutdown.
     """
+    import httpx  # worker side: workflow code imports this module's names
+
+    from agent_failover.providers.client import default_ssl_context
+
     return httpx.AsyncClient(
         trust_env=True,
         verify=default_ssl_context(),  # the process's shared context (same CA settings)
@@ -185,6 +190,8 @@ class EscalationNotifier:
         }
         if settings.secret:
             headers[SIGNATURE_HEADER] = sign(settings.secret, body, int(self._clock()))
+        import httpx  # worker side
+
         try:
             resp = await self._http.post(
                 url, content=body, headers=headers, timeout=httpx.Timeout(settings.timeout_s)

@@ -95,10 +95,22 @@ class ProbeActivities:
         snap = await self._deps.health.snapshot(
             [inp.route], now=inp.now, window_s=interval, min_calls=1
         )
+        health = snap.get(inp.route)
         decision = probe_decision(
-            snap.get(inp.route), now=inp.now, interval_s=interval, half_open_interval_s=half_open
+            health, now=inp.now, interval_s=interval, half_open_interval_s=half_open
         )
-        return decision, snap.get(inp.route).breaker
+        if decision.probe and decision.reason is not ProbeReason.OPEN_RECOVERY_CHECK:
+            # Only a probe about to go asks for the leases (one more read, off the calls'
+            # path): a user call in flight is traffic, and must not be joined.
+            calls = await self._deps.health.in_flight.count(inp.route, inp.now)
+            decision = probe_decision(
+                health,
+                now=inp.now,
+                interval_s=interval,
+                half_open_interval_s=half_open,
+                in_flight=calls,
+            )
+        return decision, health.breaker
 
     async def _probe(
         self,

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
-from temporalio.service import RPCError, RPCStatusCode
 
 from agent_failover.resilience.setup_errors import SearchAttributesMissing
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
 
 log = logging.getLogger("agent_failover.worker")
 
@@ -119,6 +120,8 @@ async def ensure_search_attributes(client: Client, mode: SearchAttributeMode | N
     if mode is not None and mode not in MODES:
         raise ValueError(f"search_attributes must be one of {', '.join(MODES)}; got {mode!r}")
     mode = mode or ("register" if is_local(client) else "require")
+    from temporalio.service import RPCError, RPCStatusCode  # worker side
+
     namespace = client.namespace
     try:
         missing = await missing_search_attributes(client)

@@ -16,16 +16,12 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from pydantic import BaseModel, Field
 from temporalio import activity
 
 from agent_failover.activities.health_models import QualityRow
-from agent_failover.providers.client import Budgets
-from agent_failover.providers.registry import complete
-from agent_failover.providers.validate import validate_reply
 from agent_failover.resilience.config import (
     DEFAULT_MAX_REPLY_BYTES,
     PolicyConfig,
@@ -44,8 +40,12 @@ from agent_failover.resilience.quality import (
     score_local,
 )
 from agent_failover.resilience.shadow import QualitySample, evaluate_quality
-from agent_failover.stores.health import HealthStore
 from agent_failover.telemetry import record
+
+if TYPE_CHECKING:
+    import httpx
+
+    from agent_failover.stores.health import HealthStore
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +134,10 @@ class ShadowActivities:
         self, route: str, request: ChatRequest, timeout_s: float, max_bytes: int
     ) -> tuple[str | None, str]:
         """One call on ``route`` within ``timeout_s``; (text, "") or (None, the error)."""
+        from agent_failover.providers.client import Budgets  # worker side
+        from agent_failover.providers.registry import complete
+        from agent_failover.providers.validate import validate_reply
+
         budgets = Budgets(
             connect_s=min(CONNECT_TIMEOUT_S, timeout_s),
             ttft_s=timeout_s,

@@ -13,8 +13,10 @@ worker of a client it is given to):
 * adds our modules to the workflow sandbox's passthrough list (ours only: a user module
   that happens to be called ``activities`` is never passed through);
 * registers the failover activities (``role_context``, ``call_model``, cache, probes...)
-  and, unless ``include_pipeline=False``, the ``AgentPipelineWorkflow``, its tools and its
-  on-call notification (``notify_escalation``); always the ``HealthMonitorWorkflow`` and
+  and, only when asked (``include_pipeline=True``: ``failover worker`` / ``dev`` / ``demo``),
+  the bundled ``AgentPipelineWorkflow``, its tools and its on-call notification
+  (``notify_escalation``), refusing a policy the pipeline cannot serve; always the
+  ``HealthMonitorWorkflow`` and
   ``QualifyWorkflow`` (``failover qualify``) with its ``qualify_item`` / ``score_answer``
   activities;
 * when the worker runs: connects the stores (Redis at ``REDIS_URL``), starts one extra
@@ -72,6 +74,7 @@ from agent_failover.providers.client import policy_http_client
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.startup import (
     NamespaceCheck,
+    check_pipeline_policy,
     resolve_codec,
     resolve_policy,
     resolve_tracing,
@@ -176,6 +179,9 @@ class FailoverPlugin(SimplePlugin):
     webhook's (None: a proxy-aware :func:`build_webhook_client` built on first use).
     Clients built here are closed by :meth:`aclose`. ``sticky_queue_timeout``: the sticky
     queue timeout of the workers it configures that kept the SDK default (None: keep it).
+    ``include_pipeline``: also register the bundled ``AgentPipelineWorkflow`` and its tool
+    and escalation activities (off by default: a user's worker runs the user's workflows);
+    a policy without the pipeline's roles is then a :class:`PolicyError`.
     """
 
     def __init__(
@@ -186,7 +192,7 @@ class FailoverPlugin(SimplePlugin):
         redis_url: str | None = None,
         redis_namespace: str | None = None,
         redis_unreachable: IfUnreachable | None = None,
-        include_pipeline: bool = True,
+        include_pipeline: bool = False,
         start_monitor: bool = True,
         bulkhead_slots: Mapping[str, int] | None = None,
         bulkheads: Iterable[str] | None = None,
@@ -202,14 +208,14 @@ class FailoverPlugin(SimplePlugin):
     ) -> None:
         self.sticky_queue_timeout = checked_sticky_timeout(sticky_queue_timeout)
         self.policy, self.policy_source = resolve_policy(policy)
+        self._include_pipeline = check_pipeline_policy(self, include_pipeline)
         self.search_attributes = NamespaceCheck(search_attributes)
         self.shadow = _policy_has_shadows(self.policy) if shadow is None else shadow
-        self._shadow_slots = shadow_slots
+        self._shadow_slots, self._start_monitor = shadow_slots, start_monitor
         self._shadow_acts: ShadowActivities | None = None
         self.tracing = resolve_tracing(tracing)
         self.codec = resolve_codec(codec)
         self._stores = SharedStores(stores, redis_url, redis_namespace, redis_unreachable)
-        self._include_pipeline, self._start_monitor = include_pipeline, start_monitor
         self._slots = {**DEFAULT_BULKHEAD_SLOTS, **(bulkhead_slots or {})}
         self.bulkheads = self._check_bulkheads(bulkheads)
         self.dispatch = self._resolve_dispatch(dispatch)

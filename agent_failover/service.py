@@ -231,6 +231,9 @@ def build_workers(
         http=deps.http,
         notify_http=deps.notify_http,
         start_monitor=False,
+        # The service worker runs the bundled pipeline (a user's worker does not); `failover
+        # dev` with a policy of the user's own, without the pipeline's roles, runs without it.
+        include_pipeline=not pipeline_policy_errors(deps.policy.roles),
         bulkhead_slots=bulkhead_slots,
         bulkheads=role.bulkheads if role is not None and role.main else None,
         dispatch=dispatch_from_env(),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor
@@ -24,6 +25,7 @@ from agent_failover.codec import AesGcmCodec, codec_from_env
 from agent_failover.config.loader import load_policy
 from agent_failover.report_errors import install_hook
 from agent_failover.resilience.config import PolicyConfig, PolicyError
+from agent_failover.resilience.pipeline import pipeline_policy_errors
 from agent_failover.stores.policies import content_ref
 from agent_failover.telemetry.setup import tracing_enabled
 
@@ -115,6 +117,24 @@ def resolve_policy(
     if not path:
         raise PolicyError([("", NO_POLICY_HINT)])
     return load_policy(Path(path)), str(Path(path).resolve())
+
+
+def check_pipeline_policy(plugin: Any, include_pipeline: bool) -> bool:
+    """``include_pipeline``, once the plugin's policy can serve the bundled pipeline: else
+    a one-line :class:`PolicyError` (``FailoverPlugin(include_pipeline=True)`` refuses it
+    at construction, not at the first step of every run)."""
+    policy: PolicyConfig = plugin.policy
+    source: str = plugin.policy_source
+    unfit = pipeline_policy_errors(policy.roles) if include_pipeline else []
+    if unfit:
+        problems = "; ".join(f"{where}: {msg}" for where, msg in unfit)
+        raise PolicyError([(
+            "",
+            f"policy {source} cannot serve the bundled pipeline (include_pipeline=True): "
+            f"{problems}; add those roles, or leave include_pipeline off to run only your "
+            "own workflows",
+        )])  # fmt: skip
+    return include_pipeline
 
 
 def policy_version(policy: PolicyConfig) -> str:

@@ -23,7 +23,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from datetime import timedelta
 from typing import Any, Literal
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.converter import PayloadCodec
 from temporalio.service import RPCError, RPCStatusCode
@@ -31,13 +36,14 @@ from temporalio.worker import Interceptor, Worker, WorkerConfig, WorkflowRunner
 
 from agent_failover.activities.llm import LLMActivitySet
 from agent_failover.activities.models import llm_task_queue
+from agent_failover.activities.policy_registry import policy_ref
 from agent_failover.activities.policy_versions import keep_fetching_missing, load_versions
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.stores.cache import DEFAULT_NAMESPACE, MemoryResponseCache
 from agent_failover.stores.factory import IfUnreachable, Stores, connect_stores, unreachable_mode
 from agent_failover.stores.health import MemoryHealthStore
 from agent_failover.stores.policies import DirectoryPolicyStore, PolicyVersionStore
-from agent_failover.workflows.models import MonitorInput
+from agent_failover.workflows.models import MonitorInput, MonitorPolicy, MonitorTable
 from agent_failover.workflows.monitor import HealthMonitorWorkflow, monitor_workflow_id
 from agent_failover.workflows.shadow import ShadowEvaluationWorkflow, shadow_task_queue
 
@@ -238,21 +244,68 @@ async def run_beside(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def monitor_policy(policy: PolicyConfig, since: float | None = None) -> MonitorPolicy:
+    """What the health monitor takes from ``policy``: every endpoint, the probe cadence
+    and the policy's ref; ``since`` (default now) is when the worker serving it started."""
+    return MonitorPolicy(
+        routes=sorted(policy.endpoints),
+        interval_s=policy.probes.interval_s,
+        half_open_interval_s=policy.probes.half_open_interval(),
+        policy_ref=policy_ref(policy),
+        since=time.time() if since is None else since,
+    )
+
+
 async def ensure_monitor(
-    client: Client, policy: PolicyConfig, *, task_queue: str = DEFAULT_TASK_QUEUE
+    client: Client,
+    policy: PolicyConfig,
+    *,
+    task_queue: str = DEFAULT_TASK_QUEUE,
+    since: float | None = None,
 ) -> WorkflowHandle:
-    """Start the health monitor unless it already runs (idempotent across workers)."""
+    """Start the health monitor unless it already runs (idempotent across workers).
+
+    A monitor already running keeps its policy: :func:`follow_policy` brings it to this
+    one (:func:`keep_monitor_running` does both).
+    """
+    mp = monitor_policy(policy, since)
     return await client.start_workflow(
         HealthMonitorWorkflow.run,
-        MonitorInput(
-            routes=sorted(policy.endpoints),
-            interval_s=policy.probes.interval_s,
-            half_open_interval_s=policy.probes.half_open_interval(),
-        ),
+        MonitorInput(routes=mp.routes).following(mp),
         id=monitor_workflow_id(task_queue),
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
     )
+
+
+async def follow_policy(client: Client, wid: str, mp: MonitorPolicy) -> bool:
+    """Bring the running monitor ``wid`` to ``mp`` unless it follows it or a newer policy
+    already; False when the monitor could not be asked (try again later).
+
+    The ``follow_policy`` update starts a round with the new routes at once, so a route
+    a rollout added is probed within one probe interval of its first worker's start.
+    """
+    handle = client.get_workflow_handle(wid)
+    timeout = timedelta(seconds=MONITOR_CHECK_S)
+    try:
+        table = await handle.query(
+            HealthMonitorWorkflow.health, result_type=MonitorTable, rpc_timeout=timeout
+        )
+        if table.policy_ref == mp.policy_ref or (table.policy_since or 0.0) > mp.since:
+            return True  # this policy, or a worker started later than this one
+        await handle.execute_update(
+            HealthMonitorWorkflow.follow_policy, mp, result_type=MonitorTable, rpc_timeout=timeout
+        )
+    except WorkflowUpdateFailedError as exc:
+        # Refused by its validator (another worker won the race): nothing to do.
+        log.info("health monitor %s kept its policy: %s", wid, exc.cause or exc)
+        return True
+    except (RPCError, WorkflowQueryFailedError) as exc:
+        log.warning("could not bring the health monitor %s to policy %s: %s", wid, mp.policy_ref,
+                    getattr(exc, "message", exc))  # fmt: skip
+        return False
+    log.info("health monitor %s follows policy %s (%d routes)", wid, mp.policy_ref, len(mp.routes))
+    return True
 
 
 async def keep_monitor_running(
@@ -263,45 +316,53 @@ async def keep_monitor_running(
     stop: asyncio.Event | None = None,
     check_every_s: float = MONITOR_CHECK_S,
 ) -> None:
-    """Start the health monitor, and start it again whenever it has ended, until ``stop``.
+    """Start the health monitor, and start it again whenever it has ended, until ``stop``;
+    bring each run it finds to this worker's policy (:func:`follow_policy`).
 
     Every worker runs this; starting is idempotent (the id is per task queue and a running
-    monitor is reused), so several workers restart one monitor, once. It checks with
-    short ``describe`` calls rather than a long poll on the result, so when ``stop`` is set
-    it returns after at most one short call and no RPC is left in flight at shutdown (a
-    cancelled long poll can still be completing while the interpreter exits). A monitor
-    that keeps ending at once (a policy or code bug) is restarted with a growing pause,
-    and an unreachable Temporal is waited out.
+    monitor is reused), so several workers restart one monitor, once. The worker started
+    last brings the monitor to its policy (an older worker's policy is refused), so a
+    rollout's new routes are probed. It checks with short ``describe`` calls rather than
+    a long poll on the result, so when ``stop`` is set it returns after at most one short
+    call and no RPC is left in flight at shutdown (a cancelled long poll can still be
+    completing while the interpreter exits). A monitor that keeps ending at once (a
+    policy or code bug) is restarted with a growing pause, and an unreachable Temporal is
+    waited out.
     """
     stop = stop or asyncio.Event()
     wid = monitor_workflow_id(task_queue)
+    mp = monitor_policy(policy)
     pause = check_every_s
     started_at: float | None = None
+    followed: str | None = None  # the run last brought to this policy
     while not stop.is_set():
-        state = await _monitor_state(client, wid)
+        state, run_id = await _monitor_state(client, wid)
         if state is not None and state != "RUNNING":
             if state != "absent":
                 log.warning("health monitor %s ended (%s); starting it again", wid, state.lower())
             quick = started_at is not None and time.monotonic() - started_at < MONITOR_STABLE_S
             pause = min(pause * 2, MONITOR_RESTART_MAX_S) if quick else check_every_s
             try:
-                await ensure_monitor(client, policy, task_queue=task_queue)
+                await ensure_monitor(client, policy, task_queue=task_queue, since=mp.since)
                 started_at = time.monotonic()
             except RPCError as exc:
                 log.warning("could not start the health monitor %s: %s", wid, exc.message)
+        elif state == "RUNNING" and run_id != followed and await follow_policy(client, wid, mp):
+            followed = run_id
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), pause)
 
 
-async def _monitor_state(client: Client, wid: str) -> str | None:
-    """'RUNNING', another status name, 'absent', or None when Temporal did not answer."""
+async def _monitor_state(client: Client, wid: str) -> tuple[str | None, str | None]:
+    """('RUNNING' / another status name / 'absent', or None when Temporal did not answer;
+    the run id)."""
     try:
         desc = await client.get_workflow_handle(wid).describe(
             rpc_timeout=timedelta(seconds=MONITOR_CHECK_S)
         )
     except RPCError as exc:
         if exc.status is RPCStatusCode.NOT_FOUND:
-            return "absent"
+            return "absent", None
         log.warning("cannot reach the health monitor %s (%s); retrying", wid, exc.message)
-        return None
-    return desc.status.name if desc.status else None
+        return None, None
+    return (desc.status.name if desc.status else None), desc.run_id

@@ -102,7 +102,7 @@ async def unanswered_escalation(admin: SimAdmin, policy: Any) -> dict[str, Any]:
 async def on_dev_server(client: Client, admin: SimAdmin, policy: Any) -> dict[str, Any]:
     tq = f"bench-{uuid.uuid4().hex[:6]}"
     stores = Stores(MemoryHealthStore(), MemoryResponseCache(), "bench")
-    plugin = FailoverPlugin(policy, stores=stores, start_monitor=False)
+    plugin = FailoverPlugin(policy, stores=stores, start_monitor=False, include_pipeline=True)
     worker = Worker(client, task_queue=tq, workflows=[ResilientCallWorkflow], plugins=[plugin])
     out: dict[str, Any] = {}
 

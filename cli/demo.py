@@ -28,7 +28,7 @@ from rich.table import Table
 
 from agent_failover.cli.demo_phases import TASKS, Phase, phases
 from agent_failover.cli.demo_webhook import on_call_receiver
-from agent_failover.cli.devstack import DevStack, start_stack
+from agent_failover.cli.devstack import DevStack, print_left_out, start_stack
 from agent_failover.cli.lifecycle import exit_code_for, until_signalled
 from agent_failover.cli.local import print_join
 from agent_failover.cli.render import TIER_STYLE, steps_table, tier_label
@@ -288,6 +288,7 @@ async def _demo(console: Console, *, serve: bool, port: int, ui_port: int, clean
                 f"store {stack.deps.stores.backend}",
                 highlight=False,
             )
+        print_left_out(console, stack)
         # The escalations of phase 5 page a local on-call webhook (signed, checked here).
         async with on_call_receiver(stack, console) as on_call:
             code = await _phases_and_checks(stack, console)

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rich.console import Console
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
@@ -31,6 +32,7 @@ from agent_failover.cli.policyfile import load_policy_for_cli
 from agent_failover.cli.stackfile import stack_file, state_dir, temporal_db, ui_url
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.logs import redact_policy_secrets
+from agent_failover.providers.extras import without_missing_extras
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.service import DEFAULT_TASK_QUEUE, WorkerDeps, build_deps, build_workers
 from agent_failover.stores.factory import DEFAULT_REDIS_URL
@@ -60,6 +62,8 @@ class DevStack:
     ui: str | None
     join: JoinInfo
     task_queue: str = DEFAULT_TASK_QUEUE
+    #: Routes of the policy left out, one line each (why, and what to install).
+    left_out: list[str] = field(default_factory=list)
     #: The monitor supervisor: cancelled first, so it does not restart what is stopping.
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     #: The workers' run() tasks: awaited after shutdown (they drain the bulkheads).
@@ -139,6 +143,12 @@ def _check_ports(temporal_port: int | None, ui: bool, ui_port: int | None) -> No
             )
 
 
+def print_left_out(console: Console, stack: DevStack) -> None:
+    """One line per route of the policy this stack left out, with why and what to install."""
+    for line in stack.left_out:
+        console.print(f"left out route {line}", style="yellow", markup=False, highlight=False)
+
+
 async def start_stack(
     *,
     policy_path: str | os.PathLike[str] | None = None,
@@ -165,7 +175,8 @@ async def start_stack(
     async with contextlib.AsyncExitStack() as undo:
         sim, restore_sim_url = await _start_simulator(sim_port, undo)
         policy_file = policy_path or os.environ.get("FAILOVER_POLICY", DEFAULT_POLICY_PATH)
-        policy = load_policy_for_cli(policy_file)
+        # A route whose extra is missing could never answer (nor its breaker close).
+        policy, left_out = without_missing_extras(load_policy_for_cli(policy_file))
         redact_policy_secrets(policy)  # the keys' values are masked in every log line
         env = await start_dev_server(
             port=temporal_port,
@@ -184,6 +195,7 @@ async def start_stack(
             sim, env, policy, deps, task_queue, ui, ui_port, ns, redis_url, Path(policy_file)
         )
         undo.push_async_callback(stack._shutdown_workers)
+        stack.left_out = left_out
         if monitor:
             await _keep_monitor(stack, undo)
         write_stack_file(stack)

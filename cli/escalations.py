@@ -88,11 +88,15 @@ def visibility_error(exc: RPCError, namespace: str) -> CliError:
     return CliError(f"the visibility query failed ({exc.status.name}): {text}")
 
 
-async def list_pending(client: Client, limit: int) -> tuple[list[PendingRun], bool]:
-    """Running pipelines waiting for a human, oldest first; True when cut at ``limit``."""
+async def list_pending(
+    client: Client, limit: int, task_queue: str | None = None
+) -> tuple[list[PendingRun], bool]:
+    """Runs waiting for a human (on ``task_queue`` if given), oldest first; True when cut
+    at ``limit``."""
+    query = PENDING_QUERY + (f" AND TaskQueue = '{task_queue}'" if task_queue else "")
     found: list[WorkflowExecution] = []
     try:
-        async for wf in client.list_workflows(PENDING_QUERY, limit=limit + 1):
+        async for wf in client.list_workflows(query, limit=limit + 1):
             found.append(wf)
     except RPCError as exc:
         raise visibility_error(exc, client.namespace) from None

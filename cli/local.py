@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from agent_failover.cli.devstack import DevStack, start_stack
+from agent_failover.cli.devstack import DevStack, print_left_out, start_stack
 from agent_failover.cli.lifecycle import until_signalled
 
 
@@ -47,6 +47,7 @@ async def run_dev(
                 title=f"failover dev: running (store {stack.deps.stores.backend}); "
                 "Ctrl-C or SIGTERM stops everything",
             )
+            print_left_out(console, stack)
             await asyncio.Event().wait()
         finally:
             with console.status("stopping worker, Temporal dev server, Redis and simulator…"):

@@ -20,28 +20,55 @@ from typing import Annotated
 
 import typer
 
-from agent_failover.cli import commands_config, commands_dev, commands_ops, commands_serve
-from agent_failover.cli.shared import state
+from agent_failover.cli import (
+    commands_config,
+    commands_dev,
+    commands_init,
+    commands_ops,
+    commands_serve,
+    commands_sim,
+)
+from agent_failover.cli.shared import flags_without_type, state
 
+flags_without_type()
 app = typer.Typer(
     help="Failover and graceful degradation for multi-agent LLM pipelines on Temporal.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(commands_config.config_app, name="config")
-app.add_typer(commands_ops.escalations_app, name="escalations")
-#: `failover --help` lists the commands in this order, whichever module declares them.
-HELP_ORDER = (
-    "sim", "worker", "codec-server", "dev", "run", "status", "report", "qualify", "force",
-    "resolve", "webhook-receiver", "demo", "drill", "chaos-proxy", "replay",
-)  # fmt: skip
+OPERATE, DEVELOP, EVALUATE = "Operate a deployment", "Develop locally", "Evaluate and rehearse"
+#: `failover --help` lists the commands by panel, in this order, whichever module declares
+#: them (groups of subcommands follow the commands of their panel).
+HELP_PANELS = {
+    OPERATE: ("worker", "codec-server", "status", "force", "run", "resolve", "report"),
+    DEVELOP: ("init", "dev", "demo", "webhook-receiver"),
+    EVALUATE: ("qualify", "drill", "chaos-proxy", "replay"),
+}
+HELP_ORDER = tuple(name for names in HELP_PANELS.values() for name in names)
 _declared = {
     info.name: info
-    for group in (commands_ops, commands_serve, commands_config, commands_dev)
+    for group in (commands_ops, commands_serve, commands_config, commands_dev, commands_init)
     for info in group.commands.registered_commands
 }
-app.registered_commands += [_declared[name] for name in HELP_ORDER]
+
+
+def short_help(doc: str | None) -> str:
+    """A command's line in the list: the first sentence of its docstring, on one line."""
+    text = " ".join((doc or "").split("\n\n")[0].split())
+    head, dot, _ = text.partition(". ")
+    return head + ("." if dot else "")
+
+
+for _panel, _names in HELP_PANELS.items():
+    for _name in _names:
+        _info = _declared[_name]
+        _info.rich_help_panel = _panel
+        _info.short_help = _info.short_help or short_help(_info.callback.__doc__)
+        app.registered_commands.append(_info)
+app.add_typer(commands_ops.escalations_app, name="escalations", rich_help_panel=OPERATE)
+app.add_typer(commands_sim.sim_app, name="sim", rich_help_panel=DEVELOP)
+app.add_typer(commands_config.config_app, name="config", rich_help_panel=DEVELOP)
 
 
 @app.callback()

@@ -127,24 +127,73 @@ def is_running(desc: WorkflowExecutionDescription) -> bool:
 # -- health monitor -------------------------------------------------------------------
 
 
-async def monitor_handle(client: Client, task_queue: str) -> WorkflowHandle:
-    """The running health monitor of ``task_queue`` with a worker to answer for it."""
+MONITOR_QUERY = "WorkflowType = 'HealthMonitorWorkflow' AND ExecutionStatus = 'Running'"
+
+
+async def running_monitor_queues(client: Client, limit: int = 20) -> list[str]:
+    """The task queues whose health monitor runs in the client's namespace (one per
+    deployment), sorted; empty when the visibility query is refused."""
+    queues: set[str] = set()
+    try:
+        async for wf in client.list_workflows(MONITOR_QUERY, limit=limit):
+            queues.add(wf.task_queue)
+    except RPCError:
+        return []
+    return sorted(queues)
+
+
+def _no_monitor(client: Client, task_queue: str, running: list[str]) -> CliError:
+    wid = monitor_workflow_id_of(task_queue)
+    where = f"task queue {task_queue!r} (no workflow {wid!r} in namespace {client.namespace!r})"
+    if running:
+        return CliError(
+            f"the health monitor is not running for {where}; monitors run for task queue(s) "
+            f"{', '.join(running)}: pass --task-queue {running[0]} or set FAILOVER_TASK_QUEUE "
+            "as your worker does"
+        )
+    return CliError(
+        f"the health monitor is not running for {where}: a worker with FailoverPlugin on "
+        f"that queue starts it; {MONITOR_HINT} (the queue: --task-queue / FAILOVER_TASK_QUEUE)"
+    )
+
+
+def monitor_workflow_id_of(task_queue: str) -> str:
     from agent_failover.workflows.monitor import monitor_workflow_id
 
-    wid = monitor_workflow_id(task_queue)
+    return monitor_workflow_id(task_queue)
+
+
+async def monitor_task_queue(client: Client, task_queue: str, explicit: bool) -> str:
+    """``task_queue``, or, when nobody named one (no flag, variable or dev stack) and its
+    monitor does not run, the only deployment whose monitor runs in the namespace."""
+    if explicit:
+        return task_queue
+    try:
+        await client.get_workflow_handle(monitor_workflow_id_of(task_queue)).describe(
+            rpc_timeout=_timeout()
+        )
+        return task_queue
+    except RPCError as exc:
+        if exc.status is not RPCStatusCode.NOT_FOUND:
+            raise
+    running = await running_monitor_queues(client)
+    return running[0] if len(running) == 1 else task_queue
+
+
+async def monitor_handle(client: Client, task_queue: str) -> WorkflowHandle:
+    """The running health monitor of ``task_queue`` with a worker to answer for it."""
+    wid = monitor_workflow_id_of(task_queue)
     try:
         desc = await client.get_workflow_handle(wid).describe(rpc_timeout=_timeout())
     except RPCError as exc:
         if exc.status is not RPCStatusCode.NOT_FOUND:
             raise
-        raise CliError(
-            f"the health monitor is not running (no workflow {wid!r}): a worker starts it; "
-            f"{MONITOR_HINT}"
-        ) from None
+        running = [q for q in await running_monitor_queues(client) if q != task_queue]
+        raise _no_monitor(client, task_queue, running) from None
     if not is_running(desc):
         raise CliError(
-            f"the health monitor is not running ({closed_phrase(desc)}): a worker restarts it "
-            f"within seconds; {MONITOR_HINT}"
+            f"the health monitor is not running for task queue {task_queue!r} "
+            f"({closed_phrase(desc)}): a worker restarts it within seconds; {MONITOR_HINT}"
         )
     await require_worker(client, task_queue)
     return client.get_workflow_handle(wid)

@@ -270,8 +270,10 @@ def status_extras(table: HealthTable, now: float) -> list[Table]:
 
 
 def monitor_footer(mt: MonitorTable, now: float) -> str:
-    """One line on the monitor itself: probing state, interval, rounds, table age."""
+    """One line on the monitor itself: probing state, interval, rounds, the policy it
+    follows, table age."""
     probing = "paused" if mt.paused else "active"
     every = f" every {mt.interval_s:g} s" if mt.interval_s else ""
+    policy = f", policy {mt.policy_ref}" if mt.policy_ref else ""
     taken = f"; table from {age(now - mt.table.taken_at)}" if mt.table else ""
-    return f"health monitor: running, probing {probing}{every}, {mt.rounds} rounds{taken}"
+    return f"health monitor: running, probing {probing}{every}, {mt.rounds} rounds{policy}{taken}"

@@ -1,8 +1,10 @@
 """``failover report --since 1h``: the dashboard's figures in the terminal, as tables.
 
-Runs come from Temporal's visibility store (every workflow carrying the failover search
-attributes started in the window: our pipeline and any workflow using the helper) and
-their failover histories from the completed pipelines' results; ``--metrics-url`` adds the
+Runs come from Temporal's visibility store (every workflow started in the window, but our
+monitor, qualification and shadow runs); what each call did comes from the completed
+pipelines' results and, for every other run that called ``resilient_complete`` (a user's
+own workflow, with or without the failover search attributes), from its history
+(:mod:`agent_failover.cli.report_history`); ``--metrics-url`` adds the
 breaker states and times to restoration a worker's scrape endpoint serves.
 :func:`build_report` is pure (runs in, figures out), so the figures are testable without
 a server.
@@ -60,6 +62,9 @@ class RunFacts:
     actions: list[str] = field(default_factory=list)
     #: The result could not be decoded here (e.g. encrypted and no key set for the CLI).
     unreadable: bool = False
+    #: The ``resilient_complete`` calls read from history (runs other than completed
+    #: pipelines): ``CallFacts`` with the same role/tier/capability/attempts fields.
+    calls: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -85,6 +90,7 @@ def _ms(values: list[float], q: float) -> str:
 def build_report(runs: list[RunFacts]) -> Report:
     """The figures of ``runs``: overview, per role, per route, saga."""
     steps = [(step, out) for r in runs for step, out in r.steps]
+    steps += [(call.role, call) for r in runs for call in r.calls]
     statuses = Counter(r.status for r in runs)
     escalations = Counter(r.escalation for r in runs if r.escalation != "none")
     tiers = Counter(r.worst_tier for r in runs if r.worst_tier is not None)

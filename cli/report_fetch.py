@@ -12,6 +12,7 @@ from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from agent_failover.cli.errors import CliError
 from agent_failover.cli.report import RunFacts
+from agent_failover.resilience.contracts import Capability
 from agent_failover.workflows.search_attributes import (
     DEGRADED,
     ESCALATION_STATE,
@@ -27,28 +28,44 @@ FETCH_CONCURRENCY = 8
 METRICS_TIMEOUT_S = 5.0
 
 
-def visibility_query(since: timedelta, now: datetime | None = None) -> str:
-    """Runs started in the window that carry the failover search attributes."""
+#: Our own bookkeeping runs: no user call in them, and the monitor's history is long.
+NOT_REPORTED = ("HealthMonitorWorkflow", "QualifyWorkflow", "ShadowEvaluationWorkflow")
+
+
+def visibility_query(
+    since: timedelta, now: datetime | None = None, task_queue: str | None = None
+) -> str:
+    """Runs started in the window (on ``task_queue`` if given), but our bookkeeping runs."""
     start = (now or datetime.now(UTC)) - since
-    return f"StartTime > '{start.strftime('%Y-%m-%dT%H:%M:%SZ')}' AND WorstTier >= 0"
+    parts = [f"StartTime > '{start.strftime('%Y-%m-%dT%H:%M:%SZ')}'"]
+    parts += [f"WorkflowType != '{name}'" for name in NOT_REPORTED]
+    if task_queue:
+        parts.append(f"TaskQueue = '{task_queue}'")
+    return " AND ".join(parts)
 
 
-async def fetch_runs(client: Client, since: timedelta, limit: int) -> tuple[list[RunFacts], bool]:
-    """The runs of the window (newest first, at most ``limit``); True when cut at the limit."""
+async def fetch_runs(
+    client: Client, since: timedelta, limit: int, task_queue: str | None = None
+) -> tuple[list[RunFacts], bool]:
+    """The runs of the window that made failover calls (newest first, at most ``limit``
+    read); True when cut at the limit."""
     executions: list[WorkflowExecution] = []
-    async for wf in client.list_workflows(visibility_query(since), limit=limit + 1):
+    query = visibility_query(since, task_queue=task_queue)
+    async for wf in client.list_workflows(query, limit=limit + 1):
         executions.append(wf)
     truncated = len(executions) > limit
     sem = asyncio.Semaphore(FETCH_CONCURRENCY)
 
-    async def one(wf: WorkflowExecution) -> RunFacts:
+    async def one(wf: WorkflowExecution) -> RunFacts | None:
         async with sem:
             return await _facts(client, wf)
 
-    return list(await asyncio.gather(*(one(wf) for wf in executions[:limit]))), truncated
+    found = await asyncio.gather(*(one(wf) for wf in executions[:limit]))
+    return [f for f in found if f is not None], truncated
 
 
-async def _facts(client: Client, wf: WorkflowExecution) -> RunFacts:
+async def _facts(client: Client, wf: WorkflowExecution) -> RunFacts | None:
+    """What the report needs of one run; None for a run that made no failover call."""
     sa = wf.typed_search_attributes
     status = wf.status.name.lower() if wf.status else "unknown"
     facts = RunFacts(
@@ -75,6 +92,31 @@ async def _facts(client: Client, wf: WorkflowExecution) -> RunFacts:
             return facts
         facts.steps = [(s.step, s.output) for s in result.steps]
         facts.actions = [a.status.value for a in result.actions]
+        return facts
+    return await _from_history(client, wf, facts, carries_attributes=sa.get(WORST_TIER) is not None)
+
+
+async def _from_history(
+    client: Client, wf: WorkflowExecution, facts: RunFacts, *, carries_attributes: bool
+) -> RunFacts | None:
+    """``facts`` with the run's calls read from its history (and, for a run without the
+    failover search attributes, its worst tier, failovers and degradation from them)."""
+    from agent_failover.cli.report_history import calls_from_history
+
+    handle = client.get_workflow_handle(wf.id, run_id=wf.run_id)
+    closed = wf.status is not None and wf.status is not WorkflowExecutionStatus.RUNNING
+    try:
+        facts.calls = await calls_from_history(client, handle, closed)
+    except (KeyError, ValueError, TypeError) as exc:  # undecodable payload: count, go on
+        log.info("history of %s not readable: %s", wf.id, exc)
+        facts.unreadable = True
+        return facts if carries_attributes else None
+    if not facts.calls:
+        return facts if carries_attributes else None
+    if not carries_attributes:
+        facts.worst_tier = max(c.tier for c in facts.calls)
+        facts.failover_count = sum(1 for c in facts.calls if c.tier > 0)
+        facts.degraded = any(c.capability is not Capability.FULL for c in facts.calls)
     return facts
 
 

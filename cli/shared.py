@@ -36,6 +36,26 @@ class _State:
 state = _State()
 
 
+def flags_without_type() -> None:
+    """Help shows a boolean flag as ``--flag`` (or ``--flag/--no-flag``), not ``--flag <bool>``.
+
+    Typer 0.29 prints a type column for every option, flags included (even ``--help
+    <bool>``), which reads as if the flag took a value. Flags take none, so their type
+    column is left empty; every other option keeps its ``<int>``, ``<str>``... Idempotent.
+    """
+    from typer.core import TyperOption
+
+    if getattr(TyperOption.display_type_rich, "_flags_without_type", False):
+        return
+    original = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag else original(self, ctx)
+
+    display_type_rich._flags_without_type = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
 def guard(body: Callable[[], T], address: str | None = None) -> T:
     """Run a command's body: a failure becomes its one line and exit code (see errors)."""
     return guarded(body, err, verbose=state.verbose, address=address)
@@ -66,8 +86,9 @@ TaskQueueOpt = Annotated[
     str | None,
     typer.Option(
         "--task-queue",
-        help="The deployment's workflow task queue (default: FAILOVER_TASK_QUEUE, then the "
-        "running `failover dev` stack's, then agent-failover).",
+        help="The deployment's workflow task queue, as its worker's (default: "
+        "FAILOVER_TASK_QUEUE, then the running `failover dev` stack's, then agent-failover; "
+        "status and force then take the only running health monitor's).",
     ),
 ]
 
@@ -95,14 +116,21 @@ def shown_address(address: str | None) -> str:
 
 def task_queue_for(task_queue: str | None) -> str:
     """--task-queue, else FAILOVER_TASK_QUEUE, else the dev stack's, else agent-failover."""
+    return task_queue_named(task_queue)[0]
+
+
+def task_queue_named(task_queue: str | None) -> tuple[str, bool]:
+    """:func:`task_queue_for` and whether something named it (False: the default)."""
     if task_queue:
-        return task_queue
+        return task_queue, True
     if os.environ.get("FAILOVER_TASK_QUEUE"):
-        return os.environ["FAILOVER_TASK_QUEUE"]
+        return os.environ["FAILOVER_TASK_QUEUE"], True
     from agent_failover.cli.stackfile import read_stack_file
 
     stack = read_stack_file() or {}
-    return stack.get("task_queue") or "agent-failover"
+    if stack.get("task_queue"):
+        return stack["task_queue"], True
+    return "agent-failover", False
 
 
 async def connect(address: str | None):

@@ -15,6 +15,7 @@ import importlib.util
 from collections.abc import Sequence
 from types import ModuleType
 
+from agent_failover.resilience.config import PolicyConfig, PolicyError
 from agent_failover.resilience.endpoint import AuthMethod, EndpointConfig, ProviderKind
 from agent_failover.resilience.setup_errors import MissingExtra
 
@@ -83,3 +84,28 @@ def missing_extras(endpoint: EndpointConfig) -> list[tuple[str, str]]:
         if not _installed(module):
             out.append((field, str(MissingExtraError(module, extra, feature))))
     return list(dict.fromkeys(out))
+
+
+def without_missing_extras(policy: PolicyConfig) -> tuple[PolicyConfig, list[str]]:
+    """``policy`` without the routes whose optional modules are not installed (taken out of
+    ``endpoints`` and every roster), and one line per route left out saying why and what
+    to install. For local stacks (``failover dev`` / ``demo``): a route that could never
+    answer would hold its breaker open forever. A policy that would not validate without
+    them (a roster left with no primary) is returned unchanged, with the same lines."""
+    missing = {name: missing_extras(ep) for name, ep in policy.endpoints.items()}
+    missing = {name: problems for name, problems in missing.items() if problems}
+    if not missing:
+        return policy, []
+    notes = [f"{name}: {problems[0][1]}" for name, problems in sorted(missing.items())]
+    data = policy.model_dump(mode="python", by_alias=True, exclude_unset=True)
+    for name in missing:
+        data["endpoints"].pop(name, None)
+    for role in data.get("roles", {}).values():
+        roster = role.get("roster", {})
+        for tier in ("tier0", "tier1", "tier2"):
+            if tier in roster:
+                roster[tier] = [r for r in roster[tier] if r not in missing]
+    try:
+        return type(policy).model_validate(data), notes
+    except (ValueError, PolicyError):
+        return policy, notes

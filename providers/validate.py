@@ -13,10 +13,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from typing import Any
-
-import jsonschema
-from jsonschema.exceptions import SchemaError
+from typing import TYPE_CHECKING, Any
 
 from agent_failover.resilience.errors import (
     EmptyOutputError,
@@ -35,8 +32,14 @@ MAX_QUOTE_CHARS = 120
 _FENCE_RE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 
 
+if TYPE_CHECKING:
+    import jsonschema
+
+
 @lru_cache(maxsize=256)
 def _validator(schema_json: str) -> jsonschema.protocols.Validator:
+    import jsonschema
+
     schema = json.loads(schema_json)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
@@ -112,6 +115,10 @@ def validate_reply(
         return None
     if reply.finish_reason is FinishReason.TOOL_CALLS and reply.tool_calls:
         return None
+    # Imported for a schema only: workflow code imports this module (parse_json_output).
+    import jsonschema
+    from jsonschema.exceptions import SchemaError
+
     if reply.finish_reason is FinishReason.LENGTH:
         raise TruncatedOutputError(
             f"output cut at the token limit ({reply.usage.output_tokens} tokens) "

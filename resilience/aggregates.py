@@ -296,17 +296,29 @@ def short_baseline_p95(hist: Mapping[int, int], *, min_samples: int) -> float | 
 
 
 def encode_recent(outcome: CallOutcome) -> str:
-    """One ``recent`` entry (``at|latency|ok``), or "" if the outcome does not count."""
+    """One ``recent`` entry (``at|latency|ok``, then ``|role`` for a role's call), or "" if
+    the outcome does not count."""
     if not outcome.counts_against_route:
         return ""
-    return f"{outcome.at!r}|{outcome.latency_ms!r}|{int(outcome.ok)}"
+    entry = f"{outcome.at!r}|{outcome.latency_ms!r}|{int(outcome.ok)}"
+    role = outcome.role
+    # A role the separators could break is left out: the call then counts for every role.
+    if role and not outcome.probe and "|" not in role and ";" not in role:
+        entry += f"|{role}"
+    return entry
 
 
-def decode_recent(entries: Iterable[str], *, now: float, keep: int) -> list[RecentSample]:
-    """The newest ``keep`` entries up to ``now``, oldest first."""
+def decode_recent(
+    entries: Iterable[str], *, now: float, keep: int, role: str | None = None
+) -> list[RecentSample]:
+    """The newest ``keep`` entries up to ``now``, oldest first; with ``role``, only that
+    role's calls and the entries of no role (probes, and calls recorded without one): a
+    role's SLA streaks are judged on its own calls on the route plus probes."""
     samples = []
     for e in entries:
-        at, lat, ok = e.split("|")
+        at, lat, ok, *tag = e.split("|")
+        if role is not None and tag and tag[0] != role:
+            continue
         if float(at) <= now:
             samples.append(RecentSample(at=float(at), latency_ms=float(lat), ok=ok == "1"))
     samples.sort(key=lambda s: s.at)

@@ -44,6 +44,14 @@ class RequestFacts(BaseModel):
             "minimal_input_tokens); None = unknown, assume triage can reach any target"
         ),
     )
+    wait_out_cooldowns: bool = Field(
+        default=True,
+        description=(
+            "wait out a short shared cool-down (another request's 429, e.g. a probe's) "
+            "when the rate-limit rule says waiting fits this call (resilience.ratelimit."
+            "shared_cooldown_wait_ms); False: skip every cooling route (runs recorded before)"
+        ),
+    )
     tiers_tried: list[int] = Field(
         default_factory=list,
         description="live tiers this call already made an attempt on (the floor rule gives "
@@ -104,6 +112,12 @@ class PlannedAttempt(BaseModel):
     sla_demoted: bool = False
     worst_case_start_ms: float = Field(
         default=0.0, ge=0.0, description="latest this attempt can start, from plan time"
+    )
+    wait_ms: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="wait this long before the attempt: what is left of a short Retry-After "
+        "another request met on the route",
     )
     floor: bool = Field(
         default=False,

@@ -13,6 +13,11 @@ is that rule, pure and timed by the ``now`` it is given:
 * a forced-open route is not (an operator said so);
 * a route cooling down after a 429 is not: a probe would spend the very rate limit that
   is exhausted, and get another 429;
+* a closed or half-open route with a user call in flight is not (``in_flight``, the
+  leases of :mod:`stores.in_flight`): the call is traffic, and its outcome the evidence a
+  probe would fetch. A route that went silent mid-call would otherwise get a second
+  request from the probe, and a half-open one lose a trial slot to it. An open route's
+  recovery check still goes: no user call can be admitted there;
 * a closed route is probed only when neither a real call nor a probe finished on it for
   a probe interval.
 
@@ -51,6 +56,7 @@ class ProbeReason(StrEnum):
     RECENTLY_PROBED = "recently_probed"
     FORCED_OPEN = "forced_open"
     COOLING_DOWN = "cooling_down"
+    CALL_IN_FLIGHT = "call_in_flight"
 
 
 class ProbeDecision(BaseModel):
@@ -69,11 +75,17 @@ def _probed_within(health: RouteHealth, now: float, interval_s: float) -> bool:
 
 
 def probe_decision(
-    health: RouteHealth, *, now: float, interval_s: float, half_open_interval_s: float | None = None
+    health: RouteHealth,
+    *,
+    now: float,
+    interval_s: float,
+    half_open_interval_s: float | None = None,
+    in_flight: int = 0,
 ) -> ProbeDecision:
     """Whether the monitor should probe ``health.route`` at ``now`` (see the module doc).
 
-    ``half_open_interval_s`` is the half-open cadence (``interval_s`` when None).
+    ``half_open_interval_s`` is the half-open cadence (``interval_s`` when None);
+    ``in_flight`` how many user calls are in flight on the route.
     """
     state = health.breaker
     if state is BreakerState.FORCED_OPEN:
@@ -87,6 +99,12 @@ def probe_decision(
     half_open = state is BreakerState.HALF_OPEN or (
         state is BreakerState.OPEN and health.open_until is not None and now >= health.open_until
     )
+    if in_flight > 0 and (half_open or state is BreakerState.CLOSED):
+        return ProbeDecision(
+            probe=False,
+            reason=ProbeReason.CALL_IN_FLIGHT,
+            detail=f"{in_flight} user call(s) in flight",
+        )
     cadence = (half_open_interval_s or interval_s) if half_open else interval_s
     if _probed_within(health, now, cadence):
         last = health.last_probe_at or 0.0

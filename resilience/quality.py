@@ -28,7 +28,6 @@ import string
 import unicodedata
 from typing import Any, Literal
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_failover.resilience.models import ChatRequest, Message
@@ -97,6 +96,8 @@ class ScorerSpec(BaseModel):
     def _check(self) -> ScorerSpec:
         if self.json_schema is not None:
             try:
+                import jsonschema  # only for a schema: workflow-side imports stay light
+
                 jsonschema.Draft202012Validator.check_schema(self.json_schema)
             except jsonschema.SchemaError as exc:
                 raise ValueError(f"json_schema is not a valid JSON Schema: {exc.message}") from exc
@@ -178,6 +179,9 @@ def _score_json(spec: ScorerSpec, expected: Any, answer: str) -> ScoreResult:
     except ValueError as exc:
         return _result(0.0, spec.pass_threshold, f"not JSON: {exc}")
     if spec.json_schema is not None:
+        import jsonschema
+        import jsonschema.exceptions
+
         validator = jsonschema.Draft202012Validator(spec.json_schema)
         error = jsonschema.exceptions.best_match(validator.iter_errors(data))
         if error is not None:

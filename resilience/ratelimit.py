@@ -73,3 +73,33 @@ def cooldown_s(retry_after_s: float | None, settings: RateLimitSettings) -> floa
     if retry_after_s is not None:
         return max(retry_after_s, 0.0)
     return settings.default_cooldown_s
+
+
+def shared_cooldown_wait_ms(
+    shared_until: float | None,
+    call_until: float | None,
+    settings: RateLimitSettings,
+    *,
+    now: float,
+    remaining_ms: float,
+    ttft_budget_ms: float,
+) -> float | None:
+    """How long a call waits for a route another request's 429 cooled down (a probe's,
+    or another call's), or None when it must skip the route.
+
+    ``shared_until`` is the route's shared ``cooldown_until``; ``call_until`` this call's
+    own cool-down of the route (its own 429 already chose: it is never waited here). The
+    rule is :func:`same_route_wait_s` with what is left of Retry-After: a wait of at most
+    ``max_wait_ms`` that leaves the attempt its TTFT budget before the call's end (``now``
+    plus ``remaining_ms``) beats failing over to a slower, dearer or smaller standby.
+    """
+    if shared_until is None or shared_until <= now or (call_until or 0.0) > now:
+        return None
+    wait = same_route_wait_s(
+        shared_until - now,
+        settings,
+        now=now,
+        deadline=now + remaining_ms / 1000.0,
+        min_attempt_ms=ttft_budget_ms,
+    )
+    return wait.delay_s * 1000.0 if wait.wait and wait.delay_s is not None else None

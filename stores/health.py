@@ -31,12 +31,16 @@ from agent_failover.resilience.contracts import (
 )
 from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.stores.budgets import BudgetGrant
+from agent_failover.stores.in_flight import InFlight
 from agent_failover.stores.status import StoreStatus
 
 
 @runtime_checkable
 class HealthStore(Protocol):
     """Persistence for per-route outcome windows, breakers, SLA demotions and probe results."""
+
+    #: Leases of the user calls in flight on each route (:mod:`stores.in_flight`).
+    in_flight: InFlight
 
     async def record(self, outcome: CallOutcome, settings: BreakerSettings) -> Transition | None:
         """Append ``outcome`` to its route's window and apply the breaker; return any transition.

@@ -61,6 +61,7 @@ from agent_failover.resilience.cost_efficiency import CostLedger
 from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.resilience.windows import DEFAULT_HORIZON_S
 from agent_failover.stores.budgets import BudgetBuckets, BudgetGrant, MemoryBudgets
+from agent_failover.stores.in_flight import MemoryInFlight
 from agent_failover.stores.memory_routes import RouteFacts, RouteTable
 from agent_failover.stores.status import StoreStatus
 
@@ -161,6 +162,8 @@ class MemoryHealthStore:
         self.routes = RouteTable(horizon_s=horizon_s)
         self.roles = RoleVerdicts()
         self._budgets = BudgetBuckets(MemoryBudgets())
+        #: The user calls in flight on each route (the health monitor does not probe them).
+        self.in_flight = MemoryInFlight()
 
     async def record(self, outcome: CallOutcome, settings: BreakerSettings) -> Transition | None:
         """Append ``outcome`` and apply the breaker under the route's lock."""
@@ -249,7 +252,11 @@ class MemoryHealthStore:
                 min_calls=min_calls,
                 sla=(name in demoted, since.get(name)),
                 facts=r.facts() if r else RouteFacts(),
-                recent=(decode_recent(r.agg.recent, now=now, keep=MAX_SLA_STREAK) if r else []),
+                recent=(
+                    decode_recent(r.agg.recent, now=now, keep=MAX_SLA_STREAK, role=role)
+                    if r
+                    else []
+                ),
                 quality=self.roles.quality.get((role, name)) if role is not None else None,
                 role=role,
             )

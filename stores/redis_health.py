@@ -66,6 +66,7 @@ from agent_failover.stores.redis_fallback import (
     PendingWindow,
     RedisFallback,
 )
+from agent_failover.stores.redis_in_flight import RedisInFlight
 from agent_failover.stores.redis_link import DEFAULT_RECONNECT_INTERVAL_S, RedisLink
 from agent_failover.stores.redis_outcomes import RedisOutcomes, new_nonce
 from agent_failover.stores.redis_reads import RedisSnapshots
@@ -137,6 +138,8 @@ class RedisHealthStore(SharedBudgets):
             restore=partial(_restore, self._breakers, self._facts),
             replay=partial(_replay, self._outcomes, self._breakers, self._facts),
         )
+        #: The user calls in flight on each route (the health monitor does not probe them).
+        self.in_flight = RedisInFlight(ctx, self._fallback)
 
     def bucket_key(self, route: str, second: int) -> str:
         """The hash of ``route``'s aggregates for one second (for tests and operators)."""
@@ -311,8 +314,10 @@ class RedisHealthStore(SharedBudgets):
         )
 
     async def status(self) -> StoreStatus:
-        """Report Redis reachability (trying to reconnect if due) and the replay backlog."""
-        return await self._fallback.status()
+        """Report Redis reachability (trying to reconnect if due), the replay backlog and the
+        key namespace (so a reader elsewhere, e.g. ``failover status``, reads the same keys)."""
+        status = await self._fallback.status()
+        return status.model_copy(update={"namespace": self.namespace})
 
     async def close(self) -> None:
         """Close the Redis client's connections."""

@@ -105,7 +105,7 @@ class RedisSnapshots:
                 min_calls=min_calls,
                 sla=(route in verdicts.demoted, verdicts.since.get(route)),
                 facts=read.facts,
-                recent=decode_recent(read.recent, now=now, keep=MAX_SLA_STREAK),
+                recent=decode_recent(read.recent, now=now, keep=MAX_SLA_STREAK, role=role),
                 quality=verdicts.quality.get(route),
                 role=role,
             )

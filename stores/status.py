@@ -14,6 +14,9 @@ class StoreStatus(BaseModel):
     """Backend health of one store at the moment it was asked."""
 
     backend: str = Field(description="'memory', or 'redis' with its address")
+    namespace: str | None = Field(
+        default=None, description="the prefix of the store's Redis keys (None: in memory)"
+    )
     healthy: bool = Field(description="False while the store serves from a local fallback view")
     degraded_since: float | None = Field(
         default=None, description="epoch seconds when the backend was first found unreachable"

@@ -14,7 +14,6 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, NoOpTracer, Span, SpanKind, Status, StatusCode
-from temporalio.contrib.opentelemetry import ReplaySafeTracerProvider
 
 from agent_failover.telemetry import names
 
@@ -38,8 +37,13 @@ def workflow_tracer() -> trace.Tracer:
     # The installed provider itself (None until one is set): get_tracer_provider() reads
     # the environment on every call, which the hot path of a no-telemetry run should not.
     provider = trace._TRACER_PROVIDER  # type: ignore[attr-defined]
-    if provider is not None and type(provider) is ReplaySafeTracerProvider:
-        return provider.get_tracer(names.TRACER_NAME)
+    if provider is not None:
+        # Imported only once a provider is installed: workflow-side imports stay free of
+        # Temporal's client and the OpenTelemetry SDK.
+        from temporalio.contrib.opentelemetry import ReplaySafeTracerProvider
+
+        if type(provider) is ReplaySafeTracerProvider:
+            return provider.get_tracer(names.TRACER_NAME)
     return _NOOP
 
 

@@ -25,6 +25,7 @@ from agent_failover.plugin import FailoverPlugin
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput
 from agent_failover.resilience.models import ChatRequest, Message
+from agent_failover.resilience.pipeline import pipeline_policy_errors
 from agent_failover.stores.cache import MemoryResponseCache, RedisResponseCache
 from agent_failover.stores.factory import Stores
 from agent_failover.stores.health import MemoryHealthStore, RedisHealthStore
@@ -105,6 +106,11 @@ def _workers(
     ]
 
 
+def _pipeline(policy: PolicyConfig, include: bool | None) -> bool:
+    """``include``, or (None) whether the policy can serve the bundled pipeline."""
+    return not pipeline_policy_errors(policy.roles) if include is None else include
+
+
 def build_harness(
     client: Client,
     policy: PolicyConfig,
@@ -120,6 +126,7 @@ def build_harness(
     dispatch: Literal["eager", "queue"] | None = None,
     bulkhead_slots: Mapping[str, int] | None = None,
     policy_store: PolicyVersionStore | None = None,
+    include_pipeline: bool | None = None,
     workflows: Sequence[type] = (),
 ) -> tuple[Harness, list[Worker]]:
     """Activities over fresh stores (memory, or Redis under a unique namespace).
@@ -130,6 +137,8 @@ def build_harness(
     is the plugin's (False: nobody serves the shadow queue); ``dispatch`` and
     ``bulkhead_slots`` go to :class:`FailoverPlugin`; ``policy_store`` keeps the policy
     versions (default: a fresh in-memory one; pass one to a replacement worker to share);
+    ``include_pipeline``: the plugin's (None: the bundled pipeline too when the policy has
+    its roles, so the same harness runs it; your own policy gets your workflows only).
     ``workflows``: more workflow classes for the worker (a user's, an example's).
     """
     tq = task_queue or f"test-{uuid.uuid4().hex[:10]}"
@@ -158,6 +167,7 @@ def build_harness(
         dispatch=dispatch,
         bulkhead_slots=bulkhead_slots,
         shadow=shadow,
+        include_pipeline=_pipeline(policy, include_pipeline),
     )
     acts = plugin.activities_for(tq)
     harness = Harness(client, tq, acts, health, cache, policy, policies)

@@ -59,3 +59,40 @@ def test_startup_line_names_everything_an_operator_checks() -> None:
         "core (my-app-llm-core, 16 slots), specialists (my-app-llm-specialists, 32 slots)",
     ):
         assert part in line
+
+
+USER_POLICY = (
+    DEFAULT_POLICY_PATH.parents[1] / "examples" / "support_triage" / "config" / "policy.yaml"
+)
+
+
+def _registered(plugin: FailoverPlugin) -> tuple[set[str], set[str]]:
+    """The workflow and activity names the plugin adds to a worker's configuration."""
+    config = plugin.configure_worker(
+        {"task_queue": "q", "client": None, "workflows": [], "activities": []}  # type: ignore[typeddict-item]
+    )
+    acts = {getattr(a, "__temporal_activity_definition").name for a in config["activities"]}
+    return {w.__name__ for w in config["workflows"]}, acts
+
+
+def test_a_users_plugin_registers_no_pipeline_unless_asked() -> None:
+    """The library default is the library: the bundled pipeline, its tools and its
+    escalation webhook only with ``include_pipeline=True``."""
+    workflows, acts = _registered(FailoverPlugin(DEFAULT_POLICY_PATH, stores="memory", codec=False))
+    assert "AgentPipelineWorkflow" not in workflows and "notify_escalation" not in acts
+    assert "HealthMonitorWorkflow" in workflows
+    asked = FailoverPlugin(DEFAULT_POLICY_PATH, stores="memory", codec=False, include_pipeline=True)
+    workflows, acts = _registered(asked)
+    assert "AgentPipelineWorkflow" in workflows and "notify_escalation" in acts
+
+
+def test_a_policy_unfit_for_the_pipeline_is_refused_at_construction() -> None:
+    """``include_pipeline=True`` with a policy lacking the pipeline's roles: one line naming
+    the file and the missing roles, at construction; without it the policy is fine."""
+    assert USER_POLICY.is_file()
+    FailoverPlugin(USER_POLICY, stores="memory", codec=False)
+    with pytest.raises(PolicyError) as caught:
+        FailoverPlugin(USER_POLICY, stores="memory", codec=False, include_pipeline=True)
+    msg = str(caught.value)
+    assert "\n" not in msg and str(USER_POLICY.resolve()) in msg
+    assert "roles.planner: missing" in msg and "include_pipeline" in msg

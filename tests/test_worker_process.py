@@ -153,7 +153,9 @@ async def test_worker_serves_pipelines_and_drains_on_sigterm(
         assert status.exit_code == 0, status.output
         assert "anthropic-us-east" in status.output and "closed" in status.output
         direct = await asyncio.to_thread(
-            runner.invoke, app, ["status", "--from-store", "--namespace", tq]
+            runner.invoke,
+            app,
+            ["status", "--from-store", "--namespace", tq, "--policy", str(DEFAULT_POLICY_PATH)],
         )
         assert direct.exit_code == 0, direct.output
         assert "gemini-flash" in direct.output

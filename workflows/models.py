@@ -356,8 +356,26 @@ class PipelineStatus(BaseModel):
     notifications: list[NotifyResult] = Field(default_factory=list)
 
 
+#: Most routes one monitor probes (bounds the inputs and updates entering its history).
+MAX_MONITOR_ROUTES = 256
+
+
+class MonitorPolicy(BaseModel):
+    """What the monitor takes from a worker's policy: its routes and cadence, named by the
+    policy's ref. The input of the ``follow_policy`` update and part of ``MonitorInput``."""
+
+    routes: list[str] = Field(min_length=1, max_length=MAX_MONITOR_ROUTES)
+    interval_s: float = Field(default=DEFAULT_PROBE_INTERVAL_S, ge=0.5, le=3600)
+    half_open_interval_s: float | None = Field(default=None, ge=0.5, le=3600)
+    #: Content hash of the worker's policy (None: started by hand, no policy named).
+    policy_ref: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$")
+    #: When the worker serving that policy started (epoch seconds): a newer start wins,
+    #: so an old worker still running in a rollout never takes the monitor back.
+    since: float = 0.0
+
+
 class MonitorInput(BaseModel):
-    routes: list[str] = Field(min_length=1)
+    routes: list[str] = Field(min_length=1, max_length=MAX_MONITOR_ROUTES)
     interval_s: float = Field(default=DEFAULT_PROBE_INTERVAL_S, ge=0.5, le=3600)
     #: Round cadence while any route is half-open (its probes are the trials that close
     #: it). None: interval_s / 4, at least 0.5 s.
@@ -366,6 +384,21 @@ class MonitorInput(BaseModel):
     paused: bool = False
     last_results: dict[str, ProbeResult] = Field(default_factory=dict)
     rounds: int = 0
+    #: The policy the routes and cadence came from (see :class:`MonitorPolicy`).
+    policy_ref: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$")
+    policy_since: float = 0.0
+
+    def following(self, p: MonitorPolicy) -> MonitorInput:
+        """This input with ``p``'s routes, cadence and policy."""
+        return self.model_copy(
+            update={
+                "routes": list(p.routes),
+                "interval_s": p.interval_s,
+                "half_open_interval_s": p.half_open_interval_s,
+                "policy_ref": p.policy_ref,
+                "policy_since": p.since,
+            }
+        )
 
 
 class ForceRouteSignal(BaseModel):
@@ -394,6 +427,8 @@ class MonitorTable(BaseModel):
     table: HealthTable | None = None
     routes: list[str] = Field(default_factory=list)
     interval_s: float | None = None
+    policy_ref: str | None = None
+    policy_since: float | None = None
 
 
 def iso_time(ts: float | None) -> str | None:

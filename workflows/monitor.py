@@ -15,12 +15,16 @@ continues-as-new every ``iterations_per_run`` rounds or when the server suggests
 its history stays bounded. The ``override_route`` update forces a route open or closed
 or releases it; its validator refuses a route the monitor does not probe (naming the
 known ones) before anything reaches history, and an override that fails fails the update,
-never the monitor. Signals pause or resume probing; the ``health`` query returns the table.
+never the monitor. The ``follow_policy`` update brings the monitor to a worker's policy
+(:class:`MonitorPolicy`: routes, cadence, the policy's ref): a round with the new routes
+starts at once and the next run continues with them; a policy from a worker that started
+before the one followed is refused by its validator (the worker started last wins).
+Signals pause or resume probing; the ``health`` query returns the table.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -41,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.workflows.models import (
         ForceRouteSignal,
         MonitorInput,
+        MonitorPolicy,
         MonitorTable,
         RouteOverride,
     )
@@ -88,13 +93,20 @@ class HealthMonitorWorkflow:
         self._rounds = 0
         self._wake = False
         self._table: HealthTable | None = None
+        # The input this run continues as new with: a follow_policy update replaces its
+        # routes and cadence (set by run(); an update before that waits in _pending).
+        self._inp: MonitorInput | None = None
+        self._pending: MonitorPolicy | None = None
 
     @workflow.run
     async def run(self, *args: Any) -> None:
         # Untyped on purpose (see workflows.inputs): a bad start fails the run at once
         # instead of failing its workflow task forever. Callers pass a MonitorInput.
         inp = workflow_input(MonitorInput, args, workflow_name="HealthMonitorWorkflow")
-        self._routes, self._interval_s = list(inp.routes), inp.interval_s
+        # An update may have arrived in the first task, before run(): it wins.
+        cur = inp.following(self._pending) if self._pending else inp
+        self._inp = cur
+        self._routes, self._interval_s = list(cur.routes), cur.interval_s
         self._paused = inp.paused
         self._results = dict(inp.last_results)
         self._rounds = inp.rounds
@@ -103,28 +115,24 @@ class HealthMonitorWorkflow:
             # must still cut the following wait short.
             self._wake = False
             started = workflow.now()
+            # Read every round: a follow_policy update changes the routes and cadence.
+            cur = self._inp
+            assert cur is not None
             if not self._paused:
-                await self._probe_all(inp.routes, inp.interval_s, _fast(inp))
+                await self._probe_all(cur.routes, cur.interval_s, _fast(cur))
                 self._rounds += 1
-            await self._refresh_table(inp.routes)
-            # Rounds start an interval apart: a slow probe must not push the next
-            # one a whole interval after it finished.
-            wait_s = self._next_wait(inp) - (workflow.now() - started).total_seconds()
-            if wait_s > 0:
-                try:
-                    await workflow.wait_condition(
-                        lambda: self._wake,
-                        timeout=timedelta(seconds=wait_s),
-                        timeout_summary=f"next probe round in {wait_s:g}s",
-                    )
-                except TimeoutError:
-                    pass
+            await self._refresh_table(cur.routes)
+            await self._until_next_round(cur, started)
             if workflow.info().is_continue_as_new_suggested():
                 break
         # Wait for signal handlers to finish so nothing is lost across the boundary.
         await workflow.wait_condition(workflow.all_handlers_finished)
+        # The next run starts from the policy followed now (an update may have come in
+        # the last wait), not this run's first input.
+        final = self._inp
+        assert final is not None
         workflow.continue_as_new(
-            inp.model_copy(
+            final.model_copy(
                 update={
                     "paused": self._paused,
                     "last_results": self._results,
@@ -132,6 +140,21 @@ class HealthMonitorWorkflow:
                 }
             )
         )
+
+    async def _until_next_round(self, cur: MonitorInput, started: datetime) -> None:
+        """Wait until the next round is due, or a signal or update wakes the monitor."""
+        # Rounds start an interval apart: a slow probe must not push the next
+        # one a whole interval after it finished.
+        wait_s = self._next_wait(cur) - (workflow.now() - started).total_seconds()
+        if wait_s > 0:
+            try:
+                await workflow.wait_condition(
+                    lambda: self._wake,
+                    timeout=timedelta(seconds=wait_s),
+                    timeout_summary=f"next probe round in {wait_s:g}s",
+                )
+            except TimeoutError:
+                pass
 
     def _next_wait(self, inp: MonitorInput) -> float:
         """The fast cadence while a route is half-open (probing), else the interval."""
@@ -217,6 +240,35 @@ class HealthMonitorWorkflow:
                 f"unknown route {req.route!r}; known routes: {', '.join(self._routes)}"
             )
 
+    @workflow.update(name="follow_policy")
+    def follow_policy(self, req: MonitorPolicy) -> MonitorTable:
+        """Probe ``req``'s routes at its cadence from the next round, which starts now;
+        the next run continues with them. Returns the monitor's table after the change."""
+        if self._inp is None:
+            self._pending = req
+        else:
+            self._inp = self._inp.following(req)
+        self._routes, self._interval_s = list(req.routes), req.interval_s
+        # Results of routes the policy dropped would show forever in `failover status`.
+        self._results = {r: v for r, v in self._results.items() if r in req.routes}
+        self._wake = True
+        return self.health()
+
+    @follow_policy.validator
+    def _newer_policy(self, req: MonitorPolicy) -> None:
+        # Rejected here, an old worker's policy never enters history: the worker started
+        # last wins, so a rollout's old workers cannot take the monitor back.
+        cur = self._inp
+        if cur is None:
+            return  # the first task: run() applies it
+        if req.policy_ref is not None and req.policy_ref == cur.policy_ref:
+            raise ValueError(f"the monitor already follows policy {req.policy_ref}")
+        if req.since < cur.policy_since:
+            raise ValueError(
+                f"policy {req.policy_ref} is older (worker started at {req.since:.3f}) than "
+                f"the policy {cur.policy_ref} the monitor follows (from {cur.policy_since:.3f})"
+            )
+
     @workflow.signal(name="pause")
     def pause(self) -> None:
         self._paused = True
@@ -235,4 +287,6 @@ class HealthMonitorWorkflow:
             table=self._table,
             routes=self._routes,
             interval_s=self._interval_s,
+            policy_ref=self._inp.policy_ref if self._inp else None,
+            policy_since=self._inp.policy_since if self._inp else None,
         )

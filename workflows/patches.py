@@ -26,6 +26,9 @@ INVALID_REQUEST_PER_WIRE = "invalid-request-per-wire"
 #: A critical step answered from the response cache (every model tier down) escalates,
 #: however confident the cached answer; before, only one below ``min_confidence`` did.
 ESCALATE_CACHED_ANSWER = "escalate-cached-answer"
+#: A call waits out a short Retry-After another request (e.g. a probe) met on a route,
+#: instead of skipping the route (issue 22 §1.7): a timer before the attempt.
+WAIT_OUT_SHARED_COOLDOWN = "wait-out-shared-cooldown"
 
 #: Patch id -> why the old path still exists (the behaviour that changed).
 PATCHES: dict[str, str] = {
@@ -44,5 +47,9 @@ PATCHES: dict[str, str] = {
     ESCALATE_CACHED_ANSWER: (
         "runs recorded before a critical step answered from the cache escalated: there it "
         "went on with the cached answer when its confidence was at least min_confidence"
+    ),
+    WAIT_OUT_SHARED_COOLDOWN: (
+        "runs recorded before skipped every route another request's 429 cooled down; "
+        "new runs wait out a short one (a timer, then the attempt on that route)"
     ),
 }

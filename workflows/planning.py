@@ -22,16 +22,21 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.snapshot_history import UNSTATED_TIME
     from agent_failover.resilience.config import PolicyConfig, PolicyError, RolePolicy
     from agent_failover.resilience.contracts import AttemptRecord, ReasonCode
+    from agent_failover.resilience.cooldown_wait import plan_waiting_out
     from agent_failover.resilience.errors import CLASSIFICATION, ErrorClass
     from agent_failover.resilience.limits import MAX_REQUEST_BYTES
     from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.options import apply_call_options, override_routes
     from agent_failover.resilience.plan import RequestFacts
-    from agent_failover.resilience.planner import FailoverPlan, SkipReason, plan
+    from agent_failover.resilience.planner import FailoverPlan, SkipReason
     from agent_failover.resilience.triage import bound_request_bytes, minimal_input_tokens
     from agent_failover.workflows import observe
     from agent_failover.workflows.call import Call
-    from agent_failover.workflows.patches import INVALID_REQUEST_PER_WIRE, LIVE_TIER_FLOOR
+    from agent_failover.workflows.patches import (
+        INVALID_REQUEST_PER_WIRE,
+        LIVE_TIER_FLOOR,
+        WAIT_OUT_SHARED_COOLDOWN,
+    )
 
 ROLE_CONTEXT_TIMEOUT = timedelta(seconds=10)
 #: Retries of a local activity (role context, pipeline roles): a transient error is
@@ -162,13 +167,19 @@ def tiers_tried(call: Call) -> list[int]:
 def plan_round(call: Call, role: RolePolicy, facts: RequestFacts) -> FailoverPlan:
     """The plan for the next round, with the live-tier floor (each untried tier keeps one
     attempt past the budget) unless the run was recorded before it (patch
-    ``LIVE_TIER_FLOOR``, asked only when the attempt about to run is a floor one)."""
+    ``LIVE_TIER_FLOOR``, asked only when the attempt about to run is a floor one), and a
+    short shared cool-down of its first route waited out (patch
+    ``WAIT_OUT_SHARED_COOLDOWN``, asked only when the plan waits: resilience.cooldown_wait)."""
     ctx, now = call.ctx, workflow.now().timestamp()
     facts = facts.model_copy(update={"tiers_tried": tiers_tried(call)})
-    p = plan(role, ctx.policy, ctx.snapshot, facts, now)
+    p = plan_waiting_out(role, ctx.policy, ctx.snapshot, facts, now)
+    if p.attempts and p.attempts[0].wait_ms and not workflow.patched(WAIT_OUT_SHARED_COOLDOWN):
+        # Recorded before: a cooling route was skipped, never waited for.
+        facts = facts.model_copy(update={"wait_out_cooldowns": False})
+        p = plan_waiting_out(role, ctx.policy, ctx.snapshot, facts, now)
     running = p.attempts[:1] + [a for a in p.attempts[1:2] if a.hedge]
     if any(a.floor for a in running) and not workflow.patched(LIVE_TIER_FLOOR):
-        p = plan(
+        p = plan_waiting_out(
             role, ctx.policy, ctx.snapshot, facts.model_copy(update={"live_tier_floor": False}), now
         )
     return p

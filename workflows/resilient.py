@@ -135,6 +135,13 @@ class _ResilientCall:
         ends the call, or None to plan again."""
         call = self.call
         first = p.attempts[0]
+        if first.wait_ms > 0:
+            # What is left of a short Retry-After a probe (or another call) met: a durable
+            # timer, then the attempt on the route (resilience.ratelimit).
+            await workflow.sleep(
+                first.wait_ms / 1000,
+                summary=f"Retry-After of {first.route}: {first.wait_ms:.0f} ms",
+            )
         hedge = hedge_for(call, p, role)
         await summarize_before_triage(call, role, first, hedge, started)
         results = await (hedged(call, first, hedge) if hedge else single(call, first))

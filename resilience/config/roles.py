@@ -14,7 +14,6 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-import jsonschema
 from pydantic import BaseModel, Field, model_validator
 
 from agent_failover.resilience.config.evaluation import (
@@ -266,6 +265,8 @@ class RolePolicy(BaseModel):
                 f"total_budget_ms ({self.total_budget_ms})"
             )
         if self.output_schema is not None:
+            import jsonschema  # only for roles with a schema: workflow imports stay light
+
             try:
                 jsonschema.Draft202012Validator.check_schema(self.output_schema)
             except jsonschema.SchemaError as exc:
@@ -320,6 +321,8 @@ def static_fallback_errors(role: RolePolicy, path: str) -> list[tuple[str, str]]
         return []
     if static.data is None:
         return [(f"{path}.data", "required because the role has an output_schema")]
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(role.output_schema)
     problems = []
     for err in sorted(validator.iter_errors(static.data), key=lambda e: list(e.absolute_path)):

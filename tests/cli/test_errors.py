@@ -282,7 +282,9 @@ async def test_run_bad_input_is_field_message(task: str) -> None:
 async def test_status_from_store_without_redis() -> None:
     """The store is unreachable: named, with the way out."""
     url = f"redis://127.0.0.1:{free_port()}/0"
-    result = await invoke(["status", "--from-store", "--redis-url", url])
+    result = await invoke(
+        ["status", "--from-store", "--redis-url", url, "--policy", str(DEFAULT_POLICY_PATH)]
+    )
     assert_one_line_error(result, 1, f"cannot reach the health store at {url}")
 
 

@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 from agent_failover.cli.main import app
 from agent_failover.config import DEFAULT_POLICY_PATH
 
+ROOT = Path(__file__).resolve().parents[2]
+
 runner = CliRunner()
 COMMANDS = ["sim", "worker", "dev", "run", "status", "force", "resolve", "demo", "drill", "config"]
 
@@ -53,3 +55,52 @@ def test_force_rejects_an_unknown_state() -> None:
     result = runner.invoke(app, ["force", "anthropic-us-east", "sideways"])
     assert result.exit_code == 2
     assert "open, closed or release" in result.output
+
+
+def _help(*args: str) -> str:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = str(Path(sys.executable).parent / "failover")
+    proc = subprocess.run([exe, *args, "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    return proc.stdout
+
+
+def test_top_level_help_groups_the_commands() -> None:
+    """`failover --help` (a real process) shows the operate / develop / evaluate panels,
+    each command in one of them, and no flag with a `<bool>` type."""
+    from agent_failover.cli.main import HELP_PANELS
+
+    text = _help()
+    for panel, names in HELP_PANELS.items():
+        assert f"─ {panel} ─" in text
+        section = text.split(f"─ {panel} ─", 1)[1].split("╰", 1)[0]
+        for name in names:
+            assert f"│ {name} " in section, (panel, name)
+    assert "<bool>" not in text
+
+
+def test_flags_render_without_a_type() -> None:
+    """A two-sided flag shows as --flag / --no-flag, a one-sided one alone: never `<bool>`."""
+    for args in (("run",), ("status",), ("demo",), ("escalations", "show")):
+        text = _help(*args)
+        assert "<bool>" not in text, args
+    assert "--no-suppress-degra" in _help("run")
+
+
+def test_worker_help_names_its_environment() -> None:
+    """`failover worker --help` lists the variables it reads; each is read by our code."""
+    from agent_failover.cli.commands_serve import WORKER_ENVIRONMENT
+
+    text = " ".join(_help("worker").split())
+    sources = "".join(
+        p.read_text()
+        for d in ("agent_failover", "telemetry", "stores", "activities")
+        for p in ROOT.joinpath(d).glob("*.py")
+    )
+    for names, _meaning in WORKER_ENVIRONMENT:
+        for name in (n.strip() for n in names.split(",")):
+            assert name in text, name
+            assert name.rstrip("*") in sources, name

@@ -19,10 +19,11 @@ from tests.structure import ROOT, module_import_graph
 PRODUCTION_COMMANDS = [
     ["run"], ["status"], ["force"], ["resolve"], ["report"], ["worker"], ["codec-server"],
     ["qualify"], ["escalations"], ["escalations", "list"], ["escalations", "show"],
-    ["config"], ["config", "check"],
+    ["config"], ["config", "check"], ["init"],
 ]  # fmt: skip
 DEV_COMMANDS = [
-    ["sim"], ["dev"], ["demo"], ["drill"], ["chaos-proxy"], ["replay"], ["webhook-receiver"],
+    ["sim"], ["sim", "fault"], ["sim", "clear"], ["dev"], ["demo"], ["drill"], ["chaos-proxy"],
+    ["replay"], ["webhook-receiver"],
 ]  # fmt: skip
 #: The modules that implement the production commands (main itself is checked apart: it
 #: also registers the dev commands, whose module imports the helpers inside each body).
@@ -30,6 +31,7 @@ PRODUCTION_MODULES = [
     "agent_failover.cli.commands_ops",
     "agent_failover.cli.commands_serve",
     "agent_failover.cli.commands_config",
+    "agent_failover.cli.commands_init",
 ]
 TESTING = "agent_failover.testing"
 
@@ -105,15 +107,18 @@ def test_main_and_the_dev_module_import_the_helpers_in_command_bodies_only() -> 
 
 
 def test_every_declared_command_is_on_the_app() -> None:
-    """A command declared in a group's module is listed in the app's help order."""
-    declared = {
-        info.name
-        for group in (main.commands_ops, main.commands_serve, main.commands_config)
-        for info in group.commands.registered_commands
-    } | {info.name for info in main.commands_dev.commands.registered_commands}
+    """A command declared in a group's module is listed in the app's help order, in a panel."""
+    groups = (
+        main.commands_ops, main.commands_serve, main.commands_config, main.commands_dev,
+        main.commands_init,
+    )  # fmt: skip
+    declared = {info.name for group in groups for info in group.commands.registered_commands}
     assert declared == set(main.HELP_ORDER)
     assert [c.name for c in main.app.registered_commands] == list(main.HELP_ORDER)
-    assert {g.name for g in main.app.registered_groups} == {"config", "escalations"}
+    assert {g.name for g in main.app.registered_groups} == {"config", "escalations", "sim"}
+    panels = set(main.HELP_PANELS)
+    assert all(c.rich_help_panel in panels for c in main.app.registered_commands)
+    assert all(g.rich_help_panel in panels for g in main.app.registered_groups)
 
 
 def test_modules_listed_exist() -> None:

@@ -76,6 +76,8 @@ def test_monitor_footer_says_running_interval_rounds_and_table_age() -> None:
     mt = MonitorTable(paused=False, rounds=7, results={}, table=_table(), interval_s=3)
     line = monitor_footer(mt, now=NOW)
     assert line == "health monitor: running, probing active every 3 s, 7 rounds; table from 1 s ago"
+    following = mt.model_copy(update={"policy_ref": "0123456789abcdef"})
+    assert ", 7 rounds, policy 0123456789abcdef;" in monitor_footer(following, now=NOW)
 
 
 def test_context_window_not_configured_is_never_assumed() -> None:

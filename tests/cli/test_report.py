@@ -136,3 +136,25 @@ async def test_an_undecodable_result_does_not_break_the_report() -> None:
     )
     facts = await _facts(client, wf)  # type: ignore[arg-type]
     assert facts.unreadable and facts.steps == [] and facts.workflow_id == "enc-1"
+
+
+@pytest.mark.devserver
+async def test_report_covers_a_user_workflow_without_search_attributes(
+    deployment: Deployment, sim_admin: SimAdmin
+) -> None:
+    """A user's own workflow that calls ``resilient_complete`` (no pipeline, no search
+    attributes upserted): its call is counted by role and its attempts by route, the
+    primary's failure by class (before: both tables empty)."""
+    harness = deployment.harness
+    await sim_admin.set_faults("anthropic-us-east", [{"kind": "overloaded"}])
+    out = await harness.call("plain")
+    failed, answered = out.attempts[0], out.attempts[-1]
+    assert out.tier > 0 and failed.outcome == "overloaded"
+    args = ["report", "--since", "1h", "--task-queue", harness.task_queue]
+    result = await invoke([*args, "--address", deployment.address], {"FAILOVER_CODEC_KEYS": ""})
+    assert result.exit_code == 0, result.output
+    rows = {ln.split("│")[1].strip(): ln for ln in result.output.splitlines() if "│" in ln}
+    role = [c.strip() for c in rows["plain"].split("│")[1:-1]]
+    assert role[1:3] == ["1", "1 (100%)"]
+    assert f"{failed.outcome} 1" in rows[failed.route]
+    assert [c.strip() for c in rows[answered.route].split("│")[1:-1]][1:3] == ["1", "100%"]

@@ -139,7 +139,9 @@ async def test_worker_with_the_key_replays_the_encrypted_history(
     encrypted_run: EncryptedRun, policy_path: Path
 ) -> None:
     """A Replayer carrying FailoverPlugin with the key replays the run; without it, it cannot."""
-    plugin = FailoverPlugin(policy_path, stores="memory", codec=codec_with("k1", "k2"))
+    plugin = FailoverPlugin(
+        policy_path, stores="memory", codec=codec_with("k1", "k2"), include_pipeline=True
+    )
     replayer = Replayer(workflows=[], plugins=[plugin])
     ok = await replayer.replay_workflow(encrypted_run.history, raise_on_replay_failure=False)
     assert ok.replay_failure is None, ok.replay_failure

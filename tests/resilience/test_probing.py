@@ -94,3 +94,22 @@ def test_trial_probes_wait_for_the_first_token_only_up_to_the_trial_line() -> No
         assert probe_first_token_s(reason, 9000.0, 5.0) == 5.0  # never past the timeout
         assert probe_first_token_s(reason, None, 5.0) == 5.0
     assert probe_first_token_s(ProbeReason.NO_RECENT_TRAFFIC, 2000.0, 5.0) == 5.0
+
+
+@pytest.mark.parametrize("state", [BreakerState.CLOSED, BreakerState.HALF_OPEN])
+def test_a_user_call_in_flight_is_traffic(state: BreakerState) -> None:
+    """A closed route gone silent mid-call, or a half-open one whose trial is a user's call:
+    no probe while the call is in flight (it would be a second request to a silent route,
+    or take a trial slot from a user)."""
+    health = RouteHealth(route="r", breaker=state, last_call_at=NOW - 10 * INTERVAL)
+    d = probe_decision(health, now=NOW, interval_s=INTERVAL, in_flight=1)
+    assert not d.probe and d.reason is ProbeReason.CALL_IN_FLIGHT and "1 user call" in d.detail
+    assert probe_decision(health, now=NOW, interval_s=INTERVAL, in_flight=0).probe
+
+
+def test_an_open_routes_recovery_check_goes_with_a_call_in_flight() -> None:
+    """An open route admits no user call, so a stuck one it holds must not delay the check
+    that finds it healed."""
+    health = RouteHealth(route="r", breaker=BreakerState.OPEN, open_until=NOW + 100)
+    d = probe_decision(health, now=NOW, interval_s=INTERVAL, in_flight=2)
+    assert d.probe and d.reason is ProbeReason.OPEN_RECOVERY_CHECK

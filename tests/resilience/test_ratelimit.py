@@ -7,7 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_failover.resilience.config import RateLimitSettings
-from agent_failover.resilience.ratelimit import WaitVerdict, cooldown_s, same_route_wait_s
+from agent_failover.resilience.ratelimit import (
+    WaitVerdict,
+    cooldown_s,
+    same_route_wait_s,
+    shared_cooldown_wait_ms,
+)
 from tests.resilience.helpers import PROPERTY
 
 S = RateLimitSettings()  # max_wait_ms 2000
@@ -78,3 +83,17 @@ def test_settings_validate() -> None:
         RateLimitSettings(max_wait_ms=-1)
     with pytest.raises(ValueError):
         RateLimitSettings(default_cooldown_s=0)
+
+
+def test_a_shared_cool_down_is_waited_out_by_the_same_rule() -> None:
+    """What is left of another request's short Retry-After is waited out when it fits the
+    call; a long one, one past the call's end, or this call's own cool-down is not."""
+    wait = shared_cooldown_wait_ms
+    assert wait(NOW + 1.2, None, S, now=NOW, remaining_ms=20_000, ttft_budget_ms=2000) == (
+        pytest.approx(1200)
+    )
+    assert wait(NOW + 2.5, None, S, now=NOW, remaining_ms=60_000, ttft_budget_ms=2000) is None
+    assert wait(NOW + 1.2, None, S, now=NOW, remaining_ms=3000, ttft_budget_ms=2000) is None
+    assert wait(NOW + 1.2, NOW + 1.2, S, now=NOW, remaining_ms=20_000, ttft_budget_ms=2000) is None
+    assert wait(NOW - 1, None, S, now=NOW, remaining_ms=20_000, ttft_budget_ms=2000) is None
+    assert wait(None, None, S, now=NOW, remaining_ms=20_000, ttft_budget_ms=2000) is None

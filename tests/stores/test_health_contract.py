@@ -293,6 +293,25 @@ async def test_role_latency_is_kept_per_role_on_a_shared_route(health_store: Hea
     assert plain.get(ROUTE).role_stats is None and plain.get(ROUTE).stats.calls == 41
 
 
+async def test_recent_samples_are_per_role_on_a_shared_route(health_store: HealthStore) -> None:
+    """The restore and re-demote streaks of a role read its own calls plus probes: 900 ms
+    planner calls and a probe beside 7.5 s synthesis calls; the planner's recent samples
+    hold no synthesis call (before: every role's), and without a role all count."""
+    for i in range(6):
+        await health_store.record(ok(T0 + i, 900.0, role="planner"), SETTINGS)
+        await health_store.record(ok(T0 + i + 0.5, 7500.0, role="synthesis"), SETTINGS)
+    await health_store.record(ok(T0 + 7, 300.0, probe=True), SETTINGS)
+    now = T0 + 8
+
+    async def recent(role: str | None) -> list[float]:
+        snap = await health_store.snapshot([ROUTE], now=now, window_s=60, min_calls=1, role=role)
+        return [s.latency_ms for s in snap.get(ROUTE).recent]
+
+    assert await recent("planner") == [900.0] * 6 + [300.0]
+    assert await recent("synthesis") == [7500.0] * 6 + [300.0]
+    assert len(await recent(None)) == 13
+
+
 async def test_routes_are_independent(health_store: HealthStore) -> None:
     """Tripping one route leaves every other route closed."""
     await trip(health_store)

@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any, NamedTuple
 
 from temporalio.client import WorkflowExecutionStatus
 
+from agent_failover.activities.health_models import ProbeInput
 from agent_failover.activities.notify import WEBHOOK_SECRET_ENV, WEBHOOK_URL_ENV
 from agent_failover.activities.policy_registry import POLICY_REGISTRY, policy_body
 from agent_failover.cli.qualify import QualifyArgs, build_input
@@ -53,6 +55,7 @@ from agent_failover.workflows.models import (
     EscalationDecision,
     EscalationState,
     MonitorInput,
+    MonitorPolicy,
     PipelineInput,
     PipelineOptions,
     PipelineResult,
@@ -411,6 +414,41 @@ async def _monitor_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
     return [Recorded("monitor_rounds", wid, handle.result_run_id)]
 
 
+async def _monitor_follow_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A monitor started with one route, brought to a policy with two by the
+    ``follow_policy`` update, then continuing as new with both (issue 22 §1.6)."""
+    await admin.reset()
+    wid = f"monitor-follow-{uuid.uuid4().hex[:6]}"
+    handle = await h.client.start_workflow(
+        monitor.HealthMonitorWorkflow.run,
+        MonitorInput(routes=["openai-us"], interval_s=1.0, iterations_per_run=3),
+        id=wid,
+        task_queue=h.task_queue,
+    )
+    grown = MonitorPolicy(
+        routes=["anthropic-us-east", "openai-us"],
+        interval_s=1.0,
+        policy_ref="0123456789abcdef",
+        since=time.time(),
+    )
+    await handle.execute_update(monitor.HealthMonitorWorkflow.follow_policy, grown)
+    first = h.client.get_workflow_handle(wid, run_id=handle.result_run_id)
+    await _until_continued_as_new(first)
+    await handle.terminate()
+    return [Recorded("monitor_follows_policy", wid, handle.result_run_id)]
+
+
+async def _probe_retry_after_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A probe meets a 429 with a short Retry-After on the primary; the next call waits it
+    out (a timer) and is answered by the primary (issue 22 §1.7)."""
+    await admin.reset()
+    await admin.set_faults("anthropic-us-east", [{"kind": "rate_limit", "retry_after": 1.5}])
+    probe = ProbeInput(route="anthropic-us-east", now=time.time(), interval_s=10)
+    await h.activities.probes.probe_endpoint(probe)
+    await admin.clear()
+    return [Recorded("call_waits_out_retry_after", await _call(h, "plain", "after a 429"))]
+
+
 async def _until_continued_as_new(handle: Any) -> None:
     """Wait (up to a minute) until the run behind ``handle`` continued as new."""
     for _ in range(120):
@@ -525,6 +563,8 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
         _bulkhead_runs,
     ),
     (("monitor_rounds",), _monitor_runs),
+    (("monitor_follows_policy",), _monitor_follow_runs),
+    (("call_waits_out_retry_after",), _probe_retry_after_run),
     (
         ("pipeline_action_maybe_applied", "pipeline_agent_tools_maybe_applied"),
         _maybe_applied_runs,

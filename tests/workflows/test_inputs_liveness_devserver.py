@@ -56,7 +56,7 @@ async def prod(
     """A worker built the way the service builds one: the plugin, nothing test-only."""
     tq = f"live-{uuid.uuid4().hex[:10]}"
     stores = Stores(MemoryHealthStore(), MemoryResponseCache(), "test")
-    plugin = FailoverPlugin(policy, stores=stores, start_monitor=False)
+    plugin = FailoverPlugin(policy, stores=stores, start_monitor=False, include_pipeline=True)
     worker = Worker(
         dev_env.client, task_queue=tq, workflows=[ResilientCallWorkflow], plugins=[plugin]
     )

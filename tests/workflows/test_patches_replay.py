@@ -74,6 +74,10 @@ EXPECTED_HISTORIES = {
     "call_bulkhead_overflow",
     # Monitor rounds that outlast their interval (timed from their start).
     "monitor_rounds",
+    # A monitor brought to a new policy by its follow_policy update, continuing with it.
+    "monitor_follows_policy",
+    # A call waiting out a probe's short Retry-After on its primary (a timer, a patch).
+    "call_waits_out_retry_after",
     # A call whose policy version comes from the policy store.
     "call_policy_store",
     # A call whose role context writes its snapshot read for the role (``role_read``).

@@ -1,0 +1,71 @@
+"""User calls in flight per route in Redis (:class:`~stores.in_flight.InFlight`).
+
+``NS:h:{route}:f`` is a sorted set lease -> ``until`` (workflow-clock seconds). Taking a
+lease is one script (drop expired leases, add this one, make the key live at least as long
+as it: a shorter lease never cuts a longer one's);
+giving it back is one ``ZREM``; counting is one ``ZCOUNT`` of the leases not yet expired.
+While Redis is away the store's local view holds the leases (never replayed: a lease is
+worth nothing after its call).
+"""
+
+from __future__ import annotations
+
+from agent_failover.stores.in_flight import MemoryInFlight
+from agent_failover.stores.redis_context import RedisContext
+from agent_failover.stores.redis_fallback import RedisFallback
+
+#: The key outlives its longest lease by this much (wall clock vs workflow clock).
+KEY_MARGIN_S = 60.0
+
+# Take a lease. KEYS: the route's lease set. ARGV: now, until, lease, key TTL ms. Expired
+# leases go; the key's TTL only grows (a shorter lease never cuts a longer one's).
+TAKE_LUA = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+end
+return 1
+"""
+
+
+class RedisInFlight:
+    """In-flight leases shared by every worker through Redis, local while Redis is away."""
+
+    def __init__(self, ctx: RedisContext, fallback: RedisFallback) -> None:
+        self._ctx = ctx
+        self._fallback = fallback
+        self._take = ctx.client.register_script(TAKE_LUA)
+
+    def key(self, route: str) -> str:
+        """The sorted set of ``route``'s leases."""
+        return f"{self._ctx.keys.prefix(route)}f"
+
+    async def start(self, route: str, lease: str, *, now: float, until: float) -> None:
+        ttl_ms = int((max(until - now, 0.0) + KEY_MARGIN_S) * 1000)
+
+        async def remote() -> None:
+            await self._take(keys=[self.key(route)], args=[now, until, lease, ttl_ms])
+
+        await self._fallback.run(
+            remote, lambda local: _local(local).start(route, lease, now=now, until=until)
+        )
+
+    async def end(self, route: str, lease: str) -> None:
+        async def remote() -> None:
+            await self._ctx.client.zrem(self.key(route), lease)
+
+        await self._fallback.run(remote, lambda local: _local(local).end(route, lease))
+
+    async def count(self, route: str, now: float) -> int:
+        async def remote() -> int:
+            return int(await self._ctx.client.zcount(self.key(route), f"({now}", "+inf"))
+
+        return await self._fallback.run(remote, lambda local: _local(local).count(route, now))
+
+
+def _local(view: object) -> MemoryInFlight:
+    """The local view's leases."""
+    leases = getattr(view, "in_flight", None)
+    assert isinstance(leases, MemoryInFlight)
+    return leases
