@@ -26,7 +26,7 @@ from agent_failover.telemetry import record
 if TYPE_CHECKING:
     import httpx
 
-    from agent_failover.stores.after_call import AfterCallWrites, CachePut
+    from agent_failover.stores.after_call import AfterCallWrites, CachePut, LeaseEnd
     from agent_failover.stores.cache import ResponseCache
     from agent_failover.stores.health import HealthStore
 
@@ -106,11 +106,16 @@ class ActivityDeps:
         return self._subsets[key]
 
     async def record(
-        self, outcome: CallOutcome, settings: Any, put: CachePut | None = None
+        self,
+        outcome: CallOutcome,
+        settings: Any,
+        put: CachePut | None = None,
+        end: LeaseEnd | None = None,
     ) -> Transition | None:
-        """Record ``outcome`` in the health store (and cache ``put`` with it: one round trip
-        when both stores share a Redis); log and count a breaker transition."""
-        transition = await self._writes().write(outcome, settings, put)
+        """Record ``outcome`` in the health store (with the cache write ``put`` and the
+        in-flight lease's ``end``: one round trip when they share a Redis); log and count
+        a breaker transition."""
+        transition = await self._writes().write(outcome, settings, put, end)
         if transition is not None:
             log.warning(
                 "breaker %s: %s -> %s (%s)",

@@ -113,6 +113,7 @@ class ModelCallActivities:
         beat = asyncio.create_task(_heartbeat_loop(progress))
         lease = self._lease(inp, workflow_now(base, started))
         reply: ChatReply | None = None
+        answered = False
         try:
             reply = await complete(
                 self._deps.http,
@@ -124,6 +125,7 @@ class ModelCallActivities:
             data = validate_reply(
                 reply, inp.output_schema, endpoint=inp.route, max_reply_bytes=inp.max_reply_bytes
             )
+            answered = True
         except ProviderError as err:
             elapsed_ms = (time.monotonic() - started) * 1000
             at = workflow_now(base, started)
@@ -135,22 +137,27 @@ class ModelCallActivities:
             wait = self._rate_limit_wait(inp, err, at)
             raise to_application_error(inp.route, err, elapsed_ms, wait) from err
         except asyncio.CancelledError:
-            # A hedge loser or a workflow cancel: not the route's fault, free the trial slot.
-            await self._settle_unanswered(inp, grant, workflow_now(base, started))
-            if admission.trial:
-                now = workflow_now(base, started)
-                await self._deps.health.release_trial(inp.route, now, admission.lease)
-            _raise_if_abandoned()
+            await self._on_cancel(inp, grant, admission, workflow_now(base, started))
             raise
         finally:
             beat.cancel()
-            released = lease.release_soon()  # given back while the answer is recorded
+            if not answered:  # an answer's lease goes back in its record's round trip
+                lease.release_soon()
         outcome = _answered(inp.route, reply, workflow_now(base, started), admission, inp.role)
-        await self._on_answer(inp, endpoint, reply, data, outcome, grant, settings)
-        await released
+        await self._on_answer(inp, endpoint, (reply, data), outcome, grant, settings, lease)
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
         ).for_route(inp.route)
+
+    async def _on_cancel(
+        self, inp: CallModelInput, grant: BudgetGrant, admission: Admission, now: float
+    ) -> None:
+        """A hedge loser or a workflow cancel: not the route's fault, free the trial slot
+        (and turn a cancel that came after the run ended into a benign failure)."""
+        await self._settle_unanswered(inp, grant, now)
+        if admission.trial:
+            await self._deps.health.release_trial(inp.route, now, admission.lease)
+        _raise_if_abandoned()
 
     def _lease(self, inp: CallModelInput, now: float) -> CallLease:
         """The attempt's in-flight lease, taken beside the provider call (no added round
@@ -208,20 +215,24 @@ class ModelCallActivities:
         self,
         inp: CallModelInput,
         endpoint: EndpointConfig,
-        reply: ChatReply,
-        data: Any,
+        answer: tuple[ChatReply, Any],
         outcome: CallOutcome,
         grant: BudgetGrant,
         settings: BreakerSettings,
+        lease: CallLease,
     ) -> None:
-        """Record the success with the cache write when it qualifies (one round trip when
-        the stores share a Redis), settle the rate budget."""
+        """Record the success with the cache write when it qualifies and the in-flight
+        lease's end (one round trip when the stores share a Redis), settle the rate budget."""
+        from agent_failover.stores.after_call import LeaseEnd  # worker side
+
+        reply, data = answer
         # A turn that asks for tools is not an answer: served from the cache later it would
         # read as an empty reply (the cache keeps text, not tool calls).
         put = None
         if inp.cache is not None and not reply.tool_calls:
             put = _cache_put(inp, reply, data, outcome.at)
-        await self._deps.record(outcome, settings, put)
+        end = LeaseEnd(inp.route, lease.id) if await lease.taken() else None
+        await self._deps.record(outcome, settings, put, end)
         if grant.limited:
             used = reply.usage.input_tokens + reply.usage.output_tokens
             await self._deps.health.settle_budget(grant, used, outcome.at)
@@ -339,11 +350,8 @@ def _refusal_details(admission: Admission, now: float) -> dict[str, Any]:
 
 
 def _cache_put(inp: CallModelInput, reply: ChatReply, data: Any, at: float) -> CachePut:
-    """The answer as the response cache keeps it (the workflow asked: a full answer).
-
-    Written here rather than in a second activity, which cost a whole Temporal round trip
-    per successful call; a cache that fails never fails the answer (:mod:`stores.after_call`).
-    """
+    """The answer as the response cache keeps it (the workflow asked: a full answer),
+    written with the outcome record (:mod:`stores.after_call`), never failing the call."""
     from agent_failover.stores.after_call import CachePut  # worker side
     from agent_failover.stores.cache import CachedEntry
 

@@ -297,13 +297,8 @@ class QueuedPut:
         self.command = command
         self.settled = False
 
-    def queue(self, pipe: Any) -> None:
-        """Queue the ``SET`` on ``pipe``."""
-        pipe.execute_command(*self.command)
-
-    async def done(self, results: list[Any]) -> None:
+    async def done(self, result: Any) -> None:
         """The pipeline's reply to the ``SET``."""
-        (result,) = results
         if isinstance(result, REDIS_DOWN):
             await self.failed(result)
         elif isinstance(result, Exception):

@@ -28,18 +28,15 @@ from agent_failover.stores.redis_scripts import HealthScripts
 
 
 class QueuedWrite(Protocol):
-    """Another store's write riding in the health store's pipeline."""
+    """Another write (one command) riding in the health store's record pipeline."""
 
     #: True once the write's fate is settled (answered, failed, or written on its own).
     settled: bool
+    #: The command, as ``execute_command`` takes it.
+    command: tuple[Any, ...]
 
-    def queue(self, pipe: Any) -> None:
-        """Queue the write's commands on ``pipe``."""
-        ...
-
-    async def done(self, results: list[Any]) -> None:
-        """The pipeline answered: the write's replies (an exception instance where a
-        command failed)."""
+    async def done(self, result: Any) -> None:
+        """The pipeline answered: the command's reply (an exception instance if it failed)."""
         ...
 
     async def failed(self, exc: BaseException) -> None:

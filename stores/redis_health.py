@@ -125,10 +125,8 @@ class RedisHealthStore(SharedBudgets):
         self._facts = RedisFacts(ctx)
         self._cost = RedisCost(ctx)
         self._budgets = BudgetBuckets(RedisBudgets(client, namespace=namespace))
-        name = f"health store [{namespace}]"
-        self.link = RedisLink(
-            client, name=name, reconnect_interval_s=reconnect_interval_s, clock=clock
-        )
+        name, interval = f"health store [{namespace}]", reconnect_interval_s
+        self.link = RedisLink(client, name=name, reconnect_interval_s=interval, clock=clock)
         self._fallback = RedisFallback(
             self.link,
             ctx.seen,
@@ -154,13 +152,13 @@ class RedisHealthStore(SharedBudgets):
         outcome: CallOutcome,
         settings: BreakerSettings,
         *,
-        also: QueuedWrite | None = None,
+        also: Sequence[QueuedWrite] = (),
     ) -> Transition | None:
         """Append ``outcome`` and apply the breaker, atomically per route across workers.
 
-        ``also`` (another store's write to the same server, :mod:`stores.after_call`)
-        rides in the record's round trip; if that round trip is never sent (Redis is lost
-        already) it is written on its own, with its own store's fallback.
+        ``also`` (other writes to the same server, :mod:`stores.after_call`) ride in the
+        record's round trip; one whose round trip is never sent (Redis is lost already) is
+        written on its own, with its own store's fallback.
         """
         nonce = new_nonce()
         try:
@@ -171,8 +169,9 @@ class RedisHealthStore(SharedBudgets):
                 replay_first=True,
             )
         finally:
-            if also is not None and not also.settled:
-                await also.alone()
+            for write in also:
+                if not write.settled:
+                    await write.alone()
 
     async def latency_baseline(
         self, route: str, *, now: float, min_samples: int

@@ -11,6 +11,7 @@ outcome carries a nonce: replayed after a Redis hiccup, it is counted once.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from redis.exceptions import NoScriptError
@@ -105,10 +106,10 @@ class RedisOutcomes:
         outcome: CallOutcome,
         settings: BreakerSettings,
         nonce: str,
-        also: QueuedWrite | None = None,
+        also: Sequence[QueuedWrite] = (),
     ) -> Transition | None:
         """Count ``outcome`` (once per ``nonce``) and apply the breaker; ``also``'s
-        commands (another store's write to the same server) ride in the same round trip."""
+        commands (other writes to the same server) ride in the same round trip."""
         route, now = outcome.route, outcome.at
         windows = _Windows.at(now, settings, self._ctx.horizon_s)
         args = self._record_args(outcome, windows, nonce)
@@ -119,23 +120,26 @@ class RedisOutcomes:
         read = (raw[:4], sent_at)
         return await self._decide(outcome, settings, baseline.used_ms, windows, read)
 
-    async def _run_record(self, route: str, args: list, also: QueuedWrite | None) -> list:
+    async def _run_record(self, route: str, args: list, also: Sequence[QueuedWrite]) -> list:
         """``RECORD_LUA`` alone, or pipelined with ``also``'s commands (non-transactional:
         each stands on its own), its ``EVALSHA`` queued as a plain command (no ``SCRIPT
         EXISTS`` first; the script is loaded on ``NOSCRIPT``). ``also`` learns its results,
         or that the round trip failed before they came (it then falls back on its own)."""
         record, bkey = self._ctx.scripts.record, self._ctx.keys.breaker(route)
-        if also is None:
+        if not also:
             return await record(keys=[bkey], args=args)
         try:
             async with self._ctx.client.pipeline(transaction=False) as pipe:
                 pipe.evalsha(record.sha, 1, bkey, *args)
-                also.queue(pipe)
+                for write in also:
+                    pipe.execute_command(*write.command)
                 res = await pipe.execute(raise_on_error=False)
         except REDIS_DOWN as exc:
-            await also.failed(exc)
+            for write in also:
+                await write.failed(exc)
             raise
-        await also.done(res[1:])
+        for write, result in zip(also, res[1:], strict=True):
+            await write.done(result)
         if isinstance(res[0], NoScriptError):
             return await record(keys=[bkey], args=args)  # loads the script, then runs it
         if isinstance(res[0], Exception):

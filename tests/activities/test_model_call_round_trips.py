@@ -1,6 +1,7 @@
-"""Redis round trips of one healthy call (issue 24: at most two): the role context's
-snapshot, then ``call_model`` admitted from that fresh read, its outcome record and cache
-write in one pipeline. A route whose breaker is not closed still asks the store."""
+"""Redis round trips of one healthy call (issue 24): the role context's snapshot, then
+``call_model`` admitted from that fresh read, its in-flight lease taken beside the provider
+call, and its outcome record, cache write and the lease's end in one pipeline: three. A
+route whose breaker is not closed still asks the store."""
 
 from __future__ import annotations
 
@@ -87,18 +88,20 @@ async def _one_call(w: Worker, now: float) -> str:
     return ROUTE
 
 
-async def test_a_healthy_call_costs_two_round_trips(
+async def test_a_healthy_call_costs_three_round_trips(
     worker: Worker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Snapshot (1) + record and cache write (1); admission rides on the snapshot."""
+    """Snapshot (1) + the in-flight lease's take (1, while the provider answers) + record,
+    cache write and the lease's end (1); admission rides on the snapshot."""
     route = await _one_call(worker, T0)  # connections and scripts set up
     sent = Sent(monkeypatch)
     for i in range(3):
         await _one_call(worker, T0 + 1 + i)
-    assert sent.count == 2 * 3
+    assert sent.count == 3 * 3
     cached = await worker.cache.get(cache_key(ROLE, REQUEST), now=T0 + 4)
     assert cached is not None and cached.route == route
     assert (await worker.health.breaker(route)).state is BreakerState.CLOSED
+    assert await worker.health.in_flight.count(route, T0 + 4) == 0  # every lease given back
 
 
 def _breaker(route: str, state: BreakerState) -> Breaker:

@@ -14,7 +14,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import CallOutcome
-from agent_failover.stores.after_call import AfterCallWrites, CachePut
+from agent_failover.stores.after_call import AfterCallWrites, CachePut, LeaseEnd
 from agent_failover.stores.cache import CachedEntry, RedisResponseCache
 from agent_failover.stores.health import RedisHealthStore
 from agent_failover.stores.redis_link import fail_fast_client
@@ -79,6 +79,19 @@ async def test_record_and_cache_write_are_one_round_trip(
     assert entry is not None and entry.content == f"answer {T0 + 3}"
 
 
+async def test_the_in_flight_lease_ends_in_the_same_round_trip(
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes = AfterCallWrites(stores.health, stores.cache)
+    await writes.write(_outcome(T0), SETTINGS, _put(T0))
+    await stores.health.in_flight.start(ROUTE, "lease-1", now=T0, until=T0 + 60)
+    assert await stores.health.in_flight.count(ROUTE, T0 + 1) == 1
+    sent = Sent(monkeypatch)
+    await writes.write(_outcome(T0 + 1), SETTINGS, _put(T0 + 1), LeaseEnd(ROUTE, "lease-1"))
+    assert sent.count == 1
+    assert await stores.health.in_flight.count(ROUTE, T0 + 1) == 0
+
+
 async def test_a_flushed_record_script_is_loaded_again(stores: Stores, redis_client: Any) -> None:
     """NOSCRIPT in the pipeline: the cache write stands, the record runs after a reload."""
     writes = AfterCallWrites(stores.health, stores.cache)
@@ -134,7 +147,7 @@ async def test_a_cache_write_refused_by_redis_leaves_the_record(
     await redis_client.rpush(cache_key, "a list")
     queued = await stores.cache.queued_put("k2", _put(T0 + 1).entry, keep_s=600.0)
     queued.command = ("INCR", cache_key)  # a command Redis refuses on a list: WRONGTYPE
-    await stores.health.record(_outcome(T0 + 1), SETTINGS, also=queued)
+    await stores.health.record(_outcome(T0 + 1), SETTINGS, also=[queued])
     assert queued.settled
     assert "response cache write" in caplog.text
     assert (await stores.cache.status()).healthy and (await stores.health.status()).healthy
