@@ -137,7 +137,7 @@ class ModelCallActivities:
             wait = self._rate_limit_wait(inp, err, at)
             raise to_application_error(inp.route, err, elapsed_ms, wait) from err
         except asyncio.CancelledError:
-            await self._on_cancel(inp, grant, admission, workflow_now(base, started))
+            await self._on_cancelled(inp, grant, admission, workflow_now(base, started))
             raise
         finally:
             beat.cancel()
@@ -149,11 +149,11 @@ class ModelCallActivities:
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
         ).for_route(inp.route)
 
-    async def _on_cancel(
+    async def _on_cancelled(
         self, inp: CallModelInput, grant: BudgetGrant, admission: Admission, now: float
     ) -> None:
         """A hedge loser or a workflow cancel: not the route's fault, free the trial slot
-        (and turn a cancel that came after the run ended into a benign failure)."""
+        (raises ``AttemptAbandoned`` for a loser whose run has ended)."""
         await self._settle_unanswered(inp, grant, now)
         if admission.trial:
             await self._deps.health.release_trial(inp.route, now, admission.lease)
