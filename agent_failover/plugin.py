@@ -12,13 +12,13 @@ worker of a client it is given to):
   to the worker and its bulkhead workers (unless their client already traces);
 * adds our modules to the workflow sandbox's passthrough list (ours only: a user module
   that happens to be called ``activities`` is never passed through);
-* registers the failover activities (``role_context``, ``call_model``, cache, probes...)
-  and, only when asked (``include_pipeline=True``: ``failover worker`` / ``dev`` / ``demo``),
-  the bundled ``AgentPipelineWorkflow``, its tools and its on-call notification
-  (``notify_escalation``), refusing a policy the pipeline cannot serve; always the
-  ``HealthMonitorWorkflow`` and
-  ``QualifyWorkflow`` (``failover qualify``) with its ``qualify_item`` / ``score_answer``
-  activities;
+* registers the failover activities (``role_context``, ``call_model``, cache, probes...),
+  the tool-server activities of the saga and the agent loop (``run_tool`` /
+  ``compensate``), ``escalate``'s on-call notification (``notify_escalation``), the
+  ``HealthMonitorWorkflow`` and ``QualifyWorkflow`` (``failover qualify``) with its
+  ``qualify_item`` / ``score_answer`` activities; and, only when asked
+  (``include_pipeline=True``: ``failover worker`` / ``dev`` / ``demo``), the bundled
+  ``AgentPipelineWorkflow``, refusing a policy the pipeline cannot serve;
 * when the worker runs: connects the stores (Redis at ``REDIS_URL``), starts one extra
   worker per bulkhead (``<task queue>-llm-<bulkhead>``, its own slot limit; ``bulkheads=``
   picks which, so other processes can serve the rest: :meth:`FailoverPlugin.bulkhead_worker`;
@@ -183,8 +183,8 @@ class FailoverPlugin(SimplePlugin):
     webhook's (None: a proxy-aware :func:`build_webhook_client` built on first use).
     Clients built here are closed by :meth:`aclose`. ``sticky_queue_timeout``: the sticky
     queue timeout of the workers it configures that kept the SDK default (None: keep it).
-    ``include_pipeline``: also register the bundled ``AgentPipelineWorkflow`` and its tool
-    and escalation activities (off by default: a user's worker runs the user's workflows);
+    ``include_pipeline``: also register the bundled ``AgentPipelineWorkflow`` (off by
+    default: a user's worker runs the user's workflows);
     a policy without the pipeline's roles is then a :class:`PolicyError`.
     """
 
@@ -313,10 +313,11 @@ class FailoverPlugin(SimplePlugin):
             )
         ours: list[Callable[..., Any]] = acts.all()
         ours += QualityActivities(self.policy, self.http).all()
-        if self._include_pipeline:
-            ours += ToolActivities(self.http, tools_base_url()).all()
-            # The webhook's URL and secret are read from the environment at each call.
-            ours += EscalationNotifier(self.notify_http).all()
+        # Library features, not the pipeline's: the saga's and the agent loop's tool calls
+        # (``run_tool``/``compensate``) and ``escalate``'s on-call webhook, whose URL and
+        # secret are read from the environment at each call.
+        ours += ToolActivities(self.http, tools_base_url()).all()
+        ours += EscalationNotifier(self.notify_http).all()
         config["activities"] = [*(config.get("activities") or []), *ours]
         return config
 

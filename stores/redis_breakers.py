@@ -6,8 +6,10 @@ makes half-open trial slots atomic across workers, and a transition happen once 
 second writer sees the new state and has nothing to do). Trial slots are leases kept in
 the breaker value itself (id and expiry): taking one, giving one back and dropping the
 expired ones are the same compare-and-set, so a worker that dies holding one only holds
-it until the lease lapses. The breaker key has no TTL: an
-open or forced breaker must not silently close because its key expired.
+it until the lease lapses. Every write sets the key's idle TTL
+(:data:`~stores.redis_keys.IDLE_TTL_MS`, a week, which every outcome and probe of the
+route renews), so an open breaker never closes because its key expired while the route
+is in use; a forced breaker has no TTL at all (an operator's decision lasts until released).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import BreakerState
 from agent_failover.stores.memory_health import new_lease_id
 from agent_failover.stores.redis_context import RedisContext
+from agent_failover.stores.redis_keys import IDLE_TTL_MS
 
 #: Compare-and-set attempts before giving up; each failure means another worker changed
 #: the breaker in between, so this only runs out under pathological contention.
@@ -33,6 +36,12 @@ class StoreContentionError(RuntimeError):
 def parse_breaker(route: str, raw: bytes | None) -> Breaker:
     """The breaker JSON stored for ``route``, or a fresh CLOSED breaker if none."""
     return Breaker.model_validate_json(raw) if raw else Breaker(route=route)
+
+
+def breaker_ttl_ms(b: Breaker) -> int:
+    """The TTL a breaker is written with: none (0) when forced, else the idle TTL."""
+    forced = b.state in (BreakerState.FORCED_OPEN, BreakerState.FORCED_CLOSED)
+    return 0 if forced else IDLE_TTL_MS
 
 
 def contention(route: str) -> StoreContentionError:
@@ -49,23 +58,25 @@ class RedisBreakers:
 
     async def read(self, route: str) -> Breaker:
         """The route's breaker (CLOSED if never seen)."""
+        sent_at = self._ctx.seen.clock()
         b = parse_breaker(route, await self._ctx.client.hget(self._ctx.keys.breaker(route), "b"))
-        self._ctx.seen.breakers[route] = b
+        self._ctx.seen.saw_breaker(route, b, sent_at)
         return b
 
     async def cas_write(self, bkey: str, current: Breaker, new: Breaker) -> bool:
         """Write ``new`` if the stored breaker is still ``current``'s version."""
-        args = [current.version, new.version, new.model_dump_json()]
+        args = [current.version, new.version, new.model_dump_json(), breaker_ttl_ms(new)]
         return bool(await self._ctx.scripts.cas(keys=[bkey], args=args))
 
     async def update(self, route: str, step: Callable[[Breaker], tuple[Breaker, object]]) -> object:
         """Read the breaker, apply ``step``, compare-and-set; retry on a lost race."""
         bkey = self._ctx.keys.breaker(route)
         for _ in range(MAX_CAS_ATTEMPTS):
+            sent_at = self._ctx.seen.clock()
             current = parse_breaker(route, await self._ctx.client.hget(bkey, "b"))
             new, result = step(current)
             if new == current or await self.cas_write(bkey, current, new):
-                self._ctx.seen.breakers[route] = new
+                self._ctx.seen.saw_breaker(route, new, sent_at)
                 return result
         raise contention(route)
 
@@ -103,5 +114,5 @@ class RedisBreakers:
             if b.version > 0:
                 # Only where Redis has no breaker at all (a restarted, empty server):
                 # otherwise other workers kept Redis current and it wins.
-                args = [0, b.version, b.model_dump_json()]
+                args = [0, b.version, b.model_dump_json(), breaker_ttl_ms(b)]
                 await self._ctx.scripts.cas(keys=[self._ctx.keys.breaker(route)], args=args)

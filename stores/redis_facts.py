@@ -2,8 +2,9 @@
 shadow-evaluation samples and quality verdicts, and learned context windows.
 
 Each write is also remembered (:class:`~stores.redis_context.SeenState`) so the local
-view serves it while Redis is lost. A quality verdict has no TTL, like the breaker: a
-regression must not silently lift because a key expired.
+view serves it while Redis is lost. SLA demotions and quality verdicts are kept for
+:data:`~stores.redis_keys.IDLE_TTL_MS` (a week) after their last write, a quality verdict
+also after its route's last shadow sample: a route's verdicts do not outlive its use.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from agent_failover.resilience.config import MAX_QUALITY_SAMPLES
 from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.stores.memory_routes import RouteFacts
 from agent_failover.stores.redis_context import RedisContext
-from agent_failover.stores.redis_keys import CONTEXT_WINDOW_TTL_S
+from agent_failover.stores.redis_keys import CONTEXT_WINDOW_TTL_S, IDLE_TTL_MS
 
 
 def encode_verdict(regressed: bool, since: float, delta: float | None) -> str:
@@ -49,8 +50,10 @@ class RedisFacts:
                 pipe.sadd(ctx.keys.sla(role), route)
             else:
                 pipe.srem(ctx.keys.sla(role), route)
+            pipe.pexpire(ctx.keys.sla(role), IDLE_TTL_MS)
             if at is not None:
                 pipe.hset(ctx.keys.sla_since(role), route, repr(at))
+                pipe.pexpire(ctx.keys.sla_since(role), IDLE_TTL_MS)
             await pipe.execute()
         if demoted:
             seen.add(route)
@@ -68,14 +71,19 @@ class RedisFacts:
             pipe.rpush(key, sample.encode())
             pipe.ltrim(key, -MAX_QUALITY_SAMPLES, -1)
             pipe.pexpire(key, ctx.ttl_ms)
+            # The route's verdict lives while it is evaluated (same hash tag, same slot).
+            pipe.pexpire(ctx.keys.quality_verdict(route), IDLE_TTL_MS)
             await pipe.execute()
 
     async def set_verdict(
         self, role: str, route: str, regressed: bool, at: float, delta: float | None
     ) -> None:
         """Write ``route``'s quality verdict for ``role``."""
-        raw = encode_verdict(regressed, at, delta)
-        await self._ctx.client.hset(self._ctx.keys.quality_verdict(route), role, raw)
+        raw, key = encode_verdict(regressed, at, delta), self._ctx.keys.quality_verdict(route)
+        async with self._ctx.client.pipeline(transaction=not self._ctx.cluster) as pipe:
+            pipe.hset(key, role, raw)
+            pipe.pexpire(key, IDLE_TTL_MS)
+            await pipe.execute()
         self._ctx.seen.quality[(role, route)] = QualityState(
             regressed=regressed, since=at, delta=delta
         )

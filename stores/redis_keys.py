@@ -15,8 +15,12 @@ on a cluster; every key a script touches is passed in ``KEYS``):
 * ``NS:h:{route}:n:<minute>`` set of the nonces recorded in that minute, so an outcome
   replayed after a Redis hiccup (its first write may have landed) is counted once.
 * ``NS:h:{route}:r`` list of the newest observations (``at|latency|ok``), capped.
-* ``NS:h:{route}:b``  hash ``{v: version, b: breaker JSON}``, no TTL: an open or
-  forced breaker must not silently close because its key expired.
+* ``NS:h:{route}:b``  hash ``{v: version, b: breaker JSON}``, TTL ``IDLE_TTL_MS``
+  (7 days + 2 hours) renewed by every write and by every outcome or probe recorded on the
+  route: a route still in a policy is probed every few seconds, so its breaker never
+  expires, while one no worker touches any more is dropped after a week. A forced
+  breaker has no TTL (an operator's decision lasts until released): at most one such
+  key per route.
 * ``NS:h:{route}:p``  hash ``{at, ok}`` of the last probe and ``c``, when the last real
   call finished (TTL ``ttl_s``).
 * ``NS:h:{route}:base`` the route's baselines (JSON) and when they were computed (TTL ``ttl_s``).
@@ -30,25 +34,52 @@ on a cluster; every key a script touches is passed in ``KEYS``):
   ``NS:h:{route}:cv`` the cost-efficiency verdict ``demoted|since`` (TTL 7 days + 2 hours).
 * ``NS:h:{route}:cw`` the context window the provider stated in a rejection (TTL 30 days).
 * ``NS:sla:<role>``   set of routes latency-demoted for the role; ``NS:slat:<role>`` hash
-  route -> when the verdict last changed.
+  route -> when the verdict last changed. TTL ``IDLE_TTL_MS``, renewed by every change:
+  the verdict is judged again from the route's window at every step, so a week-old
+  demotion that expires is re-made at once if the route is still slow.
 * ``NS:h:{route}:q:<role>`` list of the route's newest shadow-evaluation samples for the
   role (``at|score``, oldest first, capped at ``MAX_QUALITY_SAMPLES``; TTL ``ttl_s``), and
-  ``NS:h:{route}:qr`` hash role -> ``regressed|since|delta``, the quality verdict (no TTL,
-  like the breaker: a regression must not silently lift because a key expired).
+  ``NS:h:{route}:qr`` hash role -> ``regressed|since|delta``, the quality verdict, TTL
+  ``IDLE_TTL_MS`` renewed by every verdict and every shadow sample of the route.
+
+Every key has a TTL except a forced breaker: nothing grows with time or traffic
+(:mod:`tests.stores.test_redis_keys_ttl` enumerates the keys after a burst of activity).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from agent_failover.resilience.aggregates import HIST_BUCKET_S
 from agent_failover.resilience.baseline import BUCKET_S, HORIZON_HOURS
 
 #: How long a learned context window is kept without being stated again.
 CONTEXT_WINDOW_TTL_S = 30 * 86400.0
 #: Hourly latency buckets live for the horizon plus a margin for the hour in progress.
 HOURLY_TTL_MS = int((HORIZON_HOURS + 2) * BUCKET_S * 1000)
+#: How long a route's or a role's lasting state (breaker, quality verdict, SLA demotion)
+#: is kept without being written or, for a breaker, without an outcome or probe recorded.
+IDLE_TTL_MS = HOURLY_TTL_MS
 #: Aggregate buckets outlive the horizon by this margin (wall clock vs outcome time).
 BUCKET_TTL_MARGIN_S = 60.0
+
+
+#: The keys of a route that are one of a kind: b p r base cb cv cw qr f.
+SINGLE_KEYS_PER_ROUTE = 9
+
+
+def max_keys_per_route(horizon_s: float, roles: int) -> int:
+    """The most keys one route can have at once, whatever the traffic: the aggregate
+    buckets live ``horizon_s`` + a margin (one key a second, a ten seconds, a minute for
+    each of ``m n cm``), the hourly ones a week (``lh ch``), plus one shadow-sample list
+    per role and the one-of-a-kind keys."""
+    live_s = horizon_s + BUCKET_TTL_MARGIN_S
+    seconds = math.ceil(live_s) + 1
+    tens = math.ceil(live_s / HIST_BUCKET_S) + 1
+    minutes = 3 * (math.ceil(live_s / 60) + 1)
+    hours = 2 * (math.ceil(HOURLY_TTL_MS / 1000 / BUCKET_S) + 1)
+    return seconds + tens + minutes + hours + roles + SINGLE_KEYS_PER_ROUTE
 
 
 @dataclass(frozen=True)

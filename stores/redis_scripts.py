@@ -14,12 +14,15 @@ from dataclasses import dataclass
 import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 
-# KEYS[1] breaker hash; ARGV[1] expected version; ARGV[2] new version; ARGV[3] JSON.
-# A missing hash has version 0, so expected=0 doubles as "set if absent".
+# KEYS[1] breaker hash; ARGV[1] expected version; ARGV[2] new version; ARGV[3] JSON;
+# ARGV[4] TTL in ms, 0 for none (a forced breaker). A missing hash has version 0, so
+# expected=0 doubles as "set if absent".
 CAS_LUA = """
 local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if v ~= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 'b', ARGV[3])
+if ARGV[4] == '0' then redis.call('PERSIST', KEYS[1])
+else redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 return 1
 """
 
@@ -115,7 +118,8 @@ return out
 
 # Count one outcome and read what the breaker needs, atomically, in one round trip.
 # KEYS: breaker. ARGV: 1 prefix, 2 at, 3 ttl ms, 4 is probe, 5 probe ok, 6 hour,
-#   7 hourly bin or '', 8 hourly ttl ms, 9 minute, 10 minute bin or '', 11 bucket ttl ms,
+#   7 hourly bin or '', 8 hourly ttl ms (also the breaker's idle TTL, renewed here),
+#   9 minute, 10 minute bin or '', 11 bucket ttl ms,
 #   12 recent entry or '', 13 recent cap, 14 second, 15 error-window seconds,
 #   16 semantic-window seconds, 17 nonce, 18 histogram bucket, 19 histogram buckets of
 #   the error window, 20 billed attempts (0 or 1), 21 useful tokens, 22 nano-dollars
@@ -172,6 +176,8 @@ if redis.call('SADD', nonces, ARGV[17]) == 1 then
     redis.call('PEXPIRE', p .. 'r', ARGV[3])
   end
 end
+-- A route still seen keeps its breaker (a forced one, without a TTL, keeps none).
+if redis.call('PTTL', KEYS[1]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[8]) end
 local e, s = merge2(p, 's:', tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16]))
 local h = merge2(p, 'h:', tonumber(ARGV[18]), tonumber(ARGV[19]), 0)
 return {redis.call('HGET', KEYS[1], 'b'), e, s, h, redis.call('GET', p .. 'base')}

@@ -76,14 +76,16 @@ def _registered(plugin: FailoverPlugin) -> tuple[set[str], set[str]]:
 
 
 def test_a_users_plugin_registers_no_pipeline_unless_asked() -> None:
-    """The library default is the library: the bundled pipeline, its tools and its
-    escalation webhook only with ``include_pipeline=True``."""
+    """The library default is the library: the bundled pipeline only with
+    ``include_pipeline=True``; the library's own activities (the saga's and the agent
+    loop's tool calls, ``escalate``'s webhook) either way."""
+    library = {"run_tool", "compensate", "notify_escalation", "call_model", "role_context"}
     workflows, acts = _registered(FailoverPlugin(DEFAULT_POLICY_PATH, stores="memory", codec=False))
-    assert "AgentPipelineWorkflow" not in workflows and "notify_escalation" not in acts
+    assert "AgentPipelineWorkflow" not in workflows and library <= acts
     assert "HealthMonitorWorkflow" in workflows
     asked = FailoverPlugin(DEFAULT_POLICY_PATH, stores="memory", codec=False, include_pipeline=True)
-    workflows, acts = _registered(asked)
-    assert "AgentPipelineWorkflow" in workflows and "notify_escalation" in acts
+    workflows, acts_asked = _registered(asked)
+    assert "AgentPipelineWorkflow" in workflows and library <= acts_asked
 
 
 def test_a_policy_unfit_for_the_pipeline_is_refused_at_construction() -> None:

@@ -150,11 +150,13 @@ async def test_replayed_billed_outcome_costs_once(redis_client, namespace: str) 
     assert eff.current_spend_usd == pytest.approx(0.001)
 
 
-async def test_breaker_key_has_no_ttl(redis_client, namespace: str) -> None:
-    """An open breaker's state never expires on its own (that would close it silently)."""
+async def test_open_breaker_key_outlives_a_week(redis_client, namespace: str) -> None:
+    """An open breaker's state does not expire within a week of the route's last outcome
+    or probe (it would close silently); test_redis_keys_ttl checks the renewal."""
     store = RedisHealthStore(redis_client, namespace=namespace)
     await store.record(err(T0, ErrorClass.AUTH), SETTINGS)
-    assert await redis_client.pttl(store.breaker_key(ROUTE)) == -1
+    assert (await store.breaker(ROUTE)).state is BreakerState.OPEN
+    assert await redis_client.pttl(store.breaker_key(ROUTE)) > 7 * 86_400_000
 
 
 async def test_ttl_must_cover_horizon(redis_client, namespace: str) -> None:
