@@ -43,15 +43,26 @@ class CallLease:
         task.add_done_callback(_RELEASING.discard)
         return task
 
+    @property
+    def id(self) -> str:
+        """The lease's id in the in-flight store."""
+        return self._id
+
+    async def taken(self) -> bool:
+        """Wait for the take; True if the lease is held (so it must be given back)."""
+        await asyncio.wait([self._taken])
+        failed = None if self._taken.cancelled() else self._taken.exception()
+        if failed is not None or self._taken.cancelled():
+            log.warning("in-flight lease on %r was not taken: %s", self._route, failed)
+            return False
+        return True
+
     async def release(self) -> None:
         """Give the lease back (after it was taken); a store error is logged, never raised:
-        the lease then expires by itself."""
+        the lease then expires by itself. An answered call gives it back in its outcome
+        record's round trip instead (:mod:`stores.after_call`)."""
         try:
-            await asyncio.wait([self._taken])
-            failed = None if self._taken.cancelled() else self._taken.exception()
-            if failed is not None or self._taken.cancelled():
-                log.warning("in-flight lease on %r was not taken: %s", self._route, failed)
-                return  # nothing to give back
-            await self._leases.end(self._route, self._id)
+            if await self.taken():
+                await self._leases.end(self._route, self._id)
         except Exception as exc:  # any store fault; the lease expires on its own
             log.warning("in-flight lease on %r not given back: %s", self._route, exc)

@@ -26,6 +26,7 @@ from agent_failover.telemetry import record
 if TYPE_CHECKING:
     import httpx
 
+    from agent_failover.stores.after_call import AfterCallWrites, CachePut, LeaseEnd
     from agent_failover.stores.cache import ResponseCache
     from agent_failover.stores.health import HealthStore
 
@@ -69,12 +70,22 @@ class ActivityDeps:
         from agent_failover.activities.policy_versions import PolicyPublisher  # worker side
 
         self.policy_versions = PolicyPublisher()
+        self._after_call: AfterCallWrites | None = None
 
     def bind_stores(self, health: HealthStore, cache: ResponseCache) -> None:
         """Attach the stores when they are connected after construction (the plugin's case:
         workers are configured synchronously, Redis is connected when the worker starts)."""
         self.health = health
         self.cache = cache
+
+    def _writes(self) -> AfterCallWrites:
+        """The after-call writes over the stores bound now (rebuilt if they were rebound)."""
+        from agent_failover.stores.after_call import AfterCallWrites  # worker side
+
+        w = self._after_call
+        if w is None or w.health is not self.health or w.cache is not self.cache:
+            w = self._after_call = AfterCallWrites(self.health, self.cache)
+        return w
 
     async def publish_policies(self) -> list[str]:
         """Write the subset of every role this worker serves to the policy store (bound on
@@ -94,9 +105,17 @@ class ActivityDeps:
             self._subsets[key] = (subset, policy_ref(subset))
         return self._subsets[key]
 
-    async def record(self, outcome: CallOutcome, settings: Any) -> Transition | None:
-        """Record ``outcome`` in the health store; log and count a breaker transition."""
-        transition = await self.health.record(outcome, settings)
+    async def record(
+        self,
+        outcome: CallOutcome,
+        settings: Any,
+        put: CachePut | None = None,
+        end: LeaseEnd | None = None,
+    ) -> Transition | None:
+        """Record ``outcome`` in the health store (with the cache write ``put`` and the
+        in-flight lease's ``end``: one round trip when they share a Redis); log and count
+        a breaker transition."""
+        transition = await self._writes().write(outcome, settings, put, end)
         if transition is not None:
             log.warning(
                 "breaker %s: %s -> %s (%s)",

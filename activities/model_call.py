@@ -11,7 +11,6 @@ full answer when asked, and maps a failure to what Temporal retries
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -48,8 +47,7 @@ from agent_failover.telemetry import record
 
 if TYPE_CHECKING:
     from agent_failover.providers.client import Budgets
-
-log = logging.getLogger(__name__)
+    from agent_failover.stores.after_call import CachePut
 
 #: Heartbeat cadence of a model call, the first one this long after it starts
 #: (cancellation rides on heartbeats; the worker's core sends at most one every 4 s of
@@ -115,6 +113,7 @@ class ModelCallActivities:
         beat = asyncio.create_task(_heartbeat_loop(progress))
         lease = self._lease(inp, workflow_now(base, started))
         reply: ChatReply | None = None
+        answered = False
         try:
             reply = await complete(
                 self._deps.http,
@@ -126,6 +125,7 @@ class ModelCallActivities:
             data = validate_reply(
                 reply, inp.output_schema, endpoint=inp.route, max_reply_bytes=inp.max_reply_bytes
             )
+            answered = True
         except ProviderError as err:
             elapsed_ms = (time.monotonic() - started) * 1000
             at = workflow_now(base, started)
@@ -141,10 +141,10 @@ class ModelCallActivities:
             raise
         finally:
             beat.cancel()
-            released = lease.release_soon()  # given back while the answer is recorded
+            if not answered:  # an answer's lease goes back in its record's round trip
+                lease.release_soon()
         outcome = _answered(inp.route, reply, workflow_now(base, started), admission, inp.role)
-        await self._on_answer(inp, endpoint, reply, data, outcome, grant, settings)
-        await released
+        await self._on_answer(inp, endpoint, (reply, data), outcome, grant, settings, lease)
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
         ).for_route(inp.route)
@@ -215,21 +215,27 @@ class ModelCallActivities:
         self,
         inp: CallModelInput,
         endpoint: EndpointConfig,
-        reply: ChatReply,
-        data: Any,
+        answer: tuple[ChatReply, Any],
         outcome: CallOutcome,
         grant: BudgetGrant,
         settings: BreakerSettings,
+        lease: CallLease,
     ) -> None:
-        """Record the success, settle the rate budget, write the cache when it qualifies."""
-        await self._deps.record(outcome, settings)
+        """Record the success with the cache write when it qualifies and the in-flight
+        lease's end (one round trip when the stores share a Redis), settle the rate budget."""
+        from agent_failover.stores.after_call import LeaseEnd  # worker side
+
+        reply, data = answer
+        # A turn that asks for tools is not an answer: served from the cache later it would
+        # read as an empty reply (the cache keeps text, not tool calls).
+        put = None
+        if inp.cache is not None and not reply.tool_calls:
+            put = _cache_put(inp, reply, data, outcome.at)
+        end = LeaseEnd(inp.route, lease.id) if await lease.taken() else None
+        await self._deps.record(outcome, settings, put, end)
         if grant.limited:
             used = reply.usage.input_tokens + reply.usage.output_tokens
             await self._deps.health.settle_budget(grant, used, outcome.at)
-        # A turn that asks for tools is not an answer: served from the cache later it would
-        # read as an empty reply (the cache keeps text, not tool calls).
-        if inp.cache is not None and not reply.tool_calls:
-            await self._cache_answer(inp, reply, data, outcome.at)
         record.attempt_answered(inp.role, endpoint, reply)
 
     async def _take_budget(
@@ -265,30 +271,6 @@ class ModelCallActivities:
         have read the prompt) and gives back the output reservation."""
         if grant.limited:
             await self._deps.health.settle_budget(grant, estimate_request_tokens(inp.request), at)
-
-    async def _cache_answer(
-        self, inp: CallModelInput, reply: ChatReply, data: Any, at: float
-    ) -> None:
-        """Write the answer to the response cache (the workflow asked: it is a full answer).
-
-        Done here rather than in a second activity, which cost a whole Temporal round trip
-        per successful call. A cache that fails must not fail an answer already obtained.
-        """
-        from agent_failover.stores.cache import CachedEntry  # worker side
-
-        assert inp.cache is not None
-        entry = CachedEntry(
-            role=inp.role,
-            content=reply.text,
-            data=data,
-            model=reply.model,
-            route=inp.route,
-            stored_at=at,
-        )
-        try:
-            await self._deps.cache.put(inp.cache.key, entry, keep_s=inp.cache.keep_s)
-        except Exception as exc:  # any cache fault; cancellation is not an Exception
-            log.warning("response cache write for role %r failed: %s", inp.role, exc)
 
     def _rate_limit_wait(
         self, inp: CallModelInput, err: ProviderError, at: float
@@ -365,6 +347,24 @@ def _refusal_details(admission: Admission, now: float) -> dict[str, Any]:
     if admission.reason is BreakerReason.TRIAL_SLOTS_FULL and admission.retry_at is not None:
         details["retry_after_s"] = max(admission.retry_at - now, 0.0)
     return details
+
+
+def _cache_put(inp: CallModelInput, reply: ChatReply, data: Any, at: float) -> CachePut:
+    """The answer as the response cache keeps it (the workflow asked: a full answer),
+    written with the outcome record (:mod:`stores.after_call`), never failing the call."""
+    from agent_failover.stores.after_call import CachePut  # worker side
+    from agent_failover.stores.cache import CachedEntry
+
+    assert inp.cache is not None
+    entry = CachedEntry(
+        role=inp.role,
+        content=reply.text,
+        data=data,
+        model=reply.model,
+        route=inp.route,
+        stored_at=at,
+    )
+    return CachePut(inp.cache.key, entry, inp.cache.keep_s)
 
 
 def _answered(

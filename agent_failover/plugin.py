@@ -62,6 +62,8 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+# resilient_complete imports its loop on first call; a worker loads it before any task
+import agent_failover.workflows.resilient_loop  # noqa: F401
 from agent_failover.activities.llm import LLMActivitySet
 from agent_failover.activities.models import llm_task_queue
 from agent_failover.activities.notify import EscalationNotifier, build_webhook_client

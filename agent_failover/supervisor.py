@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 from temporalio.client import (
     Client,
+    RPCTimeoutOrCancelledError,
     WorkflowHandle,
-    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
 from temporalio.common import WorkflowIDConflictPolicy
@@ -284,25 +284,28 @@ async def follow_policy(client: Client, wid: str, mp: MonitorPolicy) -> bool:
 
     The ``follow_policy`` update starts a round with the new routes at once, so a route
     a rollout added is probed within one probe interval of its first worker's start.
+
+    The update is sent straight away, without asking the monitor first: its validator
+    refuses this policy if the monitor follows it already or a worker started later
+    (nothing reaches history). A query first cost a second trip through a workflow task,
+    and while the monitor's task was held (a worker that stopped mid-task, a replay on the
+    new worker) the query waited behind it and the update only went out after it.
     """
     handle = client.get_workflow_handle(wid)
     timeout = timedelta(seconds=MONITOR_CHECK_S)
     try:
-        table = await handle.query(
-            HealthMonitorWorkflow.health, result_type=MonitorTable, rpc_timeout=timeout
-        )
-        if table.policy_ref == mp.policy_ref or (table.policy_since or 0.0) > mp.since:
-            return True  # this policy, or a worker started later than this one
         await handle.execute_update(
             HealthMonitorWorkflow.follow_policy, mp, result_type=MonitorTable, rpc_timeout=timeout
         )
     except WorkflowUpdateFailedError as exc:
-        # Refused by its validator (another worker won the race): nothing to do.
+        # Refused by its validator (this policy already, or a newer worker's): nothing to do.
         log.info("health monitor %s kept its policy: %s", wid, exc.cause or exc)
         return True
-    except (RPCError, WorkflowQueryFailedError) as exc:
+    except (RPCError, RPCTimeoutOrCancelledError) as exc:
+        # An update that outlived its RPC timeout raises RPCTimeoutOrCancelledError (not an
+        # RPCError): uncaught, it ended the keeper and the monitor was never restarted.
         log.warning("could not bring the health monitor %s to policy %s: %s", wid, mp.policy_ref,
-                    getattr(exc, "message", exc))  # fmt: skip
+                    getattr(exc, "message", None) or type(exc).__name__)  # fmt: skip
         return False
     log.info("health monitor %s follows policy %s (%d routes)", wid, mp.policy_ref, len(mp.routes))
     return True

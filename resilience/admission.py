@@ -133,3 +133,28 @@ def _pruned(b: Breaker, now: float) -> Breaker:
     if len(live) == len(b.trial_leases):
         return b
     return b.model_copy(update={"trial_leases": live, "version": b.version + 1})
+
+
+#: Default bound on the age of a breaker read that may answer a call's admission
+#: (:func:`admit_from_read`): a breaker another worker opened after the read admits
+#: calls here for at most this long.
+DEFAULT_ADMIT_FROM_READ_S = 1.0
+
+
+def admit_from_read(b: Breaker, now: float, age_s: float, max_age_s: float) -> Admission | None:
+    """The admission a recent read of the breaker already answers, or None (ask the store).
+
+    Only a CLOSED or FORCED_CLOSED breaker read at most ``max_age_s`` ago answers: its
+    admission is a pure read (no lease, no write, no time-driven move), so a fresh read is
+    as good as a new one except for what changed since, which is bounded by the age. An
+    OPEN breaker (it may be due for HALF_OPEN), a HALF_OPEN one (a trial needs a lease,
+    taken by compare-and-set), a forced-open one and a route in a 429's cool-down at
+    ``now`` always go to the store, as does a read of negative age (a clock gone back).
+    """
+    if b.state not in (_S.CLOSED, _S.FORCED_CLOSED):
+        return None
+    if b.cooldown_until is not None and b.cooldown_until > now:
+        return None
+    if not 0.0 <= age_s <= max_age_s:
+        return None
+    return Admission(route=b.route, permitted=True, state=b.state)

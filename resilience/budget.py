@@ -23,14 +23,17 @@ memory store calls these functions; the store contract suite checks they agree. 
 IO, no clock reads (``now`` is an argument).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: pydantic would compile every field's
+# annotation string when the module loads, and workflow files import these types
+# (bench/import_cost.py). Forward references are quoted instead.
 import math
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_failover.resilience.config import PolicyConfig, RateBudget
+if TYPE_CHECKING:  # the policy's model graph: not loaded with the result types (contracts)
+    from agent_failover.resilience.config import PolicyConfig, RateBudget
 
 #: A bucket holds one minute of its rate.
 WINDOW_S = 60.0
@@ -46,7 +49,7 @@ class BudgetUnit(StrEnum):
 class Bucket(BaseModel):
     """One bucket's configuration: capacity per minute and the share kept in reserve."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     unit: BudgetUnit
     capacity: float = Field(gt=0.0, description="per minute; also the largest burst")
@@ -64,7 +67,7 @@ class Bucket(BaseModel):
 class BucketState(BaseModel):
     """A bucket's level at ``at`` (a fresh bucket is full)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     level: float
     at: float
@@ -100,7 +103,7 @@ def wait_s(bucket: Bucket, level: float, cost: float, critical: bool) -> float:
 class Take(BaseModel):
     """One unit's share of a grant: ``cost`` from ``bucket``."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     bucket: Bucket
     cost: float = Field(ge=0.0)
@@ -109,7 +112,7 @@ class Take(BaseModel):
 class TakeResult(BaseModel):
     """The outcome of taking several buckets of one scope at once (all or none)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     granted: bool
     wait_s: float = Field(default=0.0, ge=0.0, description="refill time until it would fit")
@@ -144,7 +147,7 @@ def settle(bucket: Bucket, state: BucketState | None, delta: float, now: float) 
 class BucketLevel(BaseModel):
     """A bucket as a snapshot reports it: enough for the planner to predict a take."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     scope: str
     bucket: Bucket
@@ -185,13 +188,13 @@ def ceil_ms(seconds: float) -> float:
 class Scope(BaseModel):
     """One budgeted scope (``endpoint:<route>`` or ``bulkhead:<name>``) and its buckets."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     buckets: list[Bucket]
 
 
-def buckets_of(budget: RateBudget) -> list[Bucket]:
+def buckets_of(budget: "RateBudget") -> list[Bucket]:
     """The budget's buckets: requests first, then tokens (whichever are set)."""
     out = []
     for unit, per_min in (
@@ -203,7 +206,7 @@ def buckets_of(budget: RateBudget) -> list[Bucket]:
     return out
 
 
-def scopes_for(policy: PolicyConfig, role: str, route: str) -> list[Scope]:
+def scopes_for(policy: "PolicyConfig", role: str, route: str) -> list[Scope]:
     """The budgets a call of ``role`` on ``route`` draws from: the endpoint's, then the
     bulkhead's (only those configured)."""
     out = []
@@ -217,7 +220,7 @@ def scopes_for(policy: PolicyConfig, role: str, route: str) -> list[Scope]:
     return out
 
 
-def all_scopes(policy: PolicyConfig) -> list[Scope]:
+def all_scopes(policy: "PolicyConfig") -> list[Scope]:
     """Every budgeted scope of the policy: endpoints, then bulkheads (for status tables)."""
     out = [
         Scope(name=f"endpoint:{r}", buckets=buckets_of(b))

@@ -3,8 +3,9 @@
 All are pydantic models so they travel through Temporal's pydantic data converter.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: pydantic would compile every field's
+# annotation string when the module loads, and workflow files import these types
+# (bench/import_cost.py). Forward references are quoted instead.
 from enum import StrEnum
 from typing import Any
 
@@ -25,6 +26,8 @@ class BreakerState(StrEnum):
 
 class CallOutcome(BaseModel):
     """One observation of a route: a real call or a probe."""
+
+    model_config = ConfigDict(defer_build=True)
 
     route: str
     at: float = Field(
@@ -57,6 +60,8 @@ class CallOutcome(BaseModel):
 class WindowStats(BaseModel):
     """Aggregates of one route over a rolling window."""
 
+    model_config = ConfigDict(defer_build=True)
+
     window_s: float = 0.0
     calls: int = 0
     errors: int = 0
@@ -86,6 +91,8 @@ class WindowStats(BaseModel):
 class RecentSample(BaseModel):
     """One recent observation of a route (call or probe), for streak-based SLA decisions."""
 
+    model_config = ConfigDict(defer_build=True)
+
     at: float
     latency_ms: float
     ok: bool
@@ -94,7 +101,7 @@ class RecentSample(BaseModel):
 class CostEfficiency(BaseModel):
     """One route's useful tokens and spend, current window and baseline, and its verdict."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     current_attempts: int = 0
     current_tokens: int = 0
@@ -132,6 +139,8 @@ def _per_usd(tokens: int, spend_usd: float) -> float | None:
 
 class RouteHealth(BaseModel):
     """What the planner knows about one route at one instant."""
+
+    model_config = ConfigDict(defer_build=True)
 
     route: str
     breaker: BreakerState = BreakerState.CLOSED
@@ -182,6 +191,8 @@ class RouteHealth(BaseModel):
 
 class HealthSnapshot(BaseModel):
     """Health of a set of routes, as read from the health store at ``taken_at``."""
+
+    model_config = ConfigDict(defer_build=True)
 
     taken_at: float
     routes: dict[str, RouteHealth] = Field(default_factory=dict)
@@ -242,6 +253,8 @@ NON_FAILURE_OUTCOMES = frozenset({"ok", "cancelled", "skipped", "miss", "pending
 class AttemptRecord(BaseModel):
     """One step of the failover history: a route tried (or skipped) and how it went."""
 
+    model_config = ConfigDict(defer_build=True)
+
     route: str
     tier: int
     started_at: float
@@ -266,6 +279,8 @@ class AttemptRecord(BaseModel):
 
 class AgentOutput(BaseModel):
     """A role's answer with its degradation contract."""
+
+    model_config = ConfigDict(defer_build=True)
 
     role: str
     content: str

@@ -1,7 +1,8 @@
 """The normalized request and reply every adapter speaks, whatever the wire format."""
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: pydantic would compile every field's
+# annotation string when the module loads, and workflow files import these types
+# (bench/import_cost.py). Forward references are quoted instead.
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -26,7 +27,7 @@ class Reasoning(BaseModel):
     other wire or model drops it, since one vendor's signature means nothing to another.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     origin: str = Field(description="'<wire>:<model>' that produced it; elsewhere it is dropped")
     signature: str | None = Field(default=None, description="Gemini's thoughtSignature")
@@ -39,7 +40,7 @@ class Reasoning(BaseModel):
 class ToolCall(BaseModel):
     """A tool call the model asked for (assistant side) with parsed JSON arguments."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     name: str
@@ -55,7 +56,7 @@ class ToolCall(BaseModel):
 class ToolSpec(BaseModel):
     """A tool the model may call: a name, what it does, and a JSON Schema for its arguments."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str = Field(
         pattern=r"^[a-zA-Z0-9_-]{1,64}$",
@@ -70,6 +71,8 @@ class ToolSpec(BaseModel):
 
 class Message(BaseModel):
     """One conversation turn. ``tool`` messages carry a tool result for ``tool_call_id``."""
+
+    model_config = ConfigDict(defer_build=True)
 
     role: Literal["user", "assistant", "tool"]
     content: str = ""
@@ -96,6 +99,8 @@ class ChatRequest(BaseModel):
     (used to resume a cut stream on routes that declare prefill support).
     """
 
+    model_config = ConfigDict(defer_build=True)
+
     system: str | None = None
     messages: list[Message] = Field(min_length=1)
     max_tokens: int = Field(default=512, ge=1, le=200_000)
@@ -111,7 +116,7 @@ class ChatRequest(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _check_tool_choice(self) -> ChatRequest:
+    def _check_tool_choice(self) -> "ChatRequest":
         choice = self.tool_choice
         if choice is None or choice in TOOL_CHOICE_MODES:
             return self
@@ -133,6 +138,8 @@ class FinishReason(StrEnum):
 class Usage(BaseModel):
     """Tokens of one answer; ``estimated`` when the provider reported none and we counted."""
 
+    model_config = ConfigDict(defer_build=True)
+
     input_tokens: int = 0
     output_tokens: int = 0
     estimated: bool = Field(
@@ -142,6 +149,8 @@ class Usage(BaseModel):
 
 class ChatReply(BaseModel):
     """A complete, successful reply. A cut or truncated stream is never a ChatReply."""
+
+    model_config = ConfigDict(defer_build=True)
 
     text: str
     endpoint: str

@@ -8,18 +8,18 @@ options) into the effective role policy the planner sees; it validates route nam
 against the policy so a typo fails the call at once with the known names.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: pydantic would compile every field's
+# annotation string when the module loads, and workflow files import these types
+# (bench/import_cost.py). Forward references are quoted instead.
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agent_failover.resilience.config import (
-    ContentFilterMode,
-    PolicyConfig,
-    RolePolicy,
-    UnknownNameError,
-)
+from agent_failover.resilience.content_filter import ContentFilterMode
+
+if TYPE_CHECKING:  # the policy's model graph: not loaded by a workflow file importing this
+    from agent_failover.resilience.config import PolicyConfig, RolePolicy
 
 
 class OnExhausted(StrEnum):
@@ -34,14 +34,14 @@ class OnExhausted(StrEnum):
 class RosterOverride(BaseModel):
     """Live tiers for one call; every name must be an endpoint of the policy."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     tier0: list[str] = Field(min_length=1)
     tier1: list[str] = Field(default_factory=list)
     tier2: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _unique(self) -> RosterOverride:
+    def _unique(self) -> "RosterOverride":
         routes = self.routes()
         if len(set(routes)) != len(routes):
             raise ValueError("a route appears more than once in the roster override")
@@ -54,7 +54,7 @@ class RosterOverride(BaseModel):
 class CallOptions(BaseModel):
     """Per-call overrides of the role's policy; ``None`` keeps the policy's value."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     deadline_ms: float | None = Field(
         default=None, gt=0.0, description="total deadline of the call (replaces total_budget_ms)"
@@ -70,8 +70,8 @@ def override_routes(options: CallOptions | None) -> list[str] | None:
 
 
 def apply_call_options(
-    role: RolePolicy, policy: PolicyConfig, options: CallOptions | None
-) -> RolePolicy:
+    role: "RolePolicy", policy: "PolicyConfig", options: CallOptions | None
+) -> "RolePolicy":
     """The role as this call sees it; :class:`UnknownNameError` for an unknown route."""
     if options is None:
         return role
@@ -79,6 +79,8 @@ def apply_call_options(
     if options.roster is not None:
         unknown = [r for r in options.roster.routes() if r not in policy.endpoints]
         if unknown:
+            from agent_failover.resilience.config import UnknownNameError
+
             known = ", ".join(sorted(policy.endpoints))
             raise UnknownNameError(
                 [("options.roster", f"unknown endpoint(s) {unknown} (known: {known})")]

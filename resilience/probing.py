@@ -13,11 +13,13 @@ is that rule, pure and timed by the ``now`` it is given:
 * a forced-open route is not (an operator said so);
 * a route cooling down after a 429 is not: a probe would spend the very rate limit that
   is exhausted, and get another 429;
-* a closed or half-open route with a user call in flight is not (``in_flight``, the
-  leases of :mod:`stores.in_flight`): the call is traffic, and its outcome the evidence a
-  probe would fetch. A route that went silent mid-call would otherwise get a second
-  request from the probe, and a half-open one lose a trial slot to it. An open route's
-  recovery check still goes: no user call can be admitted there;
+* a closed route with a user call in flight is not (``in_flight``, the leases of
+  :mod:`stores.in_flight`): the call is traffic, and its outcome the evidence a probe
+  would fetch; a route that went silent mid-call would otherwise get a second request
+  from the probe. A half-open or open route's probe still goes: it takes no trial slot
+  (probes have their own admission), and the calls it would wait for may be held by a
+  worker that died (their leases lapse only at the attempt's timeout), which would keep
+  a healed route half-open;
 * a closed route is probed only when neither a real call nor a probe finished on it for
   a probe interval.
 
@@ -99,7 +101,7 @@ def probe_decision(
     half_open = state is BreakerState.HALF_OPEN or (
         state is BreakerState.OPEN and health.open_until is not None and now >= health.open_until
     )
-    if in_flight > 0 and (half_open or state is BreakerState.CLOSED):
+    if in_flight > 0 and state is BreakerState.CLOSED and not half_open:
         return ProbeDecision(
             probe=False,
             reason=ProbeReason.CALL_IN_FLIGHT,

@@ -84,6 +84,11 @@ class ResponseCache(Protocol):
         ...
 
 
+def _px(keep_s: float) -> int:
+    """``keep_s`` as a Redis ``PX`` (at least one millisecond)."""
+    return max(1, math.ceil(keep_s * 1000))
+
+
 def _check_keep(keep_s: float) -> None:
     if not keep_s > 0 or math.isinf(keep_s):
         raise ValueError(f"keep_s must be a positive finite number of seconds, got {keep_s!r}")
@@ -159,7 +164,7 @@ class RedisResponseCache:
         self._r = client
         self._codec = codec
         self.namespace = namespace
-        self._link = RedisLink(
+        self.link = RedisLink(
             client,
             name=f"response cache [{namespace}]",
             reconnect_interval_s=reconnect_interval_s,
@@ -177,13 +182,13 @@ class RedisResponseCache:
 
     async def get(self, key: str, *, now: float) -> CachedEntry | None:
         """Return the entry under ``key`` unless missing or expired at ``now``."""
-        if self._link.degraded and not await self._link.recover(self._resync):
+        if self.link.degraded and not await self.link.recover(self._resync):
             return await self._local.get(key, now=now)
         try:
-            await self._link.ready()
+            await self.link.ready()
             raw = await self._r.get(self._key(key))
         except REDIS_DOWN as exc:
-            self._link.mark_down(exc)
+            self.link.mark_down(exc)
             return await self._local.get(key, now=now)
         if raw is None:
             return None
@@ -195,19 +200,24 @@ class RedisResponseCache:
     async def put(self, key: str, entry: CachedEntry, *, keep_s: float) -> None:
         """Keep ``entry`` for ``keep_s`` seconds (locally, queued for Redis, while degraded)."""
         _check_keep(keep_s)
-        if self._link.degraded and not await self._link.recover(self._resync):
+        if self.link.degraded and not await self.link.recover(self._resync):
             await self._put_local(key, entry, keep_s)
             return
         try:
-            await self._link.ready()
+            await self.link.ready()
             await self._write(key, entry, expires_at=entry.stored_at + keep_s, keep_s=keep_s)
         except REDIS_DOWN as exc:
-            self._link.mark_down(exc)
+            self.link.mark_down(exc)
             await self._put_local(key, entry, keep_s)
 
     async def _write(
         self, key: str, entry: CachedEntry, *, expires_at: float, keep_s: float
     ) -> None:
+        value = await self._value(entry, expires_at)
+        await self._r.set(self._key(key), value, px=_px(keep_s))
+
+    async def _value(self, entry: CachedEntry, expires_at: float) -> bytes:
+        """The stored document, sealed by the codec when there is one."""
         value = json.dumps(
             {"e": entry.model_dump(mode="json"), "x": expires_at},
             separators=(",", ":"),
@@ -216,7 +226,15 @@ class RedisResponseCache:
             plain = Payload(metadata={"encoding": b"json/plain"}, data=value)
             (sealed,) = await self._codec.encode([plain])
             value = SEALED_PREFIX + sealed.SerializeToString()
-        await self._r.set(self._key(key), value, px=max(1, math.ceil(keep_s * 1000)))
+        return value
+
+    async def queued_put(self, key: str, entry: CachedEntry, *, keep_s: float) -> QueuedPut:
+        """A put to ride in another store's pipeline to the same server
+        (:mod:`stores.after_call`), with this cache's fallback if that round trip fails."""
+        _check_keep(keep_s)
+        value = await self._value(entry, entry.stored_at + keep_s)
+        command = ("SET", self._key(key), value, "PX", _px(keep_s))
+        return QueuedPut(self, key, entry, keep_s, command)
 
     async def _open(self, key: str, raw: bytes) -> dict[str, Any] | None:
         """The stored document, unsealed if the codec sealed it; None if it cannot be."""
@@ -250,10 +268,53 @@ class RedisResponseCache:
 
     async def status(self) -> StoreStatus:
         """Report whether Redis is reachable and how many entries wait to be written back."""
-        if self._link.degraded:
-            await self._link.recover(self._resync)
-        return self._link.status(pending=len(self._pending), dropped=self._dropped)
+        if self.link.degraded:
+            await self.link.recover(self._resync)
+        return self.link.status(pending=len(self._pending), dropped=self._dropped)
 
     async def close(self) -> None:
         """Close the Redis client's connections."""
         await self._r.aclose()
+
+
+class QueuedPut:
+    """One cache ``SET`` queued on another store's pipeline (the health record's).
+
+    Its outcome is the put's: answered, it is written; the round trip lost (``REDIS_DOWN``
+    raised, or returned for the command), the cache goes degraded and keeps the entry in its
+    local fallback for write-back; any other error is logged, the answer stands.
+    """
+
+    def __init__(
+        self,
+        cache: RedisResponseCache,
+        key: str,
+        entry: CachedEntry,
+        keep_s: float,
+        command: tuple[Any, ...],
+    ) -> None:
+        self._cache, self._key, self._entry, self._keep_s = cache, key, entry, keep_s
+        self.command = command
+        self.settled = False
+
+    async def done(self, result: Any) -> None:
+        """The pipeline's reply to the ``SET``."""
+        if isinstance(result, REDIS_DOWN):
+            await self.failed(result)
+        elif isinstance(result, Exception):
+            log.warning("response cache write for role %r failed: %s", self._entry.role, result)
+        self.settled = True
+
+    async def failed(self, exc: BaseException) -> None:
+        """Redis was lost before the ``SET`` was answered: keep it locally, as a put would."""
+        self.settled = True
+        self._cache.link.mark_down(exc)
+        await self._cache._put_local(self._key, self._entry, self._keep_s)
+
+    async def alone(self) -> None:
+        """The pipeline was never sent: an ordinary put (with its own fallback)."""
+        self.settled = True
+        try:
+            await self._cache.put(self._key, self._entry, keep_s=self._keep_s)
+        except Exception as exc:  # any cache fault; cancellation is not an Exception
+            log.warning("response cache write for role %r failed: %s", self._entry.role, exc)

@@ -58,8 +58,9 @@ class RedisBreakers:
 
     async def read(self, route: str) -> Breaker:
         """The route's breaker (CLOSED if never seen)."""
+        sent_at = self._ctx.seen.clock()
         b = parse_breaker(route, await self._ctx.client.hget(self._ctx.keys.breaker(route), "b"))
-        self._ctx.seen.breakers[route] = b
+        self._ctx.seen.saw_breaker(route, b, sent_at)
         return b
 
     async def cas_write(self, bkey: str, current: Breaker, new: Breaker) -> bool:
@@ -71,10 +72,11 @@ class RedisBreakers:
         """Read the breaker, apply ``step``, compare-and-set; retry on a lost race."""
         bkey = self._ctx.keys.breaker(route)
         for _ in range(MAX_CAS_ATTEMPTS):
+            sent_at = self._ctx.seen.clock()
             current = parse_breaker(route, await self._ctx.client.hget(bkey, "b"))
             new, result = step(current)
             if new == current or await self.cas_write(bkey, current, new):
-                self._ctx.seen.breakers[route] = new
+                self._ctx.seen.saw_breaker(route, new, sent_at)
                 return result
         raise contention(route)
 

@@ -1,5 +1,7 @@
 """What the parts of the Redis health store share: the client, its key names and scripts,
-the TTLs, and the last state this process read from Redis.
+the TTLs, and the last state this process read from Redis; and :class:`QueuedWrite`, the
+shape of another store's write riding in the outcome record's pipeline
+(:mod:`stores.after_call`).
 
 That last state (:class:`SeenState`) is what the store falls back to when Redis is lost:
 every part updates it as it reads or writes, and :meth:`SeenState.local_view` seeds a
@@ -9,7 +11,10 @@ observations, and the last merged window as one bucket).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
@@ -20,6 +25,27 @@ from agent_failover.stores.memory_health import MemoryHealthStore
 from agent_failover.stores.memory_routes import RouteFacts
 from agent_failover.stores.redis_keys import BUCKET_TTL_MARGIN_S, HealthKeys
 from agent_failover.stores.redis_scripts import HealthScripts
+
+
+class QueuedWrite(Protocol):
+    """Another write (one command) riding in the health store's record pipeline."""
+
+    #: True once the write's fate is settled (answered, failed, or written on its own).
+    settled: bool
+    #: The command, as ``execute_command`` takes it.
+    command: tuple[Any, ...]
+
+    async def done(self, result: Any) -> None:
+        """The pipeline answered: the command's reply (an exception instance if it failed)."""
+        ...
+
+    async def failed(self, exc: BaseException) -> None:
+        """The round trip failed (Redis lost) before the write was answered."""
+        ...
+
+    async def alone(self) -> None:
+        """The pipeline was never sent (the health store was degraded): write on its own."""
+        ...
 
 
 @dataclass
@@ -35,6 +61,24 @@ class SeenState:
     #: role -> (demoted routes, route -> when the verdict changed)
     sla: dict[str, tuple[set[str], dict[str, float]]] = field(default_factory=dict)
     quality: dict[tuple[str, str], QualityState] = field(default_factory=dict)
+    #: route -> (when the request that read it was sent, the breaker it read): the newest
+    #: read of each breaker, which may answer a closed route's admission for a bounded age
+    #: (:func:`resilience.admission.admit_from_read`).
+    breaker_reads: dict[str, tuple[float, Breaker]] = field(default_factory=dict)
+    #: The clock of ``breaker_reads`` (monotonic: only ages are taken from it).
+    clock: Callable[[], float] = time.monotonic
+
+    def saw_breaker(self, route: str, b: Breaker, sent_at: float) -> None:
+        """Remember ``b`` as read (or written) by a request sent at ``sent_at``.
+
+        A read's reply reflects the breaker at some moment after the request was sent, so
+        its age counts from then; a slower reply to an older request does not replace a
+        newer read (another of this process's requests may have opened the breaker since).
+        """
+        self.breakers[route] = b
+        newest = self.breaker_reads.get(route)
+        if newest is None or sent_at >= newest[0]:
+            self.breaker_reads[route] = (sent_at, b)
 
     def local_view(self, *, horizon_s: float, baseline_refresh_s: float) -> MemoryHealthStore:
         """A memory store seeded with everything seen, to serve while Redis is away."""
@@ -76,13 +120,15 @@ class RedisContext:
         ttl_s: float,
         horizon_s: float,
         baseline_refresh_s: float,
+        read_clock: Callable[[], float] = time.monotonic,
     ) -> RedisContext:
-        """Register the scripts on ``client`` and start with nothing seen."""
+        """Register the scripts on ``client`` and start with nothing seen (``read_clock``
+        stamps the breaker reads)."""
         return cls(
             client=client,
             keys=HealthKeys(namespace),
             scripts=HealthScripts.register(client),
-            seen=SeenState(),
+            seen=SeenState(clock=read_clock),
             ttl_s=ttl_s,
             horizon_s=horizon_s,
             baseline_refresh_s=baseline_refresh_s,

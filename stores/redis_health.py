@@ -29,7 +29,11 @@ from functools import partial
 
 import redis.asyncio as aioredis
 
-from agent_failover.resilience.admission import Admission
+from agent_failover.resilience.admission import (
+    DEFAULT_ADMIT_FROM_READ_S,
+    Admission,
+    admit_from_read,
+)
 from agent_failover.resilience.baseline import LatencyBaseline
 from agent_failover.resilience.breaker import (
     DEFAULT_TRIAL_HOLD_S,
@@ -50,7 +54,7 @@ from agent_failover.stores.budgets import BudgetBuckets
 from agent_failover.stores.memory_health import DEFAULT_BASELINE_REFRESH_S, MemoryHealthStore
 from agent_failover.stores.redis_breakers import RedisBreakers
 from agent_failover.stores.redis_budgets import RedisBudgets
-from agent_failover.stores.redis_context import RedisContext
+from agent_failover.stores.redis_context import QueuedWrite, RedisContext
 from agent_failover.stores.redis_cost import RedisCost
 from agent_failover.stores.redis_facts import RedisFacts
 from agent_failover.stores.redis_fallback import (
@@ -88,11 +92,16 @@ class RedisHealthStore(SharedBudgets):
         max_pending: int = DEFAULT_MAX_PENDING,
         reconnect_interval_s: float = DEFAULT_RECONNECT_INTERVAL_S,
         clock: Callable[[], float] = time.time,
+        admit_from_read_s: float = DEFAULT_ADMIT_FROM_READ_S,
+        read_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Use ``client`` (see :func:`stores.redis_link.fail_fast_client`) under ``namespace``.
 
         ``ttl_s`` must exceed ``horizon_s`` so a route's window outlives its samples;
-        ``clock`` only paces reconnect attempts and stamps ``degraded_since``.
+        ``clock`` only paces reconnect attempts and stamps ``degraded_since``. A call's
+        admission on a route whose breaker this process read CLOSED at most
+        ``admit_from_read_s`` ago (on ``read_clock``) is answered from that read, without
+        a round trip (:func:`resilience.admission.admit_from_read`; 0 asks Redis always).
         """
         if ttl_s < horizon_s:
             raise ValueError(f"ttl_s ({ttl_s}) must be >= horizon_s ({horizon_s})")
@@ -107,22 +116,19 @@ class RedisHealthStore(SharedBudgets):
             ttl_s=ttl_s,
             horizon_s=horizon_s,
             baseline_refresh_s=baseline_refresh_s,
+            read_clock=read_clock,
         )
-        self.keys = ctx.keys
+        self.keys, self._seen, self.admit_from_read_s = ctx.keys, ctx.seen, admit_from_read_s
         self._breakers = RedisBreakers(ctx)
         self._outcomes = RedisOutcomes(ctx, self._breakers)
         self._reads = RedisSnapshots(ctx)
         self._facts = RedisFacts(ctx)
         self._cost = RedisCost(ctx)
         self._budgets = BudgetBuckets(RedisBudgets(client, namespace=namespace))
-        link = RedisLink(
-            client,
-            name=f"health store [{namespace}]",
-            reconnect_interval_s=reconnect_interval_s,
-            clock=clock,
-        )
+        name, interval = f"health store [{namespace}]", reconnect_interval_s
+        self.link = RedisLink(client, name=name, reconnect_interval_s=interval, clock=clock)
         self._fallback = RedisFallback(
-            link,
+            self.link,
             ctx.seen,
             max_pending=max_pending,
             horizon_s=horizon_s,
@@ -141,15 +147,31 @@ class RedisHealthStore(SharedBudgets):
         """The hash holding ``route``'s breaker."""
         return self.keys.breaker(route)
 
-    async def record(self, outcome: CallOutcome, settings: BreakerSettings) -> Transition | None:
-        """Append ``outcome`` and apply the breaker, atomically per route across workers."""
+    async def record(
+        self,
+        outcome: CallOutcome,
+        settings: BreakerSettings,
+        *,
+        also: Sequence[QueuedWrite] = (),
+    ) -> Transition | None:
+        """Append ``outcome`` and apply the breaker, atomically per route across workers.
+
+        ``also`` (other writes to the same server, :mod:`stores.after_call`) ride in the
+        record's round trip; one whose round trip is never sent (Redis is lost already) is
+        written on its own, with its own store's fallback.
+        """
         nonce = new_nonce()
-        return await self._fallback.run(
-            lambda: self._outcomes.record(outcome, settings, nonce),
-            lambda local: local.record(outcome, settings),
-            replay=PendingRecord(outcome, settings, nonce),
-            replay_first=True,
-        )
+        try:
+            return await self._fallback.run(
+                lambda: self._outcomes.record(outcome, settings, nonce, also),
+                lambda local: local.record(outcome, settings),
+                replay=PendingRecord(outcome, settings, nonce),
+                replay_first=True,
+            )
+        finally:
+            for write in also:
+                if not write.settled:
+                    await write.alone()
 
     async def latency_baseline(
         self, route: str, *, now: float, min_samples: int
@@ -170,8 +192,21 @@ class RedisHealthStore(SharedBudgets):
         probe: bool = False,
     ) -> Admission:
         """Ask the breaker; a half-open trial slot's lease is taken by compare-and-set (a
-        probe takes none)."""
+        probe takes none).
+
+        A call on a route this process read CLOSED (or FORCED_CLOSED) within
+        ``admit_from_read_s`` (the role context's snapshot before the plan, an earlier
+        record or admission) is admitted from that read, without a round trip: a breaker
+        another worker opened since admits calls here for at most that long. Any other
+        state, an older read, a probe or a degraded link asks Redis (or the local view).
+        """
         hold = DEFAULT_TRIAL_HOLD_S if hold_s is None else hold_s
+        read = self._seen.breaker_reads.get(route)
+        if read is not None and not probe and not self.link.degraded:
+            sent_at, b = read
+            age = self._seen.clock() - sent_at
+            if (fresh := admit_from_read(b, now, age, self.admit_from_read_s)) is not None:
+                return fresh
         return await self._fallback.run(
             lambda: self._breakers.admit(route, settings, now, hold_s=hold, probe=probe),
             lambda local: local.admit(route, settings, now, hold_s=hold, probe=probe),

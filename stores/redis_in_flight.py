@@ -10,9 +10,14 @@ worth nothing after its call).
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 from agent_failover.stores.in_flight import MemoryInFlight
 from agent_failover.stores.redis_context import RedisContext
 from agent_failover.stores.redis_fallback import RedisFallback
+
+log = logging.getLogger(__name__)
 
 #: The key outlives its longest lease by this much (wall clock vs workflow clock).
 KEY_MARGIN_S = 60.0
@@ -57,6 +62,10 @@ class RedisInFlight:
 
         await self._fallback.run(remote, lambda local: _local(local).end(route, lease))
 
+    def queued_end(self, route: str, lease: str) -> QueuedEnd:
+        """Giving ``lease`` back as a rider on the outcome record's pipeline (its ``ZREM``)."""
+        return QueuedEnd(self, route, lease)
+
     async def count(self, route: str, now: float) -> int:
         async def remote() -> int:
             return int(await self._ctx.client.zcount(self.key(route), f"({now}", "+inf"))
@@ -69,3 +78,35 @@ def _local(view: object) -> MemoryInFlight:
     leases = getattr(view, "in_flight", None)
     assert isinstance(leases, MemoryInFlight)
     return leases
+
+
+class QueuedEnd:
+    """A lease's ``ZREM`` riding in the record's round trip (:mod:`stores.after_call`).
+
+    A lease not given back (an error reply, Redis lost in that round trip) is logged and
+    expires by itself at its ``until``, as when :meth:`RedisInFlight.end` fails.
+    """
+
+    def __init__(self, leases: RedisInFlight, route: str, lease: str) -> None:
+        self._leases, self._route, self._lease = leases, route, lease
+        self.command: tuple[Any, ...] = ("ZREM", leases.key(route), lease)
+        self.settled = False
+
+    async def done(self, result: Any) -> None:
+        """The ``ZREM``'s reply."""
+        self.settled = True
+        if isinstance(result, Exception):
+            log.warning("in-flight lease on %r not given back: %s", self._route, result)
+
+    async def failed(self, exc: BaseException) -> None:
+        """Redis was lost before the reply: the lease lapses by itself."""
+        self.settled = True
+        log.warning("in-flight lease on %r not given back: %s", self._route, exc)
+
+    async def alone(self) -> None:
+        """The pipeline was never sent: an ordinary end (local while Redis is away)."""
+        self.settled = True
+        try:
+            await self._leases.end(self._route, self._lease)
+        except Exception as exc:  # any store fault; the lease expires on its own
+            log.warning("in-flight lease on %r not given back: %s", self._route, exc)

@@ -11,7 +11,10 @@ outcome carries a nonce: replayed after a Redis hiccup, it is counted once.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+
+from redis.exceptions import NoScriptError
 
 from agent_failover.resilience.aggregates import (
     baseline_bin,
@@ -48,8 +51,9 @@ from agent_failover.stores.redis_breakers import (
     contention,
     parse_breaker,
 )
-from agent_failover.stores.redis_context import RedisContext
+from agent_failover.stores.redis_context import QueuedWrite, RedisContext
 from agent_failover.stores.redis_keys import HOURLY_TTL_MS
+from agent_failover.stores.redis_link import REDIS_DOWN
 from agent_failover.stores.redis_scripts import merged_fields
 
 _NONCE_LEN = 16
@@ -98,16 +102,49 @@ class RedisOutcomes:
         self._breakers = breakers
 
     async def record(
-        self, outcome: CallOutcome, settings: BreakerSettings, nonce: str
+        self,
+        outcome: CallOutcome,
+        settings: BreakerSettings,
+        nonce: str,
+        also: Sequence[QueuedWrite] = (),
     ) -> Transition | None:
-        """Count ``outcome`` (once per ``nonce``) and apply the breaker."""
+        """Count ``outcome`` (once per ``nonce``) and apply the breaker; ``also``'s
+        commands (other writes to the same server) ride in the same round trip."""
         route, now = outcome.route, outcome.at
         windows = _Windows.at(now, settings, self._ctx.horizon_s)
         args = self._record_args(outcome, windows, nonce)
-        raw = await self._ctx.scripts.record(keys=[self._ctx.keys.breaker(route)], args=args)
+        sent_at = self._ctx.seen.clock()
+        raw = await self._run_record(route, args, also)
         self._remember(outcome)
         baseline = await self.baseline(route, raw[4], settings.min_calls, now)
-        return await self._decide(outcome, settings, baseline.used_ms, windows, raw[:4])
+        read = (raw[:4], sent_at)
+        return await self._decide(outcome, settings, baseline.used_ms, windows, read)
+
+    async def _run_record(self, route: str, args: list, also: Sequence[QueuedWrite]) -> list:
+        """``RECORD_LUA`` alone, or pipelined with ``also``'s commands (non-transactional:
+        each stands on its own), its ``EVALSHA`` queued as a plain command (no ``SCRIPT
+        EXISTS`` first; the script is loaded on ``NOSCRIPT``). ``also`` learns its results,
+        or that the round trip failed before they came (it then falls back on its own)."""
+        record, bkey = self._ctx.scripts.record, self._ctx.keys.breaker(route)
+        if not also:
+            return await record(keys=[bkey], args=args)
+        try:
+            async with self._ctx.client.pipeline(transaction=False) as pipe:
+                pipe.evalsha(record.sha, 1, bkey, *args)
+                for write in also:
+                    pipe.execute_command(*write.command)
+                res = await pipe.execute(raise_on_error=False)
+        except REDIS_DOWN as exc:
+            for write in also:
+                await write.failed(exc)
+            raise
+        for write, result in zip(also, res[1:], strict=True):
+            await write.done(result)
+        if isinstance(res[0], NoScriptError):
+            return await record(keys=[bkey], args=args)  # loads the script, then runs it
+        if isinstance(res[0], Exception):
+            raise res[0]
+        return res[0]
 
     def _record_args(self, outcome: CallOutcome, w: _Windows, nonce: str) -> list:
         """``RECORD_LUA``'s arguments, in the order its header lists them."""
@@ -146,20 +183,22 @@ class RedisOutcomes:
         settings: BreakerSettings,
         baseline: float | None,
         windows: _Windows,
-        read: list,
+        read: tuple[list, float],
     ) -> Transition | None:
-        """Apply the breaker to the windows just read; on a lost race re-read and retry."""
+        """Apply the breaker to the windows just read (with when that read was sent); on a
+        lost race re-read and retry."""
         route, now = outcome.route, outcome.at
         bkey, prefix = self._ctx.keys.breaker(route), self._ctx.keys.prefix(route)
-        breaker_read = self._ctx.scripts.breaker_read
+        breaker_read, seen = self._ctx.scripts.breaker_read, self._ctx.seen
         for _ in range(MAX_CAS_ATTEMPTS):
-            raw_b, err_w, sem_w, hist_w = read
+            (raw_b, err_w, sem_w, hist_w), sent_at = read
             current = parse_breaker(route, raw_b)
             epoch = breaker_epoch(current.state, current.since)
             if epoch is not None and epoch > now - breaker_window_s(settings):
                 # Closed inside the window: only what came after counts (rare, so a
                 # second read rather than the breaker's epoch in every record).
                 since = _Windows.at(now, settings, self._ctx.horizon_s, epoch)
+                sent_at = seen.clock()
                 raw_b, err_w, sem_w, hist_w = await breaker_read(
                     keys=[bkey], args=[prefix, *since.args(now)]
                 )
@@ -170,9 +209,10 @@ class RedisOutcomes:
             stats = breaker_stats_from(err, sem, settings, baseline_p95_ms=baseline)
             new, transition = on_outcome(current, outcome, stats, settings, now)
             if new == current or await self._breakers.cas_write(bkey, current, new):
-                self._ctx.seen.breakers[route] = new
+                seen.saw_breaker(route, new, sent_at)
                 return transition
-            read = await breaker_read(keys=[bkey], args=[prefix, *windows.args(now)])
+            sent_at = seen.clock()
+            read = (await breaker_read(keys=[bkey], args=[prefix, *windows.args(now)]), sent_at)
         raise contention(route)
 
     def _remember(self, outcome: CallOutcome) -> None:

@@ -86,13 +86,14 @@ class RedisSnapshots:
         role: str | None,
     ) -> HealthSnapshot:
         """Read all ``routes`` (and ``role``'s verdicts on them) in one round trip."""
+        sent_at = self._ctx.seen.clock()
         res = await self._read_routes(routes, now=now, window_s=window_s, role=role)
         verdicts = self._role_read(routes, role, res[len(routes) :])
         seen = self._ctx.seen
         out: dict[str, RouteHealth] = {}
         for route, raw in zip(routes, res, strict=False):
             read = RouteRead.parse(route, raw)
-            seen.breakers[route] = read.breaker
+            seen.saw_breaker(route, read.breaker, sent_at)
             seen.windows[route] = (second_of(now), read.window)
             seen.recent[route] = read.recent
             seen.facts[route] = read.facts

@@ -8,42 +8,22 @@ by default the call returns an :class:`AgentOutput` and never raises for a provi
 failure; ``CallOptions(on_exhausted="raise")`` raises :class:`FailoverExhausted` instead.
 A content-filter refusal comes back as a typed refusal (``output.refusal``) unless the
 role (or the call) opts in to ``content_filter: failover``.
+
+Importing this module is cheap (a workflow file imports it): the loop itself, with the
+policy models and the activities it schedules, lives in :mod:`workflows.resilient_loop`,
+imported on the first call (workers have loaded it already: :mod:`agent_failover.plugin`).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
-with workflow.unsafe.imports_passed_through():
-    from agent_failover.activities.failures import POLICY_ERROR
-    from agent_failover.resilience.cachekey import cache_key
-    from agent_failover.resilience.config import RolePolicy
+if TYPE_CHECKING:
     from agent_failover.resilience.contracts import AgentOutput, ReasonCode
-    from agent_failover.resilience.estimate import estimate_request_tokens
     from agent_failover.resilience.models import ChatRequest
-    from agent_failover.resilience.options import CallOptions, OnExhausted
-    from agent_failover.resilience.outcomes import apply_failure
-    from agent_failover.resilience.planner import FailoverPlan, RequestFacts
-    from agent_failover.workflows import observe
-    from agent_failover.workflows.answers import refusal, success
-    from agent_failover.workflows.attempts import single, summarize_before_triage
-    from agent_failover.workflows.call import AttemptResult, Call
-    from agent_failover.workflows.degraded import degraded
-    from agent_failover.workflows.errors import FailoverExhausted
-    from agent_failover.workflows.escalate import note_role
-    from agent_failover.workflows.hedge import hedge_for, hedged
-    from agent_failover.workflows.planning import (
-        decision_rules,
-        load_context,
-        plan_round,
-        prepare_request,
-        record_skipped,
-        routes_by_family,
-        wire_rule,
-    )
+    from agent_failover.resilience.options import CallOptions
 
 __all__ = ["resilient_complete"]
 
@@ -67,118 +47,13 @@ async def resilient_complete(
     Raises :class:`FailoverExhausted` only with ``on_exhausted="raise"``, and a
     non-retryable ``ApplicationError`` (type ``policy_error``) for an unknown role or route.
     """
-    call = Call(role, request, upstream_reasons or [], options)
-    return await _ResilientCall(call).run()
+    # Imported here, not at the top: see the module docstring. Passed through (as every
+    # worker configures our package), this is a lookup of a loaded module; under a sandbox
+    # that re-imports our code (the strict replay) it loads once per run, and the sandbox's
+    # "imported after initial workflow load" warning is meant for user code, not this.
+    with workflow.unsafe.sandbox_import_notification_policy(
+        workflow.SandboxImportNotificationPolicy.SILENT
+    ):
+        from agent_failover.workflows.resilient_loop import complete
 
-
-class _ResilientCall:
-    """The loop of one call: plan, attempt (hedged when planned), fold the failures in and
-    plan again, until an answer, a refusal, or no live route is left (degraded tiers)."""
-
-    def __init__(self, call: Call) -> None:
-        self.call = call
-
-    async def run(self) -> AgentOutput:
-        with observe.call_span(self.call):
-            out = await self._run()
-            observe.answered(self.call, out)
-            return out
-
-    async def _run(self) -> AgentOutput:
-        call = self.call
-        started = workflow.now()
-        call.started_at = started.timestamp()
-        ctx = await load_context(call, started)
-        role = ctx.role
-        note_role(role)  # escalate()'s default floor for this role's answers
-        request = prepare_request(call, role)
-        key = cache_key(call.role_name, request)
-        call.cache_key = key
-        by_family = routes_by_family(ctx.policy)
-        floor, ticket = decision_rules(request)
-        input_tokens = estimate_request_tokens(request)
-        first_plan: FailoverPlan | None = None
-        while not call.state.stop_live:
-            facts = RequestFacts(
-                input_tokens=input_tokens,
-                max_output_tokens=request.max_tokens,
-                elapsed_ms=(workflow.now() - started).total_seconds() * 1000,
-                exclude_routes=list(call.state.excluded),
-                min_context_window=call.state.min_context_window,
-                cooldowns=dict(call.state.cooldowns),
-                min_input_tokens=floor,
-                trial_ticket=ticket,
-            )
-            p = plan_round(call, role, facts)
-            if first_plan is None:
-                first_plan = p
-                record_skipped(call, p)
-            if not p.attempts:
-                break
-            done = await self._round(p, role, key, started, by_family)
-            if done is not None:
-                return done
-        assert first_plan is not None
-        if call.options is not None and call.options.on_exhausted is OnExhausted.RAISE:
-            raise FailoverExhausted(call.role_name, call.attempts, list(call.state.reasons))
-        return await degraded(call, first_plan, key, role, started)
-
-    async def _round(
-        self,
-        p: FailoverPlan,
-        role: RolePolicy,
-        key: str,
-        started: datetime,
-        by_family: dict[str, list[str]],
-    ) -> AgentOutput | None:
-        """One planned attempt (hedged when the plan says so): the answer, a refusal that
-        ends the call, or None to plan again."""
-        call = self.call
-        first = p.attempts[0]
-        if first.wait_ms > 0:
-            # What is left of a short Retry-After a probe (or another call) met: a durable
-            # timer, then the attempt on the route (resilience.ratelimit).
-            await workflow.sleep(
-                first.wait_ms / 1000,
-                summary=f"Retry-After of {first.route}: {first.wait_ms:.0f} ms",
-            )
-        hedge = hedge_for(call, p, role)
-        await summarize_before_triage(call, role, first, hedge, started)
-        results = await (hedged(call, first, hedge) if hedge else single(call, first))
-        winner = next((r for r in results if r.result is not None), None)
-        for r in results:
-            if r.error_type == POLICY_ERROR:
-                # A worker that cannot serve a planned route is misconfigured; other
-                # routes would hide that, so the call ends here with the worker's words.
-                raise ApplicationError(
-                    r.record.error or "policy error", type=POLICY_ERROR, non_retryable=True
-                )
-            call.attempts.append(r.record)
-            if r.error_type is not None:
-                self._fold_failure(r, by_family)
-        if winner is not None:
-            return success(call, winner, role)
-        return refusal(call, results, role, started)
-
-    def _fold_failure(self, r: AttemptResult, by_family: dict[str, list[str]]) -> None:
-        """Fold a failed attempt into the call's failover state (exclusions, cool-downs,
-        a larger context window needed, a partial answer to continue)."""
-        call = self.call
-        ep = call.ctx.policy.endpoints[r.attempt.route]
-        learned = call.ctx.snapshot.get(r.attempt.route).context_window
-        call.state = apply_failure(
-            call.state,
-            route=r.attempt.route,
-            model=ep.family,
-            context_window=learned or ep.context_window,
-            stated_context_window=r.details.get("context_window"),
-            error_type=r.error_type or "",
-            retry_after_s=r.details.get("retry_after_s"),
-            partial_text=r.details.get("partial_text") or "",
-            partial_truncated=bool(r.details.get("partial_truncated")),
-            used_prefill=r.used_prefill,
-            now=workflow.now().timestamp(),
-            routes_by_model=by_family,
-            decision=r.details.get("decision"),
-            **wire_rule(call, r.attempt.route, r.error_type or ""),
-        )
+    return await complete(role, request, options, upstream_reasons)

@@ -11,7 +11,6 @@ whether its static fallback fits its output schema.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
@@ -25,6 +24,7 @@ from agent_failover.resilience.config.prompts import PromptRegistry, SummarizeSe
 from agent_failover.resilience.config.roster import Roster
 from agent_failover.resilience.config.sla import LatencySLA
 from agent_failover.resilience.config.validation import STRICT
+from agent_failover.resilience.content_filter import ContentFilterMode
 from agent_failover.resilience.limits import MAX_REPLY_BYTES_LIMIT
 from agent_failover.resilience.models import ToolSpec
 from agent_failover.resilience.qualification import RoleQualification
@@ -89,15 +89,6 @@ class HedgeSettings(BaseModel):
                 f"max_delay_ms ({self.max_delay_ms}) must be >= min_delay_ms ({self.min_delay_ms})"
             )
         return self
-
-
-class ContentFilterMode(StrEnum):
-    """What a content-filter refusal does (policy ``content_filter``, per-call override)."""
-
-    #: Return the refusal to the caller as a typed answer (reason ``CONTENT_FILTERED``).
-    REFUSE = "refuse"
-    #: Try a different model (never the same model in another region).
-    FAILOVER = "failover"
 
 
 class RolePolicy(BaseModel):

@@ -4,11 +4,14 @@ real processes, and check that a failure is exactly one ``error:`` line."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import subprocess
 import sys
+import threading
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +20,7 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner, Result
 
+from agent_failover import logs
 from agent_failover.cli.main import app
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.resilience.config import PolicyConfig
@@ -30,12 +34,43 @@ FAILOVER = str(Path(sys.executable).parent / "failover")
 ANSWER_BOUND_S = 20.0
 
 
+class _CommandOnlyStderrHandler(logs.StderrHandler):
+    """The in-process command's log handler: it leaves out the records of the test's own
+    worker, which runs in this process's main thread (the command runs in another).
+
+    In production a worker is another process, and its log lines never reach a command's
+    stderr; in-process they would: the command's handler sits on the root logger and writes
+    to ``sys.stderr``, which the runner swaps for the whole process. A breaker warning of
+    the test's worker then made the command's "one error line" two.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.thread != threading.main_thread().ident and bool(super().filter(record))
+
+
+@contextlib.contextmanager
+def _command_logging_only() -> Iterator[None]:
+    """For one in-process command: its handler ignores the test worker's records, and the
+    root logger's handlers are put back afterwards (the command replaces them)."""
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    original = logs.StderrHandler
+    logs.StderrHandler = _CommandOnlyStderrHandler  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        logs.StderrHandler = original  # type: ignore[misc]
+        root.handlers[:] = saved
+
+
 async def invoke(args: list[str], env: dict[str, str] | None = None) -> Result:
-    """Run ``failover ARGS`` in-process (in a thread: commands run their own event loop)."""
+    """Run ``failover ARGS`` in-process (in a thread: commands run their own event loop);
+    only the command's own log records reach its stderr (see :class:`_CommandOnlyStderrHandler`)."""
     runner = CliRunner()
-    return await asyncio.wait_for(
-        asyncio.to_thread(runner.invoke, app, args, env=env), ANSWER_BOUND_S
-    )
+    with _command_logging_only():
+        return await asyncio.wait_for(
+            asyncio.to_thread(runner.invoke, app, args, env=env), ANSWER_BOUND_S
+        )
 
 
 def assert_one_line_error(result: Result, code: int, *fragments: str) -> str:

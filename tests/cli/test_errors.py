@@ -5,6 +5,7 @@ worker is running."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import socket
 import subprocess
@@ -256,6 +257,27 @@ async def test_resolve_running_but_not_paused_then_paused(
         )
     finally:
         await handle.terminate()
+
+
+async def test_in_process_command_stderr_has_only_its_own_lines() -> None:
+    """A worker of the test's own process that logs warnings while an in-process command
+    runs (a breaker opening, say) does not add lines to the command's stderr: in
+    production the worker is another process."""
+    worker_log = logging.getLogger("agent_failover.worker")
+    done = asyncio.Event()
+
+    async def worker_warns() -> None:
+        while not done.is_set():
+            worker_log.warning("breaker for route r opened (test worker)")
+            await asyncio.sleep(0.001)
+
+    chatter = asyncio.create_task(worker_warns())
+    try:
+        result = await invoke(["resolve", "x", "shrug"])
+    finally:
+        done.set()
+        await chatter
+    assert_one_line_error(result, 2, "action:")
 
 
 async def test_resolve_unknown_action_is_bad_input() -> None:

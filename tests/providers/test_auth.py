@@ -169,9 +169,13 @@ async def test_google_auth_service_account_token_refreshed_before_expiry(
 
         clock["now"] = time.time()  # google-auth stamps expiry from the real clock
         await once()
+        # The token's expiry is "when google-auth got it + 3600 s" on the real clock: some
+        # time after clock["now"] (signing and the token round trip take a second or more on
+        # a loaded machine), but no later than now.
+        issued_by = time.time()
         await once()
         assert len(auth_sim.state.oauth.issued) == 1
-        clock["now"] += 3600 - 299  # less than the margin left
+        clock["now"] = issued_by + 3600 - 299  # at most 299 s of life left: under the margin
         await once()
         assert len(auth_sim.state.oauth.issued) == 2
     assert [a.outcome.value for a in auth_sim.state.attempts] == ["ok"] * 3

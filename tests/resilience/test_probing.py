@@ -96,15 +96,23 @@ def test_trial_probes_wait_for_the_first_token_only_up_to_the_trial_line() -> No
     assert probe_first_token_s(ProbeReason.NO_RECENT_TRAFFIC, 2000.0, 5.0) == 5.0
 
 
-@pytest.mark.parametrize("state", [BreakerState.CLOSED, BreakerState.HALF_OPEN])
-def test_a_user_call_in_flight_is_traffic(state: BreakerState) -> None:
-    """A closed route gone silent mid-call, or a half-open one whose trial is a user's call:
-    no probe while the call is in flight (it would be a second request to a silent route,
-    or take a trial slot from a user)."""
-    health = RouteHealth(route="r", breaker=state, last_call_at=NOW - 10 * INTERVAL)
+def test_a_user_call_in_flight_is_traffic() -> None:
+    """A closed route gone silent mid-call: no probe while the call is in flight (it would
+    be a second request to a silent route)."""
+    health = RouteHealth(route="r", breaker=BreakerState.CLOSED, last_call_at=NOW - 10 * INTERVAL)
     d = probe_decision(health, now=NOW, interval_s=INTERVAL, in_flight=1)
     assert not d.probe and d.reason is ProbeReason.CALL_IN_FLIGHT and "1 user call" in d.detail
     assert probe_decision(health, now=NOW, interval_s=INTERVAL, in_flight=0).probe
+
+
+def test_a_half_open_routes_probe_never_waits_for_trials_in_flight() -> None:
+    """Half-open with every trial in flight (held, perhaps, by a worker that died): the
+    probe still goes; it takes no trial slot, and it is what closes a healed route."""
+    health = RouteHealth(
+        route="r", breaker=BreakerState.HALF_OPEN, last_call_at=NOW - 10 * INTERVAL
+    )
+    d = probe_decision(health, now=NOW, interval_s=INTERVAL, in_flight=2)
+    assert d.probe and d.reason is not ProbeReason.CALL_IN_FLIGHT
 
 
 def test_an_open_routes_recovery_check_goes_with_a_call_in_flight() -> None:

@@ -10,17 +10,20 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
+from collections.abc import AsyncIterator
 
 import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
+from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.resilience.cachekey import cache_key
+from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
 from agent_failover.resilience.models import ChatRequest, FinishReason, Message, ToolSpec
 from agent_failover.resilience.options import CallOptions, RosterOverride
 from agent_failover.testing.sim.admin import SimAdmin
-from tests.workflows.conftest import Harness
+from tests.workflows.conftest import Harness, make_harness, running
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow
 
 pytestmark = pytest.mark.devserver
@@ -257,11 +260,30 @@ async def test_everything_down_cache_then_static(harness: Harness, sim_admin: Si
     assert all(n <= 1 + 2 * 2 for n in seen.values()), seen
 
 
+#: The hedged role's TTFT budget in the hedge race: the primary hangs and must lose the race
+#: (cancelled), not time out first. With the shipped 2 s, a loaded machine's slow dispatch
+#: of the hedge attempt (schedule, poll, connect, stream) let the budget end the primary.
+RACE_TTFT_BUDGET_MS = 15_000
+
+
+@pytest.fixture
+async def roomy_hedge_harness(
+    dev_env: WorkflowEnvironment, policy: PolicyConfig, sim_admin: SimAdmin
+) -> AsyncIterator[Harness]:
+    """The harness with the ``hedged`` role's TTFT budget at :data:`RACE_TTFT_BUDGET_MS`."""
+    hedged = policy.roles["hedged"].model_copy(update={"ttft_budget_ms": RACE_TTFT_BUDGET_MS})
+    roomy = policy.model_copy(update={"roles": {**policy.roles, "hedged": hedged}})
+    h, workers = await make_harness(dev_env.client, roomy)
+    async with running(workers):
+        yield h
+
+
 async def test_hedge_races_a_slow_primary_and_cancels_the_loser(
-    harness: Harness, sim_admin: SimAdmin
+    roomy_hedge_harness: Harness, sim_admin: SimAdmin
 ) -> None:
     """Stateless role: a hanging primary is raced after the hedge delay; the first good answer
-    wins before the primary's 2 s TTFT budget would have failed it, and the loser is cancelled."""
+    wins before the primary's TTFT budget would have failed it, and the loser is cancelled."""
+    harness = roomy_hedge_harness
     await sim_admin.set_faults(PRIMARY, [{"kind": "hang"}])
     out, waited = await _call(harness, role="hedged")
     assert out.route == OTHER_PROVIDER
