@@ -51,6 +51,8 @@ _EXPORTS = {
     "SimAdmin": "agent_failover.testing.sim",
     "load_scenario": "agent_failover.testing.sim",
     "start_simulator": "agent_failover.testing.sim",
+    "NoEscalationError": "agent_failover.testing.escalations",
+    "wait_for_escalation": "agent_failover.testing.escalations",
 }
 
 

@@ -8,7 +8,6 @@ is PydanticAI's tool activity, PydanticAI's one-activity model request never app
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -21,7 +20,7 @@ from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio import workflow
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowQueryFailedError
+from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from agent_failover import AgentOutput, EscalationOutcome, escalate
@@ -32,6 +31,7 @@ from agent_failover.contrib.pydantic_ai import (
     failover_outputs,
 )
 from agent_failover.resilience.config import PolicyConfig
+from agent_failover.testing.escalations import wait_for_escalation
 from agent_failover.testing.harness import Harness, make_harness, running
 from agent_failover.testing.history import activity_rows
 from agent_failover.testing.sim.admin import SimAdmin
@@ -39,7 +39,6 @@ from agent_failover.workflows.models import (
     EscalationAction,
     EscalationDecision,
     EscalationReceipt,
-    EscalationStatus,
 )
 
 
@@ -140,28 +139,13 @@ async def test_the_standby_answers_each_attempt_an_activity(
     assert not [r for r in rows if "model_request" in r.activity_type]
 
 
-async def _pending(handle: WorkflowHandle) -> EscalationStatus:
-    for _ in range(300):
-        if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
-            await handle.result()  # raises the run's failure
-            pytest.fail("the run ended without escalating")
-        try:
-            st = await handle.query("escalation", result_type=EscalationStatus)
-        except WorkflowQueryFailedError:  # not registered before the first escalation
-            st = None
-        if st is not None and st.pending_escalation is not None:
-            return st
-        await asyncio.sleep(0.1)
-    pytest.fail("the run never escalated")
-
-
 async def test_escalate_takes_the_agents_last_answer(
     ts_env: WorkflowEnvironment, ts: Harness
 ) -> None:
     """``escalate`` with a reason pauses the run on the agent's answer; a human accepts it."""
     with ts_env.auto_time_skipping_disabled():
         handle = await _start(ts, Question(text="Refund?", reason="refund over 500 EUR"))
-        st = await _pending(handle)
+        st = await wait_for_escalation(handle)
         pending = st.pending_escalation
         assert pending is not None and pending.output.tier == 1
         assert pending.state == {"q": "Refund?"}

@@ -20,6 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import Capability, ReasonCode
+from agent_failover.testing.escalations import wait_for_escalation
 from agent_failover.testing.harness import Harness, make_harness, running
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.escalate import ESCALATION_TIMED_OUT
@@ -67,15 +68,6 @@ async def _outage(h: Harness, admin: SimAdmin) -> None:
         await admin.set_faults(ep, [{"kind": "overloaded"}])
 
 
-async def _pending(handle: WorkflowHandle) -> EscalationStatus:
-    for _ in range(300):
-        st = await handle.query("escalation", result_type=EscalationStatus)
-        if st.pending_escalation is not None:
-            return st
-        await asyncio.sleep(0.1)
-    pytest.fail("the run never escalated")
-
-
 async def test_review_from_the_cache_escalates_and_goes_on_with_the_decision(
     ts_env: WorkflowEnvironment, ts: Harness, sim_admin: SimAdmin
 ) -> None:
@@ -87,7 +79,7 @@ async def test_review_from_the_cache_escalates_and_goes_on_with_the_decision(
         assert healthy.decision is None and healthy.answer.capability is Capability.FULL
         await _outage(ts, sim_admin)
         handle = await _review(ts)
-        st = await _pending(handle)
+        st = await wait_for_escalation(handle)
         pe = st.pending_escalation
         assert pe is not None and st.escalation is EscalationState.PENDING
         assert st.workflow_type == "ChangeReviewWorkflow"
@@ -120,12 +112,12 @@ async def test_retry_then_a_human_answer(
     await _outage(ts, sim_admin)
     with ts_env.auto_time_skipping_disabled():
         handle = await _review(ts, "Rotate the signing keys without downtime.")
-        first = await _pending(handle)
+        first = await wait_for_escalation(handle)
         assert [b.trigger for b in first.pending_escalation.blocked_steps] == ["static_fallback"]
         retry = EscalationDecision(action=EscalationAction.RETRY, operator="oncall")
         await handle.execute_update("resolve", retry, result_type=EscalationReceipt)
         await asyncio.sleep(0.2)
-        await _pending(handle)
+        await wait_for_escalation(handle)
         human = EscalationDecision(
             action=EscalationAction.PROVIDE_OUTPUT, output="LGTM once keys are dual-signed."
         )

@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 from pydantic import BaseModel
 from temporalio import workflow
-from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowQueryFailedError
+from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
@@ -26,6 +26,7 @@ from agent_failover import (
 )
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import Capability, ReasonCode
+from agent_failover.testing.escalations import NoEscalationError, wait_for_escalation
 from agent_failover.testing.harness import Harness, make_harness, running
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.escalate import INVALID_SETTINGS
@@ -33,7 +34,6 @@ from agent_failover.workflows.models import (
     EscalationAction,
     EscalationDecision,
     EscalationReceipt,
-    EscalationStatus,
 )
 
 
@@ -80,18 +80,6 @@ async def _start(h: Harness, step: Step) -> WorkflowHandle:
     )
 
 
-async def _pending(handle: WorkflowHandle) -> EscalationStatus:
-    for _ in range(300):
-        try:
-            st = await handle.query("escalation", result_type=EscalationStatus)
-        except WorkflowQueryFailedError:  # not registered before the first escalation
-            st = None
-        if st is not None and st.pending_escalation is not None:
-            return st
-        await asyncio.sleep(0.1)
-    pytest.fail("the run never escalated")
-
-
 async def test_a_reason_of_its_own_escalates_a_healthy_answer(
     ts_env: WorkflowEnvironment, ts: Harness
 ) -> None:
@@ -99,7 +87,7 @@ async def test_a_reason_of_its_own_escalates_a_healthy_answer(
     the first escalation, the decision through the update."""
     with ts_env.auto_time_skipping_disabled():
         handle = await _start(ts, Step(reason="refund over 500 EUR", min_confidence=0.0))
-        st = await _pending(handle)
+        st = await wait_for_escalation(handle)
         pe = st.pending_escalation
         assert pe is not None and pe.output.capability is Capability.FULL
         assert [(b.trigger, b.reason) for b in pe.blocked_steps] == [
@@ -125,7 +113,7 @@ async def test_the_roles_min_confidence_is_the_default_floor(
         explicit = await (await _start(ts, Step(min_confidence=0.5))).result()
         assert explicit.decision is None and explicit.output.tier == 2
         handle = await _start(ts, Step())
-        st = await _pending(handle)
+        st = await wait_for_escalation(handle)
         assert [b.trigger for b in st.pending_escalation.blocked_steps] == ["low_confidence"]
         human = EscalationDecision(action=EscalationAction.PROVIDE_OUTPUT, output="ok")
         await handle.execute_update("resolve", human, result_type=EscalationReceipt)
@@ -142,3 +130,18 @@ async def test_unusable_settings_fail_the_run_with_one_line(ts: Harness) -> None
     cause = info.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == INVALID_SETTINGS
     assert "shrug" in cause.message and "accept_degraded" in cause.message
+
+
+async def test_waiting_for_an_escalation_that_never_comes_fails_at_once(
+    ts_env: WorkflowEnvironment, ts: Harness
+) -> None:
+    """``agent_failover.testing.wait_for_escalation`` on a healthy run that needs no human:
+    it says so as soon as the run completes, instead of polling out its timeout."""
+    with ts_env.auto_time_skipping_disabled():
+        handle = await _start(ts, Step(min_confidence=0.0))
+        await handle.result()
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        with pytest.raises(NoEscalationError, match="completed without escalating"):
+            await wait_for_escalation(handle, timeout_s=60)
+    assert loop.time() - began < 30
