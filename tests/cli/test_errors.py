@@ -428,7 +428,13 @@ async def test_run_when_the_worker_just_died(
     assert no_worker_queue in line
     query = f"TaskQueue = '{no_worker_queue}' AND WorkflowType = 'AgentPipelineWorkflow'"
     runs = [w async for w in dev_env.client.list_workflows(query)]
-    assert runs and all(w.status is WorkflowExecutionStatus.TERMINATED for w in runs)
+    # The listing (visibility) may still show a run as it was a moment before the
+    # terminate; each run's own description is read from its history.
+    statuses = [
+        (await dev_env.client.get_workflow_handle(w.id, run_id=w.run_id).describe()).status
+        for w in runs
+    ]
+    assert runs and all(s is WorkflowExecutionStatus.TERMINATED for s in statuses)
     await dev_env.client.get_workflow_handle(monitor_workflow_id(no_worker_queue)).terminate()
 
 
