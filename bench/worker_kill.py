@@ -31,10 +31,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from temporalio.api.enums.v1 import EventType, PendingActivityState
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from agent_failover.config import DEFAULT_POLICY_PATH
+from agent_failover.testing.procs import pipeline_step_worker_pid
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import start_simulator
@@ -42,7 +43,6 @@ from agent_failover.workflows.models import (
     PipelineInput,
     PipelineOptions,
     PipelineResult,
-    PipelineStatus,
 )
 from agent_failover.workflows.monitor import monitor_workflow_id
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
@@ -72,22 +72,6 @@ def start_worker(address: str, sim_url: str, task_queue: str, **extra: str) -> s
     )
 
 
-async def critic_attempt_worker(handle: WorkflowHandle) -> int | None:
-    """The pid of the worker running the critic's ``call_model``, once it runs, else None."""
-    with contextlib.suppress(Exception):
-        st: PipelineStatus = await handle.query(
-            AgentPipelineWorkflow.status, result_type=PipelineStatus
-        )
-        if st.phase != "critic":
-            return None
-        desc = await handle.describe()
-        for a in desc.raw_description.pending_activities:
-            started = a.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
-            if a.activity_type.name == "call_model" and started and a.last_worker_identity:
-                return int(a.last_worker_identity.split("@", 1)[0])
-    return None
-
-
 async def one_run(
     client: Client, address: str, sim_url: str, admin: SimAdmin, fail_primary: bool
 ) -> dict[str, Any]:
@@ -113,7 +97,7 @@ async def one_run(
     try:
         deadline = time.monotonic() + 120
         while killed is None and time.monotonic() < deadline:
-            pid = await critic_attempt_worker(handle)
+            pid = await pipeline_step_worker_pid(handle, "critic")
             if pid is not None and pid in [p.pid for p in procs]:
                 os.kill(pid, signal.SIGKILL)
                 killed = pid

@@ -12,10 +12,14 @@ signal handlers of ``failover dev`` / ``failover demo`` still stop everything.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from temporalio.client import WorkflowHandle
 
 #: Seconds a child gets to exit after SIGTERM before it is killed.
 DEFAULT_STOP_TIMEOUT_S = 10.0
@@ -63,3 +67,24 @@ def stop_process(
             proc.kill()
             proc.wait(timeout=timeout_s)
     return proc.returncode
+
+
+async def pipeline_step_worker_pid(handle: WorkflowHandle, phase: str) -> int | None:
+    """The pid of the worker process running a pipeline's ``call_model`` while the run is
+    in ``phase`` (read from the SDK's default worker identity, ``pid@host``), else None:
+    not in that phase, not picked up yet, or between tasks."""
+    from temporalio.api.enums.v1 import PendingActivityState
+
+    from agent_failover.workflows.models import PipelineStatus
+    from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+
+    with contextlib.suppress(Exception):
+        st = await handle.query(AgentPipelineWorkflow.status, result_type=PipelineStatus)
+        if st.phase != phase:
+            return None
+        desc = await handle.describe()
+        for a in desc.raw_description.pending_activities:
+            started = a.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+            if a.activity_type.name == "call_model" and started and a.last_worker_identity:
+                return int(a.last_worker_identity.split("@", 1)[0])
+    return None

@@ -21,13 +21,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from temporalio.api.enums.v1 import PendingActivityState
-from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.contracts import Capability
+from agent_failover.testing.procs import pipeline_step_worker_pid
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import RunningSimulator
 from agent_failover.workflows.models import (
@@ -35,7 +34,6 @@ from agent_failover.workflows.models import (
     PipelineInput,
     PipelineOptions,
     PipelineResult,
-    PipelineStatus,
 )
 from agent_failover.workflows.monitor import monitor_workflow_id
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
@@ -59,22 +57,6 @@ def _worker(dev_env: WorkflowEnvironment, sim: RunningSimulator, tq: str) -> sub
         [sys.executable, "worker.py"], cwd=ROOT, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-
-
-async def _critic_call_worker(handle: WorkflowHandle) -> int | None:
-    """The pid of the worker process running the critic's model call, once it runs."""
-    with contextlib.suppress(Exception):  # not picked up yet, or between tasks
-        st: PipelineStatus = await handle.query(
-            AgentPipelineWorkflow.status, result_type=PipelineStatus
-        )
-        if st.phase != "critic":
-            return None
-        desc = await handle.describe()
-        for a in desc.raw_description.pending_activities:
-            started = a.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
-            if a.activity_type.name == "call_model" and started and a.last_worker_identity:
-                return int(a.last_worker_identity.split("@", 1)[0])
-    return None
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:
@@ -111,7 +93,7 @@ async def test_sigkill_mid_critic_step_is_answered_by_a_live_tier(
     try:
 
         async def kill_the_critics_worker() -> bool:
-            pid = await _critic_call_worker(handle)
+            pid = await pipeline_step_worker_pid(handle, "critic")
             if pid is None or pid not in [p.pid for p in procs]:
                 return False
             os.kill(pid, signal.SIGKILL)
