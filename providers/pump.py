@@ -65,35 +65,107 @@ def _next_deadline(b: Budgets, m: _Marks) -> tuple[float, StreamEnd]:
     return deadline, end
 
 
+class _Watchdog:
+    """One timer per stream instead of a timeout armed and cancelled around every read.
+
+    The deadline of the next read (:func:`_next_deadline`) only moves later while tokens
+    flow, so the timer is left armed at an earlier time and, when it fires early, moved to
+    the deadline as it then stands; :meth:`arm` moves it earlier when a milestone (the
+    first token, the terminal event) brings the deadline forward. When the deadline has
+    truly passed during a read, the task is cancelled and the read raises
+    :class:`TimeoutError`, with the same cancellation bookkeeping as ``asyncio.timeout``:
+    a cancellation from outside (a hedge's loser) stays a cancellation.
+    """
+
+    def __init__(self, budgets: Budgets, marks: _Marks) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._cancelling = self._task.cancelling() if self._task is not None else 0
+        self._budgets, self._marks = budgets, marks
+        self._handle: asyncio.TimerHandle | None = None
+        self._armed_at = float("inf")
+        self._reading = False
+        self._overdue = False
+        self.time = self._loop.time
+        #: What passing the deadline meant, once it passed during a read.
+        self.expired: StreamEnd | None = None
+
+    def arm(self) -> None:
+        """Arm the timer at the current deadline when that is earlier than the armed one."""
+        deadline, _ = _next_deadline(self._budgets, self._marks)
+        if deadline < self._armed_at:
+            self._set(deadline)
+
+    def stop(self) -> None:
+        """Disarm; the stream is no longer read under the budgets."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    async def read(self, chunks: AsyncIterator[bytes]) -> bytes:
+        """The next chunk, or :class:`TimeoutError` when the deadline passes first."""
+        if self._overdue:
+            self._overdue = False
+            self._set(self.time(), soon=True)
+        self._reading = True
+        try:
+            return await anext(chunks)
+        except asyncio.CancelledError as exc:
+            if self.expired is not None and self._task is not None:
+                if self._task.uncancel() <= self._cancelling:
+                    raise TimeoutError from exc
+            raise
+        finally:
+            self._reading = False
+
+    def _set(self, when: float, *, soon: bool = False) -> None:
+        self.stop()
+        self._armed_at = when
+        self._handle = (
+            self._loop.call_soon(self._wake) if soon else self._loop.call_at(when, self._wake)
+        )
+
+    def _wake(self) -> None:
+        self._handle = None
+        deadline, end = _next_deadline(self._budgets, self._marks)
+        if deadline > self._armed_at:
+            self._set(deadline)  # chunks arrived since it was armed: not yet
+        elif not self._reading:
+            self._overdue = True  # checked again at the next read, as a timeout would be
+        elif self._task is not None and self.expired is None:
+            self.expired = end
+            self._task.cancel()
+
+
 async def pump(call: Call, response: httpx.Response, state: StreamState) -> float | None:
     """Read the stream until its terminal event (plus trailer grace); return the TTFT in ms."""
     decoder = state.new_decoder()
-    chunks = response.aiter_bytes()
+    chunks = _body(response)
     marks = _Marks(started=call.started, last_chunk_at=call.clock())
+    watch = _Watchdog(call.budgets, marks)
+    watch.arm()
     eof = False
-    while not state.done:
-        deadline, end = _next_deadline(call.budgets, marks)
-        try:
-            async with asyncio.timeout_at(deadline):
-                chunk = await anext(chunks)
-        except StopAsyncIteration:
-            eof = True
-            break
-        except TimeoutError as exc:
-            if end is StreamEnd.COMPLETE:
-                break  # terminal event seen; the missing trailer is not worth waiting for
-            raise _stream_error(
-                call, state, end, f"after {call.clock() - call.started:.3g}s"
-            ) from exc
-        except CALL_ERRORS as exc:
-            if state.finished:
-                break  # the content is complete; a broken trailer does not lose it
-            phase = Phase.AWAITING_FIRST_TOKEN if marks.first_token_at is None else Phase.STREAMING
-            raise classify_exception(
-                exc, endpoint=call.name, phase=phase, partial_text=state.text
-            ) from exc
-        marks.last_chunk_at = call.clock()
-        await _fold_chunk(call, state, decoder, chunk, marks)
+    try:
+        while not state.done:
+            try:
+                chunk = await watch.read(chunks)
+            except StopAsyncIteration:
+                eof = True
+                break
+            except TimeoutError as exc:
+                if watch.expired is StreamEnd.COMPLETE:
+                    break  # terminal event seen; the missing trailer is not worth waiting for
+                end = watch.expired or StreamEnd.TOTAL_TIMEOUT
+                detail = f"after {call.clock() - call.started:.3g}s"
+                raise _stream_error(call, state, end, detail) from exc
+            except CALL_ERRORS as exc:
+                if state.finished:
+                    break  # the content is complete; a broken trailer does not lose it
+                raise _read_error(call, state, marks, exc) from exc
+            marks.last_chunk_at = watch.time()
+            await _fold_chunk(call, state, decoder, chunk, marks, watch)
+    finally:
+        watch.stop()
     if eof and not state.done:
         for event in decoder.flush():
             await _apply(call, state, event)
@@ -107,16 +179,37 @@ async def pump(call: Call, response: httpx.Response, state: StreamState) -> floa
     return (marks.first_token_at - call.started) * 1000.0
 
 
+def _body(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body's chunks: raw (one generator and decoder fewer per chunk) when the body is
+    not content-encoded and not already read (a test's prepared response)."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding in ("", "identity") and not response.is_stream_consumed:
+        return response.aiter_raw()
+    return response.aiter_bytes()
+
+
+def _read_error(call: Call, state: StreamState, marks: _Marks, exc: Exception) -> ProviderError:
+    phase = Phase.AWAITING_FIRST_TOKEN if marks.first_token_at is None else Phase.STREAMING
+    return classify_exception(exc, endpoint=call.name, phase=phase, partial_text=state.text)
+
+
 async def _fold_chunk(
-    call: Call, state: StreamState, decoder: StreamDecoder, chunk: bytes, marks: _Marks
+    call: Call,
+    state: StreamState,
+    decoder: StreamDecoder,
+    chunk: bytes,
+    marks: _Marks,
+    watch: _Watchdog,
 ) -> None:
     """Fold the events ``chunk`` completes, marking the first token and the terminal event."""
     for event in _decode(call, state, decoder, chunk):
         await _apply(call, state, event)
         if marks.first_token_at is None and state.content_events:
-            marks.first_token_at = call.clock()
+            marks.first_token_at = watch.time()
+            watch.arm()
         if state.finished and marks.finished_at is None:
-            marks.finished_at = call.clock()
+            marks.finished_at = watch.time()
+            watch.arm()
         if state.done:
             break
 

@@ -10,14 +10,11 @@ comments (``:`` lines, used as keep-alives), CR, LF and CRLF line ends, and a le
 
 from __future__ import annotations
 
-import codecs
-import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import dataclass
 
 #: The event type when a block names none (WHATWG default).
 DEFAULT_EVENT = "message"
-_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,11 +28,15 @@ class SSEEvent:
 
 
 class SSEDecoder:
-    """Turns a stream of bytes or text, split anywhere, into :class:`SSEEvent` values."""
+    """Turns a stream of bytes or text, split anywhere, into :class:`SSEEvent` values.
+
+    Bytes are split into lines before they are decoded: a LF or CR byte never occurs
+    inside a UTF-8 sequence, so only whole lines are decoded, once each, and a chunk that
+    completes no line costs one concatenation. Text chunks are encoded back to UTF-8.
+    """
 
     def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buffer = ""  # text of the current, not yet terminated line
+        self._pending = b""  # bytes of the current, not yet terminated line
         self._after_cr = False  # the previous chunk ended in CR: a leading LF is its pair
         self._started = False  # the BOM is only meaningful at the very start
         self._event = ""
@@ -45,30 +46,31 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes | str) -> list[SSEEvent]:
         """Consume one chunk and return the events it completed (possibly none)."""
-        text = self._decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
-        if not self._started and text:
+        if isinstance(chunk, str):
+            chunk = chunk.encode("utf-8", errors="surrogatepass")
+        if self._after_cr and chunk:
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+            self._after_cr = False
+        data = self._pending + chunk if self._pending else chunk
+        if b"\r" in data:
+            # A CR that ends the chunk may be the first half of a CRLF split across chunks.
+            self._after_cr = data[-1:] == b"\r"
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        end = data.rfind(b"\n")
+        if end < 0:
+            self._pending = data
+            return []
+        self._pending = data[end + 1 :]
+        text = data[:end].decode("utf-8", errors="replace")
+        if not self._started:
             self._started = True
             text = text.removeprefix("\ufeff")
-        if self._after_cr and text:
-            if text.startswith("\n"):
-                text = text[1:]
-            self._after_cr = False
-        events: list[SSEEvent] = []
-        buffer = self._buffer + text
-        pos = 0
-        for match in _LINE_END.finditer(buffer):
-            self._line(buffer[pos : match.start()], events)
-            pos = match.end()
-            # A CR that ends the chunk may be the first half of a CRLF split across chunks.
-            self._after_cr = match.group() == "\r" and pos == len(buffer)
-        self._buffer = buffer[pos:]
-        return events
+        return self._lines(text.split("\n"))
 
     def feed_line(self, line: str) -> list[SSEEvent]:
         """Consume one already split line (as from ``aiter_lines``), without its line end."""
-        events: list[SSEEvent] = []
-        self._line(line.rstrip("\r\n"), events)
-        return events
+        return self._lines([line.rstrip("\r\n")])
 
     def flush(self) -> list[SSEEvent]:
         """End of stream: dispatch an event whose blank line never came.
@@ -77,32 +79,37 @@ class SSEDecoder:
         connection cut in half, and half a JSON object must read as a cut stream, not as
         garbage.
         """
-        self._decoder.decode(b"", final=True)
-        self._buffer = ""
+        self._pending = b""
         events: list[SSEEvent] = []
         self._dispatch(events)
         return events
 
-    def _line(self, line: str, events: list[SSEEvent]) -> None:
-        if line == "":
-            self._dispatch(events)
-            return
-        if line.startswith(":"):
-            return  # a comment: servers send these as keep-alives
-        field, sep, value = line.partition(":")
-        if sep and value.startswith(" "):
-            value = value[1:]
-        if field == "event":
-            self._event = value
-        elif field == "data":
-            self._data.append(value)
-        elif field == "id":
-            if "\0" not in value:
-                self.last_event_id = value
-        elif field == "retry":
-            if value.isascii() and value.isdigit():
+    def _lines(self, lines: list[str]) -> list[SSEEvent]:
+        """Apply whole lines (the hot path: one call per chunk, not per line)."""
+        events: list[SSEEvent] = []
+        for line in lines:
+            if not line:
+                if self._data:
+                    self._dispatch(events)
+                else:
+                    self._event, self._retry = "", None
+                continue
+            field, sep, value = line.partition(":")
+            if not field:
+                continue  # a comment: servers send these as keep-alives
+            if sep and value[:1] == " ":
+                value = value[1:]
+            if field == "data":
+                self._data.append(value)
+            elif field == "event":
+                self._event = value
+            elif field == "id":
+                if "\0" not in value:
+                    self.last_event_id = value
+            elif field == "retry" and value.isascii() and value.isdigit():
                 self._retry = int(value)
-        # Any other field name is ignored, as the spec requires.
+            # Any other field name is ignored, as the spec requires.
+        return events
 
     def _dispatch(self, events: list[SSEEvent]) -> None:
         if self._data:
