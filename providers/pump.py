@@ -203,7 +203,8 @@ async def _fold_chunk(
 ) -> None:
     """Fold the events ``chunk`` completes, marking the first token and the terminal event."""
     for event in _decode(call, state, decoder, chunk):
-        await _apply(call, state, event)
+        if _fold(call, state, event) and call.on_progress is not None:
+            await call.progress(state.text)
         if marks.first_token_at is None and state.content_events:
             marks.first_token_at = watch.time()
             watch.arm()
@@ -252,9 +253,15 @@ def _decode(call: Call, state: StreamState, decoder: StreamDecoder, chunk: bytes
 
 
 async def _apply(call: Call, state: StreamState, event: Any) -> None:
+    if _fold(call, state, event) and call.on_progress is not None:
+        await call.progress(state.text)
+
+
+def _fold(call: Call, state: StreamState, event: Any) -> bool:
+    """Fold one event into ``state``; whether it added content (progress to report)."""
     before = state.content_events
     state.on_event(event)
-    if state.too_malformed():
+    if state.malformed and state.too_malformed():
         raise _stream_error(
             call, state, StreamEnd.MALFORMED, f"{state.malformed} of {state.events} events"
         )
@@ -262,8 +269,7 @@ async def _apply(call: Call, state: StreamState, event: Any) -> None:
     if limit is not None and state.text_bytes > limit:
         # Stop reading now: an endless or runaway stream must not be buffered to the end.
         raise oversized_error(call.name, state.text_bytes, limit, state.text, streaming=True)
-    if state.content_events > before:
-        await call.progress(state.text)
+    return state.content_events > before
 
 
 def _stream_error(call: Call, state: StreamState, end: StreamEnd, detail: str) -> ProviderError:

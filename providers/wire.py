@@ -197,7 +197,9 @@ class StreamState(ABC):
         """Append generated text; counts as a token for time-to-first-token."""
         if delta:
             self.text += delta
-            self.text_bytes += len(delta.encode("utf-8", errors="replace"))
+            self.text_bytes += (
+                len(delta) if delta.isascii() else len(delta.encode("utf-8", errors="replace"))
+            )
             self.content_events += 1
 
     def too_malformed(self) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -111,3 +113,53 @@ async def test_async_helpers():
     got_bytes = [e async for e in aiter_sse(chunks())]
     got_lines = [e async for e in aiter_sse_lines(lines())]
     assert got_bytes == got_lines == [SSEEvent(data="a"), SSEEvent(data="b")]
+
+
+def reference_decode(stream: bytes) -> list[SSEEvent]:
+    """The WHATWG rules applied to a whole stream at once, line by line: what the chunked
+    decoder (which splits bytes before decoding) must agree with."""
+    text = stream.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    lines = re.split(r"\r\n|\r|\n", text)[:-1]  # an unterminated last line is dropped
+    events: list[SSEEvent] = []
+    event, data, retry, last_id = "", [], None, None
+    for line in [*lines, ""]:  # end of stream dispatches a pending event
+        if line == "":
+            if data:
+                events.append(SSEEvent(event or "message", "\n".join(data), last_id, retry))
+            event, data, retry = "", [], None
+        elif not line.startswith(":"):
+            name, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if name == "event":
+                event = value
+            elif name == "data":
+                data.append(value)
+            elif name == "id" and "\0" not in value:
+                last_id = value
+            elif name == "retry" and value.isascii() and value.isdigit():
+                retry = int(value)
+    return events
+
+
+LINES = st.tuples(
+    st.sampled_from([b"data", b"event", b"id", b"retry", b"bogus", b"", b"\xef\xbb\xbfdata"]),
+    st.sampled_from([b"", b":", b": ", b"::"]),
+    st.sampled_from([b"", b"x", b" 7", b"\xc3\xa9", b"\xe4\xb8\x96", b"\xc3", b"a\x00"]),
+    st.sampled_from([b"\n", b"\r", b"\r\n"]),
+).map(b"".join)
+
+
+@given(
+    st.lists(LINES, max_size=12),
+    st.sampled_from([b"", b"data: cut", b"\xe4\xb8"]),
+    st.lists(st.integers(min_value=0, max_value=10_000), max_size=8),
+)
+def test_chunked_decoding_agrees_with_whole_stream_rules(lines, tail, cuts):
+    """Any mix of fields, comments, blank lines, CR / LF / CRLF ends, BOMs and broken
+    UTF-8, cut anywhere (between a CR and its LF, inside a character): the same events as
+    the line-by-line rules applied to the whole stream."""
+    stream = b"".join(lines) + tail
+    points = sorted({c % (len(stream) + 1) for c in cuts})
+    chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)], strict=True)]
+    assert decode_all(chunks) == reference_decode(stream)
+    assert decode_all([stream.decode("utf-8", errors="replace")]) == reference_decode(stream)
