@@ -116,7 +116,7 @@ class SSEDecoder:
             events.append(
                 SSEEvent(
                     event=self._event or DEFAULT_EVENT,
-                    data="\n".join(self._data),
+                    data=self._data[0] if len(self._data) == 1 else "\n".join(self._data),
                     id=self.last_event_id,
                     retry=self._retry,
                 )
