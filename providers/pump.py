@@ -80,9 +80,10 @@ class _Watchdog:
     """
 
     def __init__(self, budgets: Budgets, marks: _Marks) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task()
-        self._cancelling = self._task.cancelling() if self._task is not None else 0
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("a stream is read under its budgets only inside a task")
+        self._loop, self._task, self._cancelling = asyncio.get_running_loop(), task, 0
         self._budgets, self._marks = budgets, marks
         self._handle: asyncio.TimerHandle | None = None
         self._armed_at = float("inf")
@@ -109,13 +110,13 @@ class _Watchdog:
         if self._overdue:
             self._overdue = False
             self._set(self.time(), soon=True)
+        self._cancelling = self._task.cancelling()  # as asyncio.timeout does on entry
         self._reading = True
         try:
             return await anext(chunks)
         except asyncio.CancelledError as exc:
-            if self.expired is not None and self._task is not None:
-                if self._task.uncancel() <= self._cancelling:
-                    raise TimeoutError from exc
+            if self.expired is not None and self._task.uncancel() <= self._cancelling:
+                raise TimeoutError from exc
             raise
         finally:
             self._reading = False
@@ -134,7 +135,7 @@ class _Watchdog:
             self._set(deadline)  # chunks arrived since it was armed: not yet
         elif not self._reading:
             self._overdue = True  # checked again at the next read, as a timeout would be
-        elif self._task is not None and self.expired is None:
+        elif self.expired is None:
             self.expired = end
             self._task.cancel()
 
