@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_failover.providers.sse import (
@@ -149,6 +149,7 @@ LINES = st.tuples(
 ).map(b"".join)
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(LINES, max_size=12),
     st.sampled_from([b"", b"data: cut", b"\xe4\xb8"]),
