@@ -62,6 +62,13 @@ class CallOptions(BaseModel):
     roster: RosterOverride | None = None
     on_exhausted: OnExhausted = OnExhausted.DEGRADE
     content_filter: ContentFilterMode | None = None
+    context_reuse_s: float | None = Field(
+        default=None,
+        ge=0.0,
+        description="how old (seconds of workflow time) a role context taken earlier in "
+        "the run may be for this call to plan from it (replaces the role's "
+        "context_reuse_s; 0: read a fresh one)",
+    )
 
 
 def override_routes(options: CallOptions | None) -> list[str] | None:
