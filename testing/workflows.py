@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, model_serializer
+from pydantic import BaseModel, Field, model_serializer
 from datetime import timedelta
 
 from temporalio import workflow
@@ -66,12 +66,18 @@ class ResilientTextWorkflow:
 
 class RepeatedCallInput(BaseModel):
     """The roles called one after the other in one run (a role may repeat), each with
-    ``request`` and ``options``; ``gap_s`` of workflow timer between two calls."""
+    ``request`` and ``options`` (``per_call[i]``, when given, replaces them for call i);
+    ``gap_s`` of workflow timer between two calls."""
 
     roles: list[str]
     request: ChatRequest
     options: CallOptions | None = None
+    per_call: list[CallOptions | None] = Field(default_factory=list)
     gap_s: float = 0.0
+
+    def options_of(self, i: int) -> CallOptions | None:
+        """Call ``i``'s options."""
+        return self.per_call[i] if i < len(self.per_call) else self.options
 
 
 @workflow.defn(name="RepeatedCallWorkflow")
@@ -83,6 +89,6 @@ class RepeatedCallWorkflow:
         for i, role in enumerate(inp.roles):
             if i and inp.gap_s > 0:
                 await workflow.sleep(timedelta(seconds=inp.gap_s), summary="between calls")
-            outs.append(await resilient_complete(role, inp.request, options=inp.options))
+            outs.append(await resilient_complete(role, inp.request, options=inp.options_of(i)))
         await settle_shadows()
         return outs

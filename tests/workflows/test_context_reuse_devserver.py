@@ -4,9 +4,11 @@ history), and reads its own once reuse is off, for another role, or after a fail
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
 from agent_failover.resilience.contracts import AgentOutput, Capability
@@ -72,6 +74,40 @@ async def test_different_roles_never_share(harness: Harness) -> None:
     opts = CallOptions(context_reuse_s=LONG_S)
     _, handle = await _run(harness, ["plain", "tight-sla", "plain", "tight-sla"], opts)
     assert await context_reads(handle) == ["plain: route health", "tight-sla: route health"]
+
+
+async def test_a_calls_options_stay_with_that_call(harness: Harness, sim_admin: SimAdmin) -> None:
+    """The first call opts in to content-filter failover; the second, reusing its context,
+    gets the role's own setting: the primary's refusal (set while the run waits between
+    the calls) comes back as a refusal, no other model tried."""
+    opts = CallOptions(context_reuse_s=LONG_S)
+    request = ChatRequest(messages=[Message(role="user", content=f"t {uuid.uuid4().hex}")])
+    first = CallOptions(context_reuse_s=LONG_S, content_filter="failover")
+    handle = await harness.client.start_workflow(
+        RepeatedCallWorkflow.run,
+        RepeatedCallInput(
+            roles=["plain", "plain"], request=request, per_call=[first, opts], gap_s=3.0
+        ),
+        id=f"reuse-opts-{uuid.uuid4().hex[:8]}",
+        task_queue=harness.task_queue,
+        result_type=list[AgentOutput],
+    )
+    await _timer_started(handle)
+    await sim_admin.set_faults(PRIMARY, [{"kind": "content_filter"}])
+    outs = await handle.result()
+    assert outs[0].route == PRIMARY and not outs[0].refused
+    assert outs[1].refused and outs[1].route == PRIMARY
+    assert len(await context_reads(handle)) == 1
+
+
+async def _timer_started(handle: WorkflowHandle) -> None:
+    """Wait until the run starts its timer between the calls."""
+    for _ in range(200):
+        history = await handle.fetch_history()
+        if any(e.event_type == EventType.EVENT_TYPE_TIMER_STARTED for e in history.events):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the run never started its timer")
 
 
 async def test_a_failed_attempt_makes_the_next_call_read_afresh(
