@@ -3,9 +3,8 @@
 ``build_harness(client, policy)`` returns the activities (memory stores, or Redis under a
 unique namespace) and a worker carrying :class:`FailoverPlugin` (our workflows and
 activities, plus :class:`ResilientCallWorkflow`, its text-only twin and
-:class:`RepeatedCallWorkflow`; the plugin runs one
-worker per bulkhead beside it); ``async with running(workers):`` runs them for the body of
-a test.
+:class:`RepeatedCallWorkflow`; the plugin runs one worker per bulkhead beside it);
+``async with running(workers):`` runs them for the body of a test.
 """
 
 from __future__ import annotations

@@ -10,11 +10,10 @@ run (one role after another, optionally a timer between them), as an agent loop 
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field, model_serializer
-from datetime import timedelta
-
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():

@@ -23,7 +23,11 @@ def _ctx(policy: PolicyConfig, role: str = "plain", reuse_s: float | None = None
     if reuse_s is not None:
         r = r.model_copy(update={"context_reuse_s": reuse_s})
     return RoleContext(
-        role=r, policy=subset, snapshot=HealthSnapshot(taken_at=T0), task_queue="q", policy_ref="ref"
+        role=r,
+        policy=subset,
+        snapshot=HealthSnapshot(taken_at=T0),
+        task_queue="q",
+        policy_ref="ref",
     )
 
 
