@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.workflows.call import Call
     from agent_failover.workflows.patches import (
         INVALID_REQUEST_PER_WIRE,
+        LEASE_WITH_SNAPSHOT,
         LIVE_TIER_FLOOR,
         WAIT_OUT_SHARED_COOLDOWN,
     )
@@ -62,6 +63,8 @@ async def load_context(call: Call, started: datetime) -> RoleContext:
             now=started.timestamp(),
             routes=override_routes(call.options),
             workflow_queue=workflow.info().task_queue,
+            # The first attempt's in-flight lease, taken in the snapshot's round trip.
+            lease=workflow.patched(LEASE_WITH_SNAPSHOT),
         ),
         start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
         # Bounded: an error that keeps recurring ends the call with its reason
@@ -77,7 +80,7 @@ async def load_context(call: Call, started: datetime) -> RoleContext:
     if ctx.snapshot.taken_at == UNSTATED_TIME:  # it is the `now` this call sent
         update["snapshot"] = ctx.snapshot.model_copy(update={"taken_at": started.timestamp()})
     ctx = ctx.on_queue(workflow.info().task_queue).model_copy(update=update)
-    call.ctx = ctx
+    call.ctx, call.first_lease = ctx, ctx.lease
     return ctx
 
 
