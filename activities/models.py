@@ -48,8 +48,8 @@ class RoleContextInput(BaseModel):
     #: context leaves ``task_queue`` out of history when it is this one.
     workflow_queue: str | None = None
     #: Take the call's in-flight lease on the role's first route in the snapshot's round
-    #: trip (:class:`HeldLease`): the workflow asks once per call (patch
-    #: ``lease-with-snapshot``), never for a context no attempt follows.
+    #: trip (:class:`HeldLease`): a resilient call asks, before its first plan; never a
+    #: context no attempt follows (a degraded re-run's check, a pipeline's roles).
     lease: bool = False
 
 
@@ -264,15 +264,21 @@ class CallModelInput(BaseModel):
             out["cache"] = {"keep_s": self.cache.keep_s}
         if self.idle_budget_ms == self.ttft_budget_ms:
             del out["idle_budget_ms"]  # the usual case: one budget for first and later tokens
+        if self.lease is not None and self.lease.route == self.route:
+            del out["lease"]["route"]  # the usual case: the lease is on the attempt's route
         return out
 
     @model_validator(mode="before")
     @classmethod
     def _derive(cls, data: Any) -> Any:
         """Restore what the compact shape leaves out: the idle budget equal to the TTFT
-        budget, the cache key the request derives."""
+        budget, the cache key the request derives, the lease's route when it is the
+        attempt's."""
         if isinstance(data, dict) and "idle_budget_ms" not in data and "ttft_budget_ms" in data:
             data = {**data, "idle_budget_ms": data["ttft_budget_ms"]}
+        lease = data.get("lease") if isinstance(data, dict) else None
+        if isinstance(lease, dict) and "route" not in lease and "route" in data:
+            data = {**data, "lease": {**lease, "route": data["route"]}}
         cache = data.get("cache") if isinstance(data, dict) else None
         if isinstance(cache, dict) and "key" not in cache and "request" in data:
             request = ChatRequest.model_validate(data["request"])

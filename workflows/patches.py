@@ -29,9 +29,6 @@ ESCALATE_CACHED_ANSWER = "escalate-cached-answer"
 #: A call waits out a short Retry-After another request (e.g. a probe) met on a route,
 #: instead of skipping the route (issue 22 §1.7): a timer before the attempt.
 WAIT_OUT_SHARED_COOLDOWN = "wait-out-shared-cooldown"
-#: The role context takes the call's in-flight lease on its first route in the snapshot's
-#: round trip, and the call's first attempt carries it (issue 24: two round trips a call).
-LEASE_WITH_SNAPSHOT = "lease-with-snapshot"
 
 #: Patch id -> why the old path still exists (the behaviour that changed).
 PATCHES: dict[str, str] = {
@@ -54,9 +51,5 @@ PATCHES: dict[str, str] = {
     WAIT_OUT_SHARED_COOLDOWN: (
         "runs recorded before skipped every route another request's 429 cooled down; "
         "new runs wait out a short one (a timer, then the attempt on that route)"
-    ),
-    LEASE_WITH_SNAPSHOT: (
-        "runs recorded before have role contexts without a lease and first attempts without "
-        "one in their input: each attempt took its own in-flight lease"
     ),
 }

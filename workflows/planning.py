@@ -34,7 +34,6 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.workflows.call import Call
     from agent_failover.workflows.patches import (
         INVALID_REQUEST_PER_WIRE,
-        LEASE_WITH_SNAPSHOT,
         LIVE_TIER_FLOOR,
         WAIT_OUT_SHARED_COOLDOWN,
     )
@@ -63,8 +62,10 @@ async def load_context(call: Call, started: datetime) -> RoleContext:
             now=started.timestamp(),
             routes=override_routes(call.options),
             workflow_queue=workflow.info().task_queue,
-            # The first attempt's in-flight lease, taken in the snapshot's round trip.
-            lease=workflow.patched(LEASE_WITH_SNAPSHOT),
+            # The first attempt's in-flight lease, taken in the snapshot's round trip. No
+            # patch: what follows reads the context's recorded lease (none in a context
+            # recorded before, whose first attempt then takes its own, as it did).
+            lease=True,
         ),
         start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
         # Bounded: an error that keeps recurring ends the call with its reason

@@ -15,9 +15,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import CallOutcome
 from agent_failover.stores.after_call import AfterCallWrites, CachePut
-from agent_failover.stores.in_flight import LeaseEnd
 from agent_failover.stores.cache import CachedEntry, RedisResponseCache
 from agent_failover.stores.health import RedisHealthStore
+from agent_failover.stores.in_flight import LeaseEnd
 from agent_failover.stores.redis_link import fail_fast_client
 from tests.stores.conftest import FakeClock, _delete_namespace
 from tests.stores.test_redis_reads import Sent
