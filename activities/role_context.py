@@ -81,7 +81,11 @@ class RoleContextActivities:
             for route in routes:
                 await self._judge_cost(inp, route, snap)
         await self._read_budgets(inp.role, routes, snap, inp.now)
-        held = HeldLease(route=lease.route, id=lease.lease, until=lease.until) if lease else None
+        # A lease taken in a degraded store's local view is not the other workers': the
+        # attempt (maybe elsewhere, Redis maybe back) takes its own; this one lapses.
+        held = None
+        if lease is not None and not snap.store_degraded:
+            held = HeldLease(route=lease.route, id=lease.lease, until=lease.until)
         return await self._context(inp, role, snap, held)
 
     def _role_and_routes(self, inp: RoleContextInput) -> tuple[RolePolicy, list[str]]:

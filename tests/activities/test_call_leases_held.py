@@ -19,8 +19,10 @@ from agent_failover.resilience.contracts import BreakerState
 from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.outcomes import BREAKER_REJECTED
 from agent_failover.stores.cache import MemoryResponseCache
-from agent_failover.stores.health import MemoryHealthStore
+from agent_failover.stores.embedded_redis import EmbeddedRedis
+from agent_failover.stores.health import MemoryHealthStore, RedisHealthStore
 from agent_failover.stores.in_flight import LeaseEnd, MemoryInFlight
+from agent_failover.stores.redis_link import fail_fast_client
 from tests.providers.wire import OPENAI
 
 NOW = 1000.0
@@ -118,3 +120,30 @@ async def test_a_refused_attempt_gives_the_role_contexts_lease_back() -> None:
         assert info.value.type == BREAKER_REJECTED
         await asyncio.sleep(0.01)  # the release runs as a task of its own
         assert await health.in_flight.count(PRIMARY, NOW + 1) == 0
+
+
+async def test_a_role_context_read_from_the_local_view_hands_no_lease_on(
+    embedded_redis: EmbeddedRedis,
+) -> None:
+    """Redis lost: the snapshot is the local view's and so is the lease taken with it,
+    which the other workers never see; the context hands none to the attempt (which takes
+    its own, in Redis once it is back) and the local one lapses."""
+    health = RedisHealthStore(fail_fast_client(embedded_redis.url), namespace="held")
+    async with httpx.AsyncClient(transport=httpx.MockTransport(_ok)) as http:
+        policy = load_policy(DEFAULT_POLICY_PATH, env={})
+        acts = LLMActivitySet(
+            policy, http, health, MemoryResponseCache(), task_queue_for=lambda r: "q"
+        )
+        try:
+            healthy = await acts.context.role_context(
+                RoleContextInput(role="analyst", now=NOW, lease=True)
+            )
+            assert healthy.lease is not None and not healthy.snapshot.store_degraded
+            await asyncio.to_thread(embedded_redis.kill)
+            ctx = await acts.context.role_context(
+                RoleContextInput(role="analyst", now=NOW + 1, lease=True)
+            )
+            assert ctx.snapshot.store_degraded and ctx.lease is None
+            assert await health.in_flight.count(PRIMARY, NOW + 2) == 1  # the local one
+        finally:
+            await health.close()
