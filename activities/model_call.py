@@ -106,13 +106,10 @@ class ModelCallActivities:
         settings = self._deps.policy.trial_settings(inp.route, inp.role)
         base = _attempt_base(inp.now)
         started = time.monotonic()
-        leases = AttemptLeases(
-            self._deps.health.in_flight, inp.route, inp.lease, first_try=_attempt_number() == 1
-        )
+        leases = self._leases(inp)
         admission, grant = await self._admitted(inp, settings, (base, started), leases)
         progress = _Progress()
         beat = asyncio.create_task(_heartbeat_loop(progress))
-        # Beside the provider call (no added round trip), or held since the role context.
         leases.take(workflow_now(base, started), inp.timeout_ms / 1000)
         reply: ChatReply | None = None
         answered = False
@@ -150,6 +147,12 @@ class ModelCallActivities:
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
         ).for_route(inp.route)
+
+    def _leases(self, inp: CallModelInput) -> AttemptLeases:
+        """The attempt's in-flight leases: its own, taken beside the provider call (no added
+        round trip) or held since its role context, and the role context's otherwise."""
+        first_try = _attempt_number() == 1
+        return AttemptLeases(self._deps.health.in_flight, inp.route, inp.lease, first_try=first_try)
 
     async def _admitted(
         self,
