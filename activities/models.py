@@ -48,8 +48,8 @@ class RoleContextInput(BaseModel):
     #: context leaves ``task_queue`` out of history when it is this one.
     workflow_queue: str | None = None
     #: Take the call's in-flight lease on the role's first route in the snapshot's round
-    #: trip (:class:`HeldLease`): a resilient call asks, before its first plan; never a
-    #: context no attempt follows (a degraded re-run's check, a pipeline's roles).
+    #: trip (:class:`HeldLease`): a resilient call asks, before its first plan; a context
+    #: no attempt follows (a degraded re-run's check) does not.
     lease: bool = False
 
 
