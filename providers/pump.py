@@ -156,9 +156,9 @@ async def pump(call: Call, response: httpx.Response, state: StreamState) -> floa
                 eof = True
                 break
             except TimeoutError as exc:
-                if watch.expired is StreamEnd.COMPLETE:
+                end = watch.expired or _next_deadline(call.budgets, marks)[1]
+                if end is StreamEnd.COMPLETE:
                     break  # terminal event seen; the missing trailer is not worth waiting for
-                end = watch.expired or StreamEnd.TOTAL_TIMEOUT
                 detail = f"after {call.clock() - call.started:.3g}s"
                 raise _stream_error(call, state, end, detail) from exc
             except CALL_ERRORS as exc:
