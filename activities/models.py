@@ -14,7 +14,9 @@ from pydantic import (
     BaseModel,
     Field,
     PrivateAttr,
+    ValidatorFunctionWrapHandler,
     field_serializer,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -115,15 +117,25 @@ class RoleContext(BaseModel):
             roles = policy.get("roles", {}) if isinstance(policy, dict) else policy.roles
             data = {**data, "role": roles[data["role"]]}
         if data.get("overflow_queue") is True:  # the role's bulkhead queue (see _by_ref)
-            role = RolePolicy.model_validate(data["role"])
+            role = _role_policy(data["role"])
             data = {**data, "overflow_queue": llm_task_queue(data["task_queue"], role.bulkhead)}
         snap = data.get("snapshot")
         if isinstance(snap, dict):
             policy = data["policy"]
             eps = policy.get("endpoints", {}) if isinstance(policy, dict) else policy.endpoints
-            window = RolePolicy.model_validate(data["role"]).sla.window_s
+            window = _role_policy(data["role"]).sla.window_s
             data = {**data, "snapshot": expand_snapshot({"window_s": window, **snap}, list(eps))}
         return data
+
+    @field_validator("role", "policy", mode="wrap")
+    @classmethod
+    def _checked_once(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """A role or policy already built was checked then (the worker's subset, the
+        registry's version): pydantic would run its cross-checks again on every context,
+        in the activity and on every decode in the workflow."""
+        if type(value) in (RolePolicy, PolicyConfig):
+            return value
+        return handler(value)
 
     @model_validator(mode="after")
     def _remember_policy(self) -> RoleContext:
@@ -135,6 +147,10 @@ class RoleContext(BaseModel):
         if self.policy.roles.get(role.name) == role:
             return role.name
         return role.model_dump(mode="json")
+
+    @field_serializer("policy", when_used="json")
+    def _policy_left_out(self, policy: PolicyConfig) -> None:
+        return None  # it travels by ref (see _by_ref): no need to serialize it first
 
     @field_serializer("snapshot", when_used="json")
     def _compact_snapshot(self, snap: HealthSnapshot) -> Any:
@@ -169,6 +185,11 @@ def _leave_out_implied(ctx: RoleContext, out: dict[str, Any]) -> None:
             del snap["window_s"]
         if snap == {"routes": {}}:
             del out["snapshot"]
+
+
+def _role_policy(role: Any) -> RolePolicy:
+    """``role`` as a :class:`RolePolicy`: as it is when it is one (checked when built)."""
+    return role if type(role) is RolePolicy else RolePolicy.model_validate(role)
 
 
 def _implied_by_ref(data: dict[str, Any]) -> dict[str, Any]:

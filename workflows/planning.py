@@ -67,7 +67,9 @@ async def load_context(call: Call, started: datetime) -> RoleContext:
         # Bounded: an error that keeps recurring ends the call with its reason
         # instead of retrying the local activity (and the workflow task) forever.
         retry_policy=LOCAL_ACTIVITY_RETRY,
-        summary=f"{call.role_name}: route health",
+        # No summary: each payload costs the worker several entries into the sandbox, and
+        # the attempts' summaries (ROLE → ROUTE (tier N)) show what was substituted.
+        # `failover report` finds the call's start by the marker's activity type.
     )
     try:
         role = apply_call_options(ctx.role, ctx.policy, call.options)
