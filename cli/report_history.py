@@ -1,16 +1,16 @@
 """What ``failover report`` reads of a run that is not a completed pipeline: its history.
 
 Every ``resilient_complete`` call leaves the same records in its workflow's history,
-whatever the workflow: a ``role_context`` local activity when the call starts (no
-summary; ``ROLE: route health`` in older runs), one ``call_model`` activity per attempt
-(its input names the role and the route, its summary ``ROLE → ROUTE (tier N)``; it
-completes with the reply, latency and time to first token included, or fails typed by its
-error class, e.g. ``overloaded``) and, once the live tiers are exhausted, a ``cache_lookup`` activity. From those,
-:func:`calls_from_history` rebuilds each call: its role, its attempts, and what answered —
-a live route (tier 0-2), the cache, or, when neither did in a closed run, the static
-fallback. Capability follows the degradation contract (tiers 0-1 full, tier 2 and the
-cache degraded, static); a full answer degraded only by a truncated context is counted
-full here (the pipeline's own results, read elsewhere, carry it exactly).
+whatever the workflow: a ``role_context`` local activity when the call starts (no summary;
+``ROLE: route health`` in older runs), one ``call_model`` activity per attempt (its input
+names the role and the route, its summary ``ROLE → ROUTE (tier N)``; it completes with the
+reply, latency and time to first token included, or fails typed by its error class, e.g.
+``overloaded``) and, once the live tiers are exhausted, a ``cache_lookup`` activity. From
+those, :func:`calls_from_history` rebuilds each call: its role, its attempts, and what
+answered — a live route (tier 0-2), the cache, or, when neither did in a closed run, the
+static fallback. Capability follows the degradation contract (tiers 0-1 full, tier 2 and the
+cache degraded, static); a full answer degraded only by a truncated context is counted full
+here (the pipeline's own results, read elsewhere, carry it exactly).
 """
 
 from __future__ import annotations

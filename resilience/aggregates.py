@@ -326,7 +326,8 @@ def decode_recent(
             parsed.append((t, lat, ok))
     parsed.sort(key=_first)  # stable: entries of the same time keep their order
     # Only the kept entries become models (a route's ring holds many more).
-    return [RecentSample(at=t, latency_ms=float(lat), ok=ok == "1") for t, lat, ok in parsed[-keep:]]
+    kept = parsed[-keep:]
+    return [RecentSample(at=t, latency_ms=float(lat), ok=ok == "1") for t, lat, ok in kept]
 
 
 def _first(item: tuple[float, str, str]) -> float:
