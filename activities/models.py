@@ -8,6 +8,7 @@ No model here ever holds a secret: routes are named, keys are resolved inside th
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pydantic import (
@@ -219,10 +220,20 @@ class CacheWrite(BaseModel):
 
 def _without_default_fields(model: BaseModel, out: dict[str, Any]) -> dict[str, Any]:
     """``out`` (the model's JSON) without the top-level fields left at their defaults."""
-    for name, info in type(model).model_fields.items():
-        if name in out and getattr(model, name) == info.get_default(call_default_factory=True):
+    for name, default in _field_defaults(type(model)):
+        if name in out and getattr(model, name) == default:
             del out[name]
     return out
+
+
+@functools.lru_cache(maxsize=32)
+def _field_defaults(cls: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
+    """Each field's default (a factory's called once per class: it is only compared with,
+    never handed out), instead of asking pydantic for every field of every payload."""
+    return tuple(
+        (name, info.get_default(call_default_factory=True))
+        for name, info in cls.model_fields.items()
+    )
 
 
 class CallModelInput(BaseModel):

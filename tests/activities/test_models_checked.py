@@ -1,0 +1,92 @@
+"""A role context built from a checked policy and role does not check them again (the
+activity builds one per call, the workflow decodes one per call), and one built from data
+still is."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+import agent_failover.resilience.config.policy as policy_module
+from agent_failover.activities.models import RoleContext
+from agent_failover.activities.policy_registry import policy_ref
+from agent_failover.resilience.config import PolicyConfig, PolicyError
+from agent_failover.resilience.contracts import HealthSnapshot, RouteHealth
+
+ROLE = "analyst"
+
+
+def _ctx(policy: PolicyConfig) -> RoleContext:
+    sub = policy.subset_for(ROLE)
+    snap = HealthSnapshot(taken_at=1.0, routes={r: RouteHealth(route=r) for r in sub.endpoints})
+    return RoleContext(
+        role=sub.role(ROLE),
+        policy=sub,
+        snapshot=snap,
+        task_queue="q",
+        policy_ref=policy_ref(sub),
+    )
+
+
+@pytest.fixture
+def checks(monkeypatch: pytest.MonkeyPatch) -> list[PolicyConfig]:
+    """The policies whose cross-references were checked from now on."""
+    seen: list[PolicyConfig] = []
+    real = policy_module._cross_reference_errors
+
+    def counted(p: PolicyConfig) -> Any:
+        seen.append(p)
+        return real(p)
+
+    monkeypatch.setattr(policy_module, "_cross_reference_errors", counted)
+    return seen
+
+
+def test_built_and_decoded_contexts_do_not_check_the_policy_again(
+    policy: PolicyConfig, checks: list[PolicyConfig]
+) -> None:
+    """The activity's context (from the worker's checked subset) and the workflow's decoded
+    one (from the registry's version) check nothing: the policy was checked once, when built."""
+    sub = policy.subset_for(ROLE)
+    assert len(checks) == 1  # building the subset checks it
+    checks.clear()
+    ctx = RoleContext(
+        role=sub.role(ROLE),
+        policy=sub,
+        snapshot=HealthSnapshot(taken_at=1.0),
+        task_queue="q",
+        policy_ref=policy_ref(sub),
+    )
+    assert ctx.policy is sub
+    [payload] = pydantic_data_converter.payload_converter.to_payloads([ctx])
+    [back] = pydantic_data_converter.payload_converter.from_payloads([payload], [RoleContext])
+    assert back.policy == sub and back.role == sub.role(ROLE)
+    assert checks == []
+
+
+def test_a_policy_given_as_data_is_still_checked(policy: PolicyConfig) -> None:
+    """A policy (or role) that arrives as data is validated as before: a roster naming an
+    endpoint the policy lacks is refused."""
+    ctx = _ctx(policy)
+    data = json.loads(ctx.policy.model_dump_json())
+    del data["endpoints"][ctx.role.roster.tier0[0]]
+    base = {"role": ROLE, "snapshot": {"routes": {}}, "task_queue": "q", "policy_ref": "x"}
+    with pytest.raises((PolicyError, ValidationError)):
+        RoleContext.model_validate({**base, "policy": data})
+    role = json.loads(ctx.role.model_dump_json()) | {"total_budget_ms": -1}
+    with pytest.raises(ValidationError):
+        RoleContext.model_validate({**base, "policy": ctx.policy, "role": role})
+
+
+def test_history_never_holds_the_policy(policy: PolicyConfig) -> None:
+    """The policy travels by ref (it is no longer serialized first): the payload has none,
+    and the same payload as a context whose policy is dumped and dropped."""
+    ctx = _ctx(policy)
+    [payload] = pydantic_data_converter.payload_converter.to_payloads([ctx])
+    data = json.loads(payload.data)
+    assert "policy" not in data and data["policy_ref"] == ctx.policy_ref
+    assert data["role"] == ROLE
