@@ -145,7 +145,8 @@ class RoleContext(BaseModel):
 
     @field_serializer("role", when_used="json")
     def _role_name(self, role: RolePolicy) -> Any:
-        if self.policy.roles.get(role.name) == role:
+        known = self.policy.roles.get(role.name)
+        if known is role or known == role:
             return role.name
         return role.model_dump(mode="json")
 

@@ -1,21 +1,31 @@
 """A role context built from a checked policy and role does not check them again (the
 activity builds one per call, the workflow decodes one per call), and one built from data
-still is."""
+still is; compact payloads leave out each class's own defaults."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import ValidationError
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 import agent_failover.resilience.config.policy as policy_module
-from agent_failover.activities.models import RoleContext
+from agent_failover.activities.llm import LLMActivitySet
+from agent_failover.activities.models import (
+    CallModelInput,
+    CallModelResult,
+    RoleContext,
+    RoleContextInput,
+)
 from agent_failover.activities.policy_registry import policy_ref
 from agent_failover.resilience.config import PolicyConfig, PolicyError
 from agent_failover.resilience.contracts import HealthSnapshot, RouteHealth
+from agent_failover.resilience.models import ChatReply, ChatRequest, Message
+from agent_failover.stores.cache import MemoryResponseCache
+from agent_failover.stores.health import MemoryHealthStore
 
 ROLE = "analyst"
 
@@ -91,3 +101,47 @@ def test_history_never_holds_the_policy(policy: PolicyConfig) -> None:
     data = json.loads(payload.data)
     assert "policy" not in data and data["policy_ref"] == ctx.policy_ref
     assert data["role"] == ROLE
+
+
+def test_each_model_leaves_out_its_own_defaults_only() -> None:
+    """Top-level defaults are known per class (worked out once): a result's default
+    ``attempt`` and an input's unset ``output_schema`` are left out, a value that differs
+    from the default travels, whichever class was written before."""
+    reply = ChatReply(text="ok", endpoint="r", model="m", finish_reason="stop")
+    request = ChatRequest(messages=[Message(role="user", content="hi")])
+    inp = CallModelInput(
+        role="plain",
+        route="r",
+        request=request,
+        ttft_budget_ms=2000.0,
+        idle_budget_ms=2000.0,
+        timeout_ms=10000.0,
+        now=1.0,
+    )
+    for _ in range(2):  # alternating classes
+        plain = json.loads(CallModelResult(reply=reply).model_dump_json())
+        retried = json.loads(CallModelResult(reply=reply, attempt=2, trial=True).model_dump_json())
+        assert "attempt" not in plain and "trial" not in plain and "data" not in plain
+        assert retried["attempt"] == 2 and retried["trial"] is True
+        data = json.loads(inp.model_dump_json())
+        assert "output_schema" not in data and "cache" not in data and data["route"] == "r"
+        schema = {"type": "object"}
+        with_schema = inp.model_copy(update={"output_schema": schema})
+        assert json.loads(with_schema.model_dump_json())["output_schema"] == schema
+
+
+async def test_the_activity_sends_its_role_by_name_call_after_call(policy: PolicyConfig) -> None:
+    """The activity hands the context the subset's own copy of the role (found again by
+    identity on the next call), so history names the role; the role is the policy's."""
+    acts = LLMActivitySet(
+        policy,
+        httpx.AsyncClient(),
+        MemoryHealthStore(),
+        MemoryResponseCache(),
+        task_queue_for=lambda r: "q",
+    )
+    for now in (1.0, 2.0):
+        ctx = await acts.context.role_context(RoleContextInput(role=ROLE, now=now))
+        [payload] = pydantic_data_converter.payload_converter.to_payloads([ctx])
+        assert json.loads(payload.data)["role"] == ROLE
+        assert ctx.role == policy.role(ROLE)
