@@ -296,12 +296,16 @@ def _fail(message: str, code: int) -> SystemExit:
 
 
 async def main() -> None:
+    from agent_failover.allocator import limit_arenas
     from agent_failover.logs import configure_logging, forward_core_logs
     from agent_failover.telemetry.sdk import export_sdk_metrics, sdk_metrics_buffer
     from agent_failover.telemetry.setup import setup_telemetry
 
     try:
+        # First: the arena limit holds for threads started after it (telemetry, core).
+        arenas = limit_arenas()
         configure_logging(os.environ.get("LOG_LEVEL", "INFO"))
+        log.info("malloc arenas: %s", arenas)
         # Before any client: OTEL_* decide traces and metrics (the plugin traces only then).
         telemetry = setup_telemetry("agent-failover-worker")
         buffer = sdk_metrics_buffer(telemetry)

@@ -139,7 +139,9 @@ def _py_spy() -> str:
     return exe
 
 
-def _run_arm(arm: str, seconds: float, rate: int, keep: str | None) -> dict[str, Any]:
+def _run_arm(
+    arm: str, seconds: float, rate: int, keep: str | None, native: bool = False
+) -> dict[str, Any]:
     child = subprocess.Popen(
         [sys.executable, __file__, "--child", arm],
         stdin=subprocess.PIPE,
@@ -154,7 +156,9 @@ def _run_arm(arm: str, seconds: float, rate: int, keep: str | None) -> dict[str,
         with tempfile.NamedTemporaryFile(suffix=".txt") as raw:
             child.stdin.write("GO\n")
             child.stdin.flush()
-            spy = [_py_spy(), "record", "--gil", "--threads", "--nonblocking", "-r", str(rate)]
+            # --native (Rust and C frames too) needs py-spy to pause the child per sample
+            mode = ["--native"] if native else ["--nonblocking"]
+            spy = [_py_spy(), "record", "--gil", "--threads", *mode, "-r", str(rate)]
             spy += ["-f", "raw", "-d", str(int(seconds)), "-p", str(child.pid), "-o", raw.name]
             subprocess.run(spy, check=True, capture_output=True)
             child.stdin.close()
@@ -198,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=12.0, help="sampling time per arm")
     ap.add_argument("--rate", type=int, default=250, help="samples per second")
     ap.add_argument("--keep-raw", default=None, metavar="DIR", help="keep py-spy's stacks here")
+    ap.add_argument(
+        "--native", action="store_true", help="native frames too (pauses the child per sample)"
+    )
     ap.add_argument("--out", default=None)
     ap.add_argument("--png", default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -207,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     doc: dict[str, Any] = {"setup": {"seconds": args.seconds, "rate_hz": args.rate}, "arms": {}}
     for arm in args.arms:
-        doc["arms"][arm] = _run_arm(arm, args.seconds, args.rate, args.keep_raw)
+        doc["arms"][arm] = _run_arm(arm, args.seconds, args.rate, args.keep_raw, args.native)
     if "bare" in doc["arms"]:
         base = doc["arms"]["bare"]["ms_per_call"]
         doc["vs_bare_ms"] = {

@@ -58,8 +58,23 @@ def rss_figures(samples: list[dict[str, float]]) -> dict[str, Any]:
             None if per_k_equal is None else round(per_k_equal, 2)
         ),
         "in_flight_max": max(s["in_flight"] for s in samples),
+        # RSS split: the heap (anonymous) and the mapped files (code and data of the
+        # interpreter and the SDK's native bridge, paged in the first time a path runs).
+        **split_slopes(late),
         "samples": [{**s, "rss_mb": round(s["rss_mb"], 2)} for s in samples],
     }
+
+
+def split_slopes(late: list[dict[str, float]]) -> dict[str, Any]:
+    """Slopes (MB per 1,000 pipelines) of the anonymous and file-backed parts of RSS."""
+    out: dict[str, Any] = {}
+    xs = [s["pipelines"] / 1000 for s in late]
+    for part in ("anon", "file"):
+        ys = [s.get(f"{part}_mb", 0.0) for s in late]
+        if any(ys):
+            k = slope(xs, ys)
+            out[f"{part}_slope_mb_per_1000_pipelines"] = None if k is None else round(k, 2)
+    return out
 
 
 def key_trend(samples: list[dict[str, float]]) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 A caller may override, for one call, the total deadline, the roster (which routes sit in
 which live tier), what happens when every live tier fails (degrade to the cached/static
 answer, or raise ``FailoverExhausted`` with the attempts) and whether a content-filter
-refusal may be shopped to another model. :func:`apply_call_options` turns (role policy,
+refusal may be shopped to another model, and how old a role context taken earlier in the
+run may be for the call to plan from it. :func:`apply_call_options` turns (role policy,
 options) into the effective role policy the planner sees; it validates route names
 against the policy so a typo fails the call at once with the known names.
 """
@@ -62,6 +63,13 @@ class CallOptions(BaseModel):
     roster: RosterOverride | None = None
     on_exhausted: OnExhausted = OnExhausted.DEGRADE
     content_filter: ContentFilterMode | None = None
+    context_reuse_s: float | None = Field(
+        default=None,
+        ge=0.0,
+        description="how old (seconds of workflow time) a role context taken earlier in "
+        "the run may be for this call to plan from it (replaces the role's "
+        "context_reuse_s; 0: read a fresh one)",
+    )
 
 
 def override_routes(options: CallOptions | None) -> list[str] | None:

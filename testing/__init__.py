@@ -24,6 +24,8 @@ from typing import Any
 _EXPORTS = {
     "CallInput": "agent_failover.testing.workflows",
     "ResilientCallWorkflow": "agent_failover.testing.workflows",
+    "RepeatedCallInput": "agent_failover.testing.workflows",
+    "RepeatedCallWorkflow": "agent_failover.testing.workflows",
     "Harness": "agent_failover.testing.harness",
     "build_harness": "agent_failover.testing.harness",
     "make_harness": "agent_failover.testing.harness",
@@ -77,6 +79,8 @@ __all__ = [
     "FaultKind",
     "FaultTransport",
     "Harness",
+    "RepeatedCallInput",
+    "RepeatedCallWorkflow",
     "ReplayClockTransport",
     "ResilientCallWorkflow",
     "RunningReplay",

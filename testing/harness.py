@@ -2,9 +2,9 @@
 
 ``build_harness(client, policy)`` returns the activities (memory stores, or Redis under a
 unique namespace) and a worker carrying :class:`FailoverPlugin` (our workflows and
-activities, plus :class:`ResilientCallWorkflow` and its text-only twin; the plugin runs one
-worker per bulkhead beside it); ``async with running(workers):`` runs them for the body of
-a test.
+activities, plus :class:`ResilientCallWorkflow`, its text-only twin and
+:class:`RepeatedCallWorkflow`; the plugin runs one worker per bulkhead beside it);
+``async with running(workers):`` runs them for the body of a test.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from agent_failover.stores.policies import MemoryPolicyStore, PolicyVersionStore
 from agent_failover.stores.redis_link import fail_fast_client
 from agent_failover.testing.workflows import (
     CallInput,
+    RepeatedCallWorkflow,
     ResilientCallWorkflow,
     ResilientTextWorkflow,
 )
@@ -103,7 +104,12 @@ def _workers(
         Worker(
             client,
             task_queue=tq,
-            workflows=[ResilientCallWorkflow, ResilientTextWorkflow, *workflows],
+            workflows=[
+                ResilientCallWorkflow,
+                ResilientTextWorkflow,
+                RepeatedCallWorkflow,
+                *workflows,
+            ],
             plugins=[*plugins, plugin],
             # A bug in workflow code fails the test at once instead of retrying the task.
             workflow_failure_exception_types=[Exception],

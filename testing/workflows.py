@@ -4,14 +4,16 @@ Register them on a test worker to drive ``resilient_complete`` from a test or be
 :class:`ResilientCallWorkflow` returns the whole :class:`AgentOutput`;
 :class:`ResilientTextWorkflow` returns only the answer's text, like the bare one-activity
 workflow (:mod:`agent_failover.testing.bare`), so a benchmark compares the call and not the
-size of what the workflow returns.
+size of what the workflow returns. :class:`RepeatedCallWorkflow` makes several calls in one
+run (one role after another, optionally a timer between them), as an agent loop does.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, model_serializer
+from pydantic import BaseModel, Field, model_serializer
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -59,3 +61,33 @@ class ResilientTextWorkflow:
     @workflow.run
     async def run(self, *args: Any) -> str:
         return (await _one_call(args, "ResilientTextWorkflow")).content
+
+
+class RepeatedCallInput(BaseModel):
+    """The roles called one after the other in one run (a role may repeat), each with
+    ``request`` and ``options`` (``per_call[i]``, when given, replaces them for call i);
+    ``gap_s`` of workflow timer between two calls."""
+
+    roles: list[str]
+    request: ChatRequest
+    options: CallOptions | None = None
+    per_call: list[CallOptions | None] = Field(default_factory=list)
+    gap_s: float = 0.0
+
+    def options_of(self, i: int) -> CallOptions | None:
+        """Call ``i``'s options."""
+        return self.per_call[i] if i < len(self.per_call) else self.options
+
+
+@workflow.defn(name="RepeatedCallWorkflow")
+class RepeatedCallWorkflow:
+    @workflow.run
+    async def run(self, *args: Any) -> list[AgentOutput]:
+        inp = workflow_input(RepeatedCallInput, args, workflow_name="RepeatedCallWorkflow")
+        outs: list[AgentOutput] = []
+        for i, role in enumerate(inp.roles):
+            if i and inp.gap_s > 0:
+                await workflow.sleep(timedelta(seconds=inp.gap_s), summary="between calls")
+            outs.append(await resilient_complete(role, inp.request, options=inp.options_of(i)))
+        await settle_shadows()
+        return outs

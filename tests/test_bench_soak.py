@@ -74,3 +74,25 @@ def test_growth_held_by_pipelines_in_flight_is_not_counted_at_equal_load() -> No
     assert got["slope_mb_per_1000_pipelines"] > 40
     assert got["slope_mb_per_1000_pipelines_at_equal_in_flight"] == pytest.approx(0.0, abs=1e-6)
     assert got["in_flight_max"] == samples[-1]["in_flight"]
+
+
+def test_rss_split_slopes_tell_heap_growth_from_mapped_code() -> None:
+    # The heap is flat; mapped files grow 1 MB per 100 pipelines (code paged in late).
+    samples = [
+        {
+            "minute": float(m),
+            "pipelines": 100 * m,
+            "in_flight": 5,
+            "rss_mb": 150.0 + m,
+            "anon_mb": 100.0,
+            "file_mb": 50.0 + m,
+        }
+        for m in range(11)
+    ]
+    got = soak.rss_figures(samples)
+    assert got["anon_slope_mb_per_1000_pipelines"] == pytest.approx(0.0)
+    assert got["file_slope_mb_per_1000_pipelines"] == pytest.approx(10.0)
+    assert got["slope_mb_per_1000_pipelines"] == pytest.approx(10.0)
+    # Samples without the split (older runs) report no split slopes.
+    plain = [{k: v for k, v in s.items() if k not in ("anon_mb", "file_mb")} for s in samples]
+    assert "anon_slope_mb_per_1000_pipelines" not in soak.rss_figures(plain)

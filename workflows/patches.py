@@ -29,6 +29,9 @@ ESCALATE_CACHED_ANSWER = "escalate-cached-answer"
 #: A call waits out a short Retry-After another request (e.g. a probe) met on a route,
 #: instead of skipping the route (issue 22 §1.7): a timer before the attempt.
 WAIT_OUT_SHARED_COOLDOWN = "wait-out-shared-cooldown"
+#: A call plans from the role context a call of the same role took less than
+#: ``context_reuse_s`` ago in the run, instead of running the role-context local activity.
+ROLE_CONTEXT_REUSE = "role-context-reuse"
 
 #: Patch id -> why the old path still exists (the behaviour that changed).
 PATCHES: dict[str, str] = {
@@ -51,5 +54,9 @@ PATCHES: dict[str, str] = {
     WAIT_OUT_SHARED_COOLDOWN: (
         "runs recorded before skipped every route another request's 429 cooled down; "
         "new runs wait out a short one (a timer, then the attempt on that route)"
+    ),
+    ROLE_CONTEXT_REUSE: (
+        "runs recorded before ran the role-context local activity on every call; new runs "
+        "reuse a context the same role's call took less than context_reuse_s ago"
     ),
 }

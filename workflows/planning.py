@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.plan import RequestFacts
     from agent_failover.resilience.planner import FailoverPlan, SkipReason
     from agent_failover.resilience.triage import bound_request_bytes, minimal_input_tokens
-    from agent_failover.workflows import observe
+    from agent_failover.workflows import context_reuse, observe
     from agent_failover.workflows.call import Call
     from agent_failover.workflows.patches import (
         INVALID_REQUEST_PER_WIRE,
@@ -53,14 +53,32 @@ REQUEST_TOO_LARGE = "request_too_large"
 
 
 async def load_context(call: Call, started: datetime) -> RoleContext:
-    """The role's policy and route health (one local activity), with the call's options
-    applied; also kept as ``call.ctx``."""
+    """The role's policy and route health (one local activity, or the context a call of
+    the same role took less than its reuse age ago in this run: :mod:`.context_reuse`),
+    with the call's options applied; also kept as ``call.ctx``."""
+    routes = override_routes(call.options)
+    key = context_reuse.key_for(call.role_name, routes)
+    ctx = context_reuse.reusable(key, call.options)
+    if ctx is None:
+        ctx = await _read_context(call, started, routes)
+        context_reuse.keep(key, ctx, started.timestamp())
+    try:
+        role = apply_call_options(ctx.role, ctx.policy, call.options)
+    except PolicyError as exc:
+        raise ApplicationError(str(exc), type=POLICY_ERROR, non_retryable=True) from exc
+    call.ctx = ctx = ctx.model_copy(update={"role": role})
+    return ctx
+
+
+async def _read_context(call: Call, started: datetime, routes: list[str] | None) -> RoleContext:
+    """The ``role_context`` local activity's context, on the workflow's queue, its snapshot
+    dated (before the call's options)."""
     ctx: RoleContext = await workflow.execute_local_activity_method(
         RoleContextActivities.role_context,
         RoleContextInput(
             role=call.role_name,
             now=started.timestamp(),
-            routes=override_routes(call.options),
+            routes=routes,
             workflow_queue=workflow.info().task_queue,
         ),
         start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
@@ -71,15 +89,10 @@ async def load_context(call: Call, started: datetime) -> RoleContext:
         # the attempts' summaries (ROLE → ROUTE (tier N)) show what was substituted.
         # `failover report` finds the call's start by the marker's activity type.
     )
-    try:
-        role = apply_call_options(ctx.role, ctx.policy, call.options)
-    except PolicyError as exc:
-        raise ApplicationError(str(exc), type=POLICY_ERROR, non_retryable=True) from exc
-    update: dict[str, Any] = {"role": role}
+    ctx = ctx.on_queue(workflow.info().task_queue)
     if ctx.snapshot.taken_at == UNSTATED_TIME:  # it is the `now` this call sent
-        update["snapshot"] = ctx.snapshot.model_copy(update={"taken_at": started.timestamp()})
-    ctx = ctx.on_queue(workflow.info().task_queue).model_copy(update=update)
-    call.ctx = ctx
+        snapshot = ctx.snapshot.model_copy(update={"taken_at": started.timestamp()})
+        ctx = ctx.model_copy(update={"snapshot": snapshot})
     return ctx
 
 

@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.options import CallOptions, OnExhausted
     from agent_failover.resilience.outcomes import apply_failure
     from agent_failover.resilience.planner import FailoverPlan, RequestFacts
-    from agent_failover.workflows import observe
+    from agent_failover.workflows import context_reuse, observe
     from agent_failover.workflows.answers import refusal, success
     from agent_failover.workflows.attempts import single, summarize_before_triage
     from agent_failover.workflows.call import AttemptResult, Call
@@ -148,6 +148,8 @@ class ResilientCall:
         """Fold a failed attempt into the call's failover state (exclusions, cool-downs,
         a larger context window needed, a partial answer to continue)."""
         call = self.call
+        # The run's next calls must not plan from a snapshot taken before this failure.
+        context_reuse.forget_route(r.attempt.route)
         ep = call.ctx.policy.endpoints[r.attempt.route]
         learned = call.ctx.snapshot.get(r.attempt.route).context_window
         call.state = apply_failure(

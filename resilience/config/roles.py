@@ -41,6 +41,10 @@ MIN_REPLY_BYTES = 1024
 DEFAULT_MIN_CONFIDENCE = 0.0
 #: Bulkhead (own task queue and activity slots) of roles that do not name one.
 DEFAULT_BULKHEAD = "core"
+#: Seconds a role context (policy and route health) taken by a call may serve the same
+#: role's next calls in one workflow run (0: every call reads its own).
+DEFAULT_CONTEXT_REUSE_S = 1.0
+MAX_CONTEXT_REUSE_S = 60.0
 
 
 class HedgeSettings(BaseModel):
@@ -139,6 +143,16 @@ class RolePolicy(BaseModel):
         "fallback: time lost to a killed worker or a slow first tier never skips a "
         "healthy standby. At most `total_budget_ms`. Null: the smaller of `ttft_budget_ms` "
         "and the attempt timeout; 0: off (the budget is a hard limit).",
+    )
+    context_reuse_s: float = Field(
+        default=DEFAULT_CONTEXT_REUSE_S,
+        ge=0.0,
+        le=MAX_CONTEXT_REUSE_S,
+        description="Seconds (workflow time) a role context (the role's policy and its "
+        "routes' health snapshot, one local activity) taken by one call is reused by the "
+        "role's next calls in the same workflow run, instead of reading it again. A failed "
+        "attempt drops the contexts naming its route. 0: every call reads its own. "
+        "`CallOptions.context_reuse_s` overrides it per call.",
     )
     hedging: HedgeSettings = Field(
         default_factory=HedgeSettings,

@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from agent_failover.testing.roles import with_test_roles  # noqa: F401
-from agent_failover.testing.workflows import CallInput, ResilientCallWorkflow  # noqa: F401
+from agent_failover.testing.workflows import (  # noqa: F401
+    CallInput,
+    RepeatedCallWorkflow,
+    ResilientCallWorkflow,
+)
 
 
 async def drive_escalations(handle: Any, decisions: list[Any]) -> list[Any]:

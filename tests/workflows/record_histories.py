@@ -47,6 +47,7 @@ from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import start_simulator
 from agent_failover.testing.webhook_receiver import WebhookReceiver
+from agent_failover.testing.workflows import RepeatedCallInput, RepeatedCallWorkflow
 from agent_failover.workflows import monitor
 from agent_failover.workflows.models import (
     ActionSpec,
@@ -529,6 +530,22 @@ async def _role_read_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
     return [Recorded("call_role_read_snapshot", await _call(h, "plain", "role read"))]
 
 
+async def _context_reuse_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """Two calls of one role in one run: the second plans from the first's role context
+    (one ``role_context`` local activity; patch ``role-context-reuse``)."""
+    await admin.reset()
+    wid = f"reuse-{uuid.uuid4().hex[:6]}"
+    request = ChatRequest(messages=[Message(role="user", content="reused context")])
+    await h.client.execute_workflow(
+        RepeatedCallWorkflow.run,
+        RepeatedCallInput(roles=["plain", "plain"], request=request),
+        id=wid,
+        task_queue=h.task_queue,
+        result_type=list[AgentOutput],
+    )
+    return [Recorded("call_role_context_reused", wid)]
+
+
 async def _pipeline(h: Harness, prefix: str, inp: PipelineInput | None = None) -> str:
     """Run one pipeline (by default the healthy demo task) to its end; its workflow id."""
     wid = f"{prefix}-{uuid.uuid4().hex[:6]}"
@@ -573,6 +590,7 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("call_role_read_snapshot",), _role_read_run),
     (("call_unqualified", "qualify_continue_as_new", "qualify_final"), _qualification_runs),
     (("call_invalid_request_other_wire", "call_live_tier_floor"), _failover_rule_runs),
+    (("call_role_context_reused",), _context_reuse_run),
 ]
 #: Every history the recorders produce (the replay test expects exactly these).
 HISTORY_NAMES = frozenset(name for names, _ in RECORDERS for name in names)

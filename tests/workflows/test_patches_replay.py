@@ -20,7 +20,7 @@ from agent_failover.workflows.monitor import HealthMonitorWorkflow
 from agent_failover.workflows.patches import PATCHES
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from agent_failover.workflows.qualify import QualifyWorkflow
-from tests.workflows.helpers import ResilientCallWorkflow
+from tests.workflows.helpers import RepeatedCallWorkflow, ResilientCallWorkflow
 from tests.workflows.record_histories import HISTORY_NAMES as RECORDED
 
 HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.json"))
@@ -42,6 +42,7 @@ REPLAY_WORKFLOWS = [
     AgentPipelineWorkflow,
     HealthMonitorWorkflow,
     ResilientCallWorkflow,
+    RepeatedCallWorkflow,
     QualifyWorkflow,
 ]
 
@@ -90,6 +91,8 @@ EXPECTED_HISTORIES = {
     # attempt once its primary had spent the deadline.
     "call_invalid_request_other_wire",
     "call_live_tier_floor",
+    # Two calls of one role in one run, the second reusing the first's role context.
+    "call_role_context_reused",
 }
 
 
