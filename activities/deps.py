@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_failover.activities.policy_registry import policy_ref
@@ -26,9 +26,10 @@ from agent_failover.telemetry import record
 if TYPE_CHECKING:
     import httpx
 
-    from agent_failover.stores.after_call import AfterCallWrites, CachePut, LeaseEnd
+    from agent_failover.stores.after_call import AfterCallWrites, CachePut
     from agent_failover.stores.cache import ResponseCache
     from agent_failover.stores.health import HealthStore
+    from agent_failover.stores.in_flight import LeaseEnd
 
 log = logging.getLogger(__name__)
 
@@ -110,12 +111,12 @@ class ActivityDeps:
         outcome: CallOutcome,
         settings: Any,
         put: CachePut | None = None,
-        end: LeaseEnd | None = None,
+        ends: Sequence[LeaseEnd] = (),
     ) -> Transition | None:
         """Record ``outcome`` in the health store (with the cache write ``put`` and the
-        in-flight lease's ``end``: one round trip when they share a Redis); log and count
+        in-flight leases' ``ends``: one round trip when they share a Redis); log and count
         a breaker transition."""
-        transition = await self._writes().write(outcome, settings, put, end)
+        transition = await self._writes().write(outcome, settings, put, ends)
         if transition is not None:
             log.warning(
                 "breaker %s: %s -> %s (%s)",

@@ -10,14 +10,18 @@ reasons other than a provider's are named here too.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from agent_failover.activities.models import AttemptFailure
+from agent_failover.resilience.admission import Admission
+from agent_failover.resilience.breaker import BreakerReason
 from agent_failover.resilience.config import RateLimitSettings
 from agent_failover.resilience.contracts import CallOutcome
 from agent_failover.resilience.errors import Decision, ErrorClass, ProviderError
 from agent_failover.resilience.limits import clip, tail
+from agent_failover.resilience.outcomes import BREAKER_REJECTED
 from agent_failover.resilience.ratelimit import RateLimitWait, cooldown_s
 
 #: Error type when a workflow names a role or route the worker's policy does not have.
@@ -111,3 +115,38 @@ def to_application_error(
         # and the failover history say what matters).
         category=ApplicationErrorCategory.BENIGN,
     )
+
+
+def breaker_rejected(route: str, admission: Admission, now: float) -> ApplicationError:
+    """The non-retryable, benign ``breaker_rejected`` error of a refused admission."""
+    return ApplicationError(
+        f"breaker for route {route!r} rejected the call ({_refusal(admission, now)})",
+        _refusal_details(admission, now),
+        type=BREAKER_REJECTED,
+        non_retryable=True,
+        category=ApplicationErrorCategory.BENIGN,
+    )
+
+
+def _refusal(admission: Admission, now: float) -> str:
+    """Why the breaker refused, in words: its reason code, and when a trial slot frees."""
+    if admission.reason is None:
+        return "open"
+    why = admission.reason.value
+    if admission.reason is BreakerReason.TRIAL_SLOTS_FULL and admission.retry_at is not None:
+        why += (
+            ": every half-open trial slot is held; the first lease lapses in "
+            f"{max(admission.retry_at - now, 0.0):.1f}s"
+        )
+    return why
+
+
+def _refusal_details(admission: Admission, now: float) -> dict[str, Any]:
+    """The refusal as the attempt record keeps it: the breaker's reason code, and for
+    full trial slots when the first lease lapses (``retry_after_s``)."""
+    details: dict[str, Any] = {
+        "breaker_reason": admission.reason.value if admission.reason else None
+    }
+    if admission.reason is BreakerReason.TRIAL_SLOTS_FULL and admission.retry_at is not None:
+        details["retry_after_s"] = max(admission.retry_at - now, 0.0)
+    return details

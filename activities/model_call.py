@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from agent_failover.activities.call_leases import CallLease
+from agent_failover.activities.call_leases import AttemptLeases
 from agent_failover.activities.deps import ActivityDeps, workflow_now
 from agent_failover.activities.failures import (
     BULKHEAD_FULL,
     POLICY_ERROR,
+    breaker_rejected,
     failed_outcome,
     to_application_error,
 )
 from agent_failover.activities.models import CallModelInput, CallModelResult
 from agent_failover.resilience.admission import Admission
-from agent_failover.resilience.breaker import BreakerReason
 from agent_failover.resilience.budget import scopes_for
 from agent_failover.resilience.config import BreakerSettings, EndpointConfig, PolicyError
 from agent_failover.resilience.contracts import CallOutcome
@@ -40,7 +40,7 @@ from agent_failover.resilience.errors import (
 )
 from agent_failover.resilience.estimate import estimate_request_tokens
 from agent_failover.resilience.models import ChatReply
-from agent_failover.resilience.outcomes import BREAKER_REJECTED, RATE_BUDGET
+from agent_failover.resilience.outcomes import RATE_BUDGET
 from agent_failover.resilience.ratelimit import RateLimitWait, same_route_wait_s
 from agent_failover.stores.budgets import BudgetGrant
 from agent_failover.telemetry import record
@@ -106,12 +106,11 @@ class ModelCallActivities:
         settings = self._deps.policy.trial_settings(inp.route, inp.role)
         base = _attempt_base(inp.now)
         started = time.monotonic()
-        admission = await self._admit(inp, settings, workflow_now(base, started))
-        reserved = estimate_request_tokens(inp.request) + inp.request.max_tokens
-        grant = await self._take_budget(inp, reserved, admission, workflow_now(base, started))
+        leases = self._leases(inp)
+        admission, grant = await self._admitted(inp, settings, (base, started), leases)
         progress = _Progress()
         beat = asyncio.create_task(_heartbeat_loop(progress))
-        lease = self._lease(inp, workflow_now(base, started))
+        leases.take(workflow_now(base, started), inp.timeout_ms / 1000)
         reply: ChatReply | None = None
         answered = False
         try:
@@ -141,13 +140,38 @@ class ModelCallActivities:
             raise
         finally:
             beat.cancel()
-            if not answered:  # an answer's lease goes back in its record's round trip
-                lease.release_soon()
+            if not answered:  # an answer's leases go back in its record's round trip
+                leases.release_soon()
         outcome = _answered(inp.route, reply, workflow_now(base, started), admission, inp.role)
-        await self._on_answer(inp, endpoint, (reply, data), outcome, grant, settings, lease)
+        await self._on_answer(inp, endpoint, (reply, data), outcome, grant, settings, leases)
         return CallModelResult(
             reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
         ).for_route(inp.route)
+
+    def _leases(self, inp: CallModelInput) -> AttemptLeases:
+        """The attempt's in-flight leases: its own, taken beside the provider call (no added
+        round trip) or held since its role context, and the role context's otherwise."""
+        first_try = _attempt_number() == 1
+        return AttemptLeases(self._deps.health.in_flight, inp.route, inp.lease, first_try=first_try)
+
+    async def _admitted(
+        self,
+        inp: CallModelInput,
+        settings: BreakerSettings,
+        clock: tuple[float, float],
+        leases: AttemptLeases,
+    ) -> tuple[Admission, BudgetGrant]:
+        """The breaker's admission and the rate budgets' reservation; a refusal gives back
+        the role context's lease the input brought (no call follows on this route)."""
+        try:
+            admission = await self._admit(inp, settings, workflow_now(*clock))
+            reserved = estimate_request_tokens(inp.request) + inp.request.max_tokens
+            return admission, await self._take_budget(
+                inp, reserved, admission, workflow_now(*clock)
+            )
+        except BaseException:
+            leases.release_soon()
+            raise
 
     async def _on_cancelled(
         self, inp: CallModelInput, grant: BudgetGrant, admission: Admission, now: float
@@ -158,12 +182,6 @@ class ModelCallActivities:
         if admission.trial:
             await self._deps.health.release_trial(inp.route, now, admission.lease)
         _raise_if_abandoned()
-
-    def _lease(self, inp: CallModelInput, now: float) -> CallLease:
-        """The attempt's in-flight lease, taken beside the provider call (no added round
-        trip): the health monitor leaves a route with a user call in flight alone."""
-        leases = self._deps.health.in_flight
-        return CallLease(leases, inp.route, now=now, timeout_s=inp.timeout_ms / 1000)
 
     def _endpoint(self, route: str) -> EndpointConfig:
         try:
@@ -188,13 +206,7 @@ class ModelCallActivities:
             route, settings, now, hold_s=inp.timeout_ms / 1000
         )
         if not admission.permitted:
-            raise ApplicationError(
-                f"breaker for route {route!r} rejected the call ({_refusal(admission, now)})",
-                _refusal_details(admission, now),
-                type=BREAKER_REJECTED,
-                non_retryable=True,
-                category=ApplicationErrorCategory.BENIGN,
-            )
+            raise breaker_rejected(route, admission, now)
         return admission
 
     def _budgets(self, inp: CallModelInput) -> Budgets:
@@ -219,20 +231,17 @@ class ModelCallActivities:
         outcome: CallOutcome,
         grant: BudgetGrant,
         settings: BreakerSettings,
-        lease: CallLease,
+        leases: AttemptLeases,
     ) -> None:
         """Record the success with the cache write when it qualifies and the in-flight
-        lease's end (one round trip when the stores share a Redis), settle the rate budget."""
-        from agent_failover.stores.after_call import LeaseEnd  # worker side
-
+        leases' ends (one round trip when the stores share a Redis), settle the rate budget."""
         reply, data = answer
         # A turn that asks for tools is not an answer: served from the cache later it would
         # read as an empty reply (the cache keeps text, not tool calls).
         put = None
         if inp.cache is not None and not reply.tool_calls:
             put = _cache_put(inp, reply, data, outcome.at)
-        end = LeaseEnd(inp.route, lease.id) if await lease.taken() else None
-        await self._deps.record(outcome, settings, put, end)
+        await self._deps.record(outcome, settings, put, await leases.ends())
         if grant.limited:
             used = reply.usage.input_tokens + reply.usage.output_tokens
             await self._deps.health.settle_budget(grant, used, outcome.at)
@@ -323,30 +332,6 @@ class ModelCallActivities:
         )
         if isinstance(err, LocalSaturationError):
             record.local_saturation(inp.role, inp.route, err.bulkhead)
-
-
-def _refusal(admission: Admission, now: float) -> str:
-    """Why the breaker refused, in words: its reason code, and when a trial slot frees."""
-    if admission.reason is None:
-        return "open"
-    why = admission.reason.value
-    if admission.reason is BreakerReason.TRIAL_SLOTS_FULL and admission.retry_at is not None:
-        why += (
-            ": every half-open trial slot is held; the first lease lapses in "
-            f"{max(admission.retry_at - now, 0.0):.1f}s"
-        )
-    return why
-
-
-def _refusal_details(admission: Admission, now: float) -> dict[str, Any]:
-    """The refusal as the attempt record keeps it: the breaker's reason code, and for
-    full trial slots when the first lease lapses (``retry_after_s``)."""
-    details: dict[str, Any] = {
-        "breaker_reason": admission.reason.value if admission.reason else None
-    }
-    if admission.reason is BreakerReason.TRIAL_SLOTS_FULL and admission.retry_at is not None:
-        details["retry_after_s"] = max(admission.retry_at - now, 0.0)
-    return details
 
 
 def _cache_put(inp: CallModelInput, reply: ChatReply, data: Any, at: float) -> CachePut:

@@ -50,6 +50,22 @@ class RoleContextInput(BaseModel):
     #: The calling workflow's task queue (a local activity's input is not in history): the
     #: context leaves ``task_queue`` out of history when it is this one.
     workflow_queue: str | None = None
+    #: Take the call's in-flight lease on the role's first route in the snapshot's round
+    #: trip (:class:`HeldLease`): a resilient call asks, before its first plan; a context
+    #: no attempt follows (a degraded re-run's check) does not.
+    lease: bool = False
+
+
+class HeldLease(BaseModel):
+    """An in-flight lease (:mod:`stores.in_flight`) the role context took on ``route`` for
+    the call's first attempt, in its snapshot's round trip: the attempt on ``route`` holds
+    it instead of taking its own (one round trip less); any other attempt gives it back."""
+
+    route: str
+    id: str
+    #: When it lapses by itself (workflow clock): the role's attempt timeout, the lease
+    #: grace and the time an attempt may take to start, after the snapshot.
+    until: float
 
 
 #: ``task_queue`` / ``overflow_queue`` of a context whose history left out the workflow's
@@ -84,6 +100,8 @@ class RoleContext(BaseModel):
     #: queue, where an attempt goes when the worker's bulkhead is full. None: queue dispatch.
     overflow_queue: str | None = None
     policy_ref: str
+    #: The call's lease on its first route, taken with the snapshot (asked for only).
+    lease: HeldLease | None = None
     _newest_observation: bool = PrivateAttr(default=True)
     _own_queue: str | None = PrivateAttr(default=None)
 
@@ -161,6 +179,8 @@ class RoleContext(BaseModel):
     @model_serializer(mode="wrap", when_used="json")
     def _by_ref(self, handler: Any) -> Any:
         out = handler(self)
+        if out.get("lease", True) is None:
+            del out["lease"]
         if out.get("overflow_queue") is None:
             out.pop("overflow_queue", None)
         elif self.overflow_queue == llm_task_queue(self.task_queue, self.role.bulkhead):
@@ -259,6 +279,10 @@ class CallModelInput(BaseModel):
         default=None,
         description="write a successful answer to the response cache under this key",
     )
+    lease: HeldLease | None = Field(
+        default=None,
+        description="the call's lease its role context took: held on its route, else ended",
+    )
 
     @field_serializer("request", when_used="json")
     def _request_without_defaults(self, request: ChatRequest) -> Any:
@@ -273,15 +297,21 @@ class CallModelInput(BaseModel):
             out["cache"] = {"keep_s": self.cache.keep_s}
         if self.idle_budget_ms == self.ttft_budget_ms:
             del out["idle_budget_ms"]  # the usual case: one budget for first and later tokens
+        if self.lease is not None and self.lease.route == self.route:
+            del out["lease"]["route"]  # the usual case: the lease is on the attempt's route
         return out
 
     @model_validator(mode="before")
     @classmethod
     def _derive(cls, data: Any) -> Any:
         """Restore what the compact shape leaves out: the idle budget equal to the TTFT
-        budget, the cache key the request derives."""
+        budget, the cache key the request derives, the lease's route when it is the
+        attempt's."""
         if isinstance(data, dict) and "idle_budget_ms" not in data and "ttft_budget_ms" in data:
             data = {**data, "idle_budget_ms": data["ttft_budget_ms"]}
+        lease = data.get("lease") if isinstance(data, dict) else None
+        if isinstance(lease, dict) and "route" not in lease and "route" in data:
+            data = {**data, "lease": {**lease, "route": data["route"]}}
         cache = data.get("cache") if isinstance(data, dict) else None
         if isinstance(cache, dict) and "key" not in cache and "request" in data:
             request = ChatRequest.model_validate(data["request"])

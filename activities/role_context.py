@@ -2,23 +2,26 @@
 
 ``role_context`` runs as a local activity before each plan: the role's checked policy
 subset (travelling by ref, published to the policy store first), a fresh health snapshot
-with the SLA verdicts persisted (and, when enabled, the cost-efficiency verdicts) and
-the rate budgets read, and the task queues its
-attempts go to. ``pipeline_roles`` says which roles of the worker's policy play which
-part of the pipeline.
+(with, when the workflow asks, the call's in-flight lease on its first route taken in the
+same round trip) with the SLA verdicts persisted (and, when enabled, the cost-efficiency
+verdicts) and the rate budgets read, and the task queues its attempts go to.
+``pipeline_roles`` says which roles of the worker's policy play which part of the pipeline.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from agent_failover.activities.call_leases import first_lease_until
 from agent_failover.activities.deps import ActivityDeps
 from agent_failover.activities.failures import POLICY_ERROR
 from agent_failover.activities.models import (
+    HeldLease,
     PipelineRoles,
     PipelineRolesInput,
     RoleContext,
@@ -30,7 +33,22 @@ from agent_failover.resilience.contracts import HealthSnapshot
 from agent_failover.resilience.cost_efficiency import evaluate_cost_efficiency
 from agent_failover.resilience.pipeline import PIPELINE_STAGE_ROLES, pipeline_policy_errors
 from agent_failover.resilience.sla import evaluate_sla
+from agent_failover.stores.in_flight import LeaseTake
 from agent_failover.telemetry import record
+
+#: Hex digits of the id of a lease the role context takes (unique among a route's leases).
+LEASE_ID_HEX = 16
+
+
+def _first_lease(inp: RoleContextInput, role: RolePolicy, routes: list[str]) -> LeaseTake | None:
+    """The call's in-flight lease on the route it tries first when healthy (the roster's
+    first), taken in the snapshot's round trip, when the workflow asks: the monitor leaves
+    that route alone from the call's very start, and the attempt there takes no lease of its
+    own (:class:`~activities.call_leases.AttemptLeases`)."""
+    if not inp.lease or not routes:
+        return None
+    until = round(first_lease_until(inp.now, role.attempt_timeout / 1000), 3)
+    return LeaseTake(routes[0], uuid.uuid4().hex[:LEASE_ID_HEX], until)
 
 
 class RoleContextActivities:
@@ -51,12 +69,14 @@ class RoleContextActivities:
         survives across calls and workers.
         """
         role, routes = self._role_and_routes(inp)
+        lease = _first_lease(inp, role, routes)
         snap = await self._deps.health.snapshot(
             routes,
             now=inp.now,
             window_s=role.sla.window_s,
             min_calls=role.sla.min_samples,
             role=inp.role,
+            lease=lease,
         )
         for route in routes:
             await self._judge_sla(inp, role, route, snap)
@@ -64,7 +84,12 @@ class RoleContextActivities:
             for route in routes:
                 await self._judge_cost(inp, route, snap)
         await self._read_budgets(inp.role, routes, snap, inp.now)
-        return await self._context(inp, role, snap)
+        # A lease taken in a degraded store's local view is not the other workers': the
+        # attempt (maybe elsewhere, Redis maybe back) takes its own; this one lapses.
+        held = None
+        if lease is not None and not snap.store_degraded:
+            held = HeldLease(route=lease.route, id=lease.lease, until=lease.until)
+        return await self._context(inp, role, snap, held)
 
     def _role_and_routes(self, inp: RoleContextInput) -> tuple[RolePolicy, list[str]]:
         policy = self._deps.policy
@@ -131,7 +156,7 @@ class RoleContextActivities:
             snap.routes[route] = snap.get(route).model_copy(update={"budgets": mine})
 
     async def _context(
-        self, inp: RoleContextInput, role: RolePolicy, snap: HealthSnapshot
+        self, inp: RoleContextInput, role: RolePolicy, snap: HealthSnapshot, lease: HeldLease | None
     ) -> RoleContext:
         deps = self._deps
         try:
@@ -146,6 +171,7 @@ class RoleContextActivities:
                 task_queue=deps.task_queue_for(inp.role),
                 overflow_queue=overflow,
                 policy_ref=ref,
+                lease=lease,
             ).for_history(inp.newest_observation, own_queue=inp.workflow_queue)
         except (PolicyError, ValidationError) as exc:
             # A policy this worker cannot express is a configuration error: retrying the

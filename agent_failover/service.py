@@ -305,7 +305,7 @@ async def main() -> None:
         # First: the arena limit holds for threads started after it (telemetry, core).
         arenas = limit_arenas()
         configure_logging(os.environ.get("LOG_LEVEL", "INFO"))
-        log.info("malloc arenas: %s", arenas)
+        log.debug("malloc arenas: %s", arenas)
         # Before any client: OTEL_* decide traces and metrics (the plugin traces only then).
         telemetry = setup_telemetry("agent-failover-worker")
         buffer = sdk_metrics_buffer(telemetry)

@@ -1,12 +1,13 @@
 """The writes after an answered call, in one Redis round trip when the stores share a server.
 
 An answered attempt records its outcome in the health store (``RECORD_LUA``), gives back
-its in-flight lease (``ZREM``, on the health store's own server: it always rides along
-while Redis answers; if that round trip is lost the lease lapses by itself) and, when the
-workflow asked, writes the answer to the response cache (``SET``). The two stores keep
-their own clients and their own Redis-loss fallbacks; when both point at the same Redis
-(the common case: one ``REDIS_URL``), :class:`AfterCallWrites` queues the cache's ``SET``
-in the record's pipeline, so the two writes cost one round trip instead of two. Each keeps
+its in-flight lease (``ZREM``, with the role context's lease when the attempt did not use
+it; on the health store's own server: it always rides along while Redis answers; if that
+round trip is lost the lease lapses by itself) and, when the workflow asked, writes the
+answer to the response cache (``SET``). The two stores keep their own clients and their
+own Redis-loss fallbacks; when both point at the same Redis (the common case: one
+``REDIS_URL``), :class:`AfterCallWrites` queues the cache's ``SET`` in the record's
+pipeline, so the two writes cost one round trip instead of two. Each keeps
 its own outage semantics: the record falls back to the health store's local view and is
 replayed (once, by its nonce) when Redis returns; the cache write, when the round trip
 failed before it was answered, is kept in the cache's local fallback and written back the
@@ -21,7 +22,7 @@ exactly as before.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -32,7 +33,7 @@ from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import CallOutcome
 from agent_failover.stores.cache import CachedEntry, RedisResponseCache, ResponseCache
 from agent_failover.stores.health import HealthStore, RedisHealthStore
-from agent_failover.stores.in_flight import InFlight
+from agent_failover.stores.in_flight import InFlight, LeaseEnd
 from agent_failover.stores.redis_context import QueuedWrite
 from agent_failover.stores.redis_in_flight import RedisInFlight
 from agent_failover.stores.redis_link import RedisLink, describe
@@ -57,14 +58,6 @@ def shares_server(a: RedisLink, b: RedisLink) -> bool:
     return describe(a.client) == describe(b.client)
 
 
-@dataclass(frozen=True)
-class LeaseEnd:
-    """An in-flight lease (:mod:`stores.in_flight`) to give back: ``lease`` on ``route``."""
-
-    route: str
-    lease: str
-
-
 class AfterCallWrites:
     """The health record, the cache write and the in-flight lease's end of one answered
     call, in one round trip where they share a Redis server."""
@@ -83,9 +76,10 @@ class AfterCallWrites:
         outcome: CallOutcome,
         settings: BreakerSettings,
         put: CachePut | None = None,
-        end: LeaseEnd | None = None,
+        ends: Sequence[LeaseEnd] = (),
     ) -> Transition | None:
-        """Record ``outcome``, cache ``put`` and give back ``end`` (each if given); the
+        """Record ``outcome``, cache ``put`` (if given) and give back the leases ``ends``
+        (the attempt's own, and its role context's when it was not the attempt's); the
         breaker's transition, if any.
 
         A cache write or a lease's end that fails never fails the call (logged; a lease
@@ -96,7 +90,7 @@ class AfterCallWrites:
         alone: list[Callable[[], Awaitable[None]]] = []
         if put is not None:
             await self._put(put, riders, alone)
-        if end is not None:
+        for end in ends:
             self._end(end, riders, alone)
         try:
             if riders:

@@ -31,7 +31,7 @@ from agent_failover.resilience.contracts import (
 )
 from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.stores.budgets import BudgetGrant
-from agent_failover.stores.in_flight import InFlight
+from agent_failover.stores.in_flight import InFlight, LeaseTake
 from agent_failover.stores.status import StoreStatus
 
 
@@ -91,12 +91,15 @@ class HealthStore(Protocol):
         window_s: float,
         min_calls: int,
         role: str | None = None,
+        lease: LeaseTake | None = None,
     ) -> HealthSnapshot:
         """Read each route's :class:`~resilience.contracts.RouteHealth`.
 
         Breaker state and a 429's ``cooldown_until``, window stats over ``window_s``, the
         role's SLA verdict and when it changed (``sla_since``), the last probe, the last
         real call, the learned context window, and the newest observations (``recent``).
+        ``lease``, when given, is taken in :attr:`in_flight` with the read (in its round
+        trip): the role context's lease for the call's first attempt.
         """
         ...
 

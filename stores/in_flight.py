@@ -1,9 +1,11 @@
 """User calls in flight per route, as leases that expire: what the health monitor reads so
 that a probe never joins (or steals a trial slot from) a user's call waiting on a route.
 
-A ``call_model`` attempt takes a lease when it starts and gives it back when it ends; a
-lease also ends by itself at ``until`` (the attempt's timeout plus a grace period), so a
-worker killed mid-call leaves nothing behind for longer than that. Times are on the
+A ``call_model`` attempt takes a lease when it starts, or finds the one its call's role
+context took in the snapshot's round trip (:class:`LeaseTake`, on the route the role tries
+first), and gives it back when it ends; a lease also ends by itself at ``until`` (the
+attempt's timeout plus a grace period), so a worker killed mid-call leaves nothing behind
+for longer than that. Times are on the
 workflow clock, as every health timestamp (:func:`activities.deps.workflow_now`).
 
 Two implementations of :class:`InFlight`: :class:`MemoryInFlight` (one process; the Redis
@@ -13,7 +15,26 @@ store's local view while Redis is away) and :class:`~stores.redis_in_flight.Redi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class LeaseTake:
+    """A lease to take in another read's round trip (the role context's snapshot,
+    :meth:`~stores.health.HealthStore.snapshot`): ``lease`` on ``route`` until ``until``."""
+
+    route: str
+    lease: str
+    until: float
+
+
+@dataclass(frozen=True)
+class LeaseEnd:
+    """An in-flight lease to give back: ``lease`` on ``route``."""
+
+    route: str
+    lease: str
 
 
 @runtime_checkable

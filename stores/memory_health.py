@@ -61,7 +61,7 @@ from agent_failover.resilience.cost_efficiency import CostLedger
 from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.resilience.windows import DEFAULT_HORIZON_S
 from agent_failover.stores.budgets import BudgetBuckets, BudgetGrant, MemoryBudgets
-from agent_failover.stores.in_flight import MemoryInFlight
+from agent_failover.stores.in_flight import LeaseTake, MemoryInFlight
 from agent_failover.stores.memory_routes import RouteFacts, RouteTable
 from agent_failover.stores.status import StoreStatus
 
@@ -237,8 +237,12 @@ class MemoryHealthStore:
         window_s: float,
         min_calls: int,
         role: str | None = None,
+        lease: LeaseTake | None = None,
     ) -> HealthSnapshot:
-        """Read every route in ``routes``; unseen routes appear CLOSED with empty stats."""
+        """Read every route in ``routes``; unseen routes appear CLOSED with empty stats.
+        ``lease``: an in-flight lease taken with the read."""
+        if lease is not None:
+            await self.in_flight.start(lease.route, lease.lease, now=now, until=lease.until)
         demoted = self.roles.sla.get(role, set()) if role is not None else set()
         since = self.roles.sla_since.get(role, {}) if role is not None else {}
         out: dict[str, RouteHealth] = {}

@@ -51,6 +51,7 @@ from agent_failover.resilience.contracts import (
 from agent_failover.resilience.shadow import QualitySample, QualityState
 from agent_failover.resilience.windows import DEFAULT_HORIZON_S
 from agent_failover.stores.budgets import BudgetBuckets
+from agent_failover.stores.in_flight import LeaseTake
 from agent_failover.stores.memory_health import DEFAULT_BASELINE_REFRESH_S, MemoryHealthStore
 from agent_failover.stores.redis_breakers import RedisBreakers
 from agent_failover.stores.redis_budgets import RedisBudgets
@@ -241,14 +242,23 @@ class RedisHealthStore(SharedBudgets):
         window_s: float,
         min_calls: int,
         role: str | None = None,
+        lease: LeaseTake | None = None,
     ) -> HealthSnapshot:
-        """Read all ``routes`` in one round trip; marks the snapshot if served locally."""
+        """Read all ``routes`` in one round trip (taking ``lease`` in it); marks the
+        snapshot if served locally (the lease is then the local view's)."""
         return await self._fallback.run(
             lambda: self._reads.snapshot(
-                routes, now=now, window_s=window_s, min_calls=min_calls, role=role
+                routes,
+                now=now,
+                window_s=window_s,
+                min_calls=min_calls,
+                role=role,
+                take=self.in_flight.queued_take(lease, now) if lease is not None else None,
             ),
             lambda local: _degraded(
-                local.snapshot(routes, now=now, window_s=window_s, min_calls=min_calls, role=role)
+                local.snapshot(
+                    routes, now=now, window_s=window_s, min_calls=min_calls, role=role, lease=lease
+                )
             ),
         )
 

@@ -3,6 +3,7 @@
 ``NS:h:{route}:f`` is a sorted set lease -> ``until`` (workflow-clock seconds). Taking a
 lease is one script (drop expired leases, add this one, make the key live at least as long
 as it: a shorter lease never cuts a longer one's);
+the role context's take rides in its snapshot's pipeline (:class:`QueuedTake`);
 giving it back is one ``ZREM``; counting is one ``ZCOUNT`` of the leases not yet expired.
 While Redis is away the store's local view holds the leases (never replayed: a lease is
 worth nothing after its call).
@@ -13,7 +14,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from agent_failover.stores.in_flight import MemoryInFlight
+from redis.commands.core import AsyncScript
+
+from agent_failover.stores.in_flight import LeaseTake, MemoryInFlight
 from agent_failover.stores.redis_context import RedisContext
 from agent_failover.stores.redis_fallback import RedisFallback
 
@@ -47,10 +50,8 @@ class RedisInFlight:
         return f"{self._ctx.keys.prefix(route)}f"
 
     async def start(self, route: str, lease: str, *, now: float, until: float) -> None:
-        ttl_ms = int((max(until - now, 0.0) + KEY_MARGIN_S) * 1000)
-
         async def remote() -> None:
-            await self._take(keys=[self.key(route)], args=[now, until, lease, ttl_ms])
+            await self._take(keys=[self.key(route)], args=_take_args(lease, now, until))
 
         await self._fallback.run(
             remote, lambda local: _local(local).start(route, lease, now=now, until=until)
@@ -62,6 +63,10 @@ class RedisInFlight:
 
         await self._fallback.run(remote, lambda local: _local(local).end(route, lease))
 
+    def queued_take(self, take: LeaseTake, now: float) -> QueuedTake:
+        """Taking a lease as a rider on the snapshot's pipeline (:mod:`stores.redis_reads`)."""
+        return QueuedTake(self._take, self.key(take.route), _take_args(take.lease, now, take.until))
+
     def queued_end(self, route: str, lease: str) -> QueuedEnd:
         """Giving ``lease`` back as a rider on the outcome record's pipeline (its ``ZREM``)."""
         return QueuedEnd(self, route, lease)
@@ -71,6 +76,33 @@ class RedisInFlight:
             return int(await self._ctx.client.zcount(self.key(route), f"({now}", "+inf"))
 
         return await self._fallback.run(remote, lambda local: _local(local).count(route, now))
+
+
+def _take_args(lease: str, now: float, until: float) -> list[Any]:
+    """``TAKE_LUA``'s arguments: the key lives past ``until`` by :data:`KEY_MARGIN_S`."""
+    ttl_ms = int((max(until - now, 0.0) + KEY_MARGIN_S) * 1000)
+    return [now, until, lease, ttl_ms]
+
+
+class QueuedTake:
+    """A lease's ``TAKE_LUA`` riding in the snapshot's round trip, as a plain ``EVALSHA``
+    (as the snapshot's own script: no ``SCRIPT EXISTS`` first; :meth:`load` on NOSCRIPT)."""
+
+    def __init__(self, script: AsyncScript, key: str, args: list[Any]) -> None:
+        self._script, self.key, self.args = script, key, args
+
+    def queue(self, pipe: Any) -> None:
+        """Add the take to ``pipe``."""
+        pipe.evalsha(self._script.sha, 1, self.key, *self.args)
+
+    async def alone(self) -> Any:
+        """The take on its own (Redis Cluster: scripts are not pipelined there)."""
+        return await self._script(keys=[self.key], args=self.args)
+
+    async def load(self) -> None:
+        """Load the script (a restarted or flushed server answered NOSCRIPT)."""
+        script = self._script
+        script.sha = await script.registered_client.script_load(script.script)
 
 
 def _local(view: object) -> MemoryInFlight:

@@ -2,8 +2,10 @@
 
 Each route is one ``READ_LUA`` call (breaker, probe and call facts, context window, the
 newest observations and the snapshot's window merged server-side); with a role, the role's
-SLA set and times and each route's quality verdict follow in the same pipeline. What is
-read is remembered (:class:`~stores.redis_context.SeenState`) for the local view.
+SLA set and times and each route's quality verdict follow in the same pipeline, and so does
+the call's in-flight lease on its first route when the role context takes one
+(:class:`~stores.redis_in_flight.QueuedTake`). What is read is remembered
+(:class:`~stores.redis_context.SeenState`) for the local view.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from agent_failover.stores.memory_routes import RECENT_KEPT, RouteFacts
 from agent_failover.stores.redis_breakers import parse_breaker
 from agent_failover.stores.redis_context import RedisContext
 from agent_failover.stores.redis_facts import decode_verdict
+from agent_failover.stores.redis_in_flight import QueuedTake
 from agent_failover.stores.redis_scripts import merged_fields
 
 
@@ -84,10 +87,14 @@ class RedisSnapshots:
         window_s: float,
         min_calls: int,
         role: str | None,
+        take: QueuedTake | None = None,
     ) -> HealthSnapshot:
-        """Read all ``routes`` (and ``role``'s verdicts on them) in one round trip."""
+        """Read all ``routes`` (and ``role``'s verdicts on them) in one round trip, with
+        ``take`` (an in-flight lease) in it when given."""
         sent_at = self._ctx.seen.clock()
-        res = await self._read_routes(routes, now=now, window_s=window_s, role=role)
+        res = await self._read_routes(routes, now=now, window_s=window_s, role=role, take=take)
+        if take is not None:
+            res = res[:-1]  # the take's reply (its errors raise, as the reads' do)
         verdicts = self._role_read(routes, role, res[len(routes) :])
         seen = self._ctx.seen
         out: dict[str, RouteHealth] = {}
@@ -125,7 +132,13 @@ class RedisSnapshots:
         return _RoleRead(demoted, since, quality)
 
     async def _read_routes(
-        self, routes: Sequence[str], *, now: float, window_s: float, role: str | None
+        self,
+        routes: Sequence[str],
+        *,
+        now: float,
+        window_s: float,
+        role: str | None,
+        take: QueuedTake | None,
     ) -> list:
         """``READ_LUA`` per route, then the role's SLA set and times and each route's
         quality verdict for the role, in one round trip.
@@ -146,16 +159,25 @@ class RedisSnapshots:
                 reads += [ctx.client.smembers(keys.sla(role))]
                 reads += [ctx.client.hgetall(keys.sla_since(role))]
                 reads += [ctx.client.hget(keys.quality_verdict(r), role) for r in routes]
+            if take is not None:
+                reads += [take.alone()]
             return list(await asyncio.gather(*reads))
         try:
-            return await self._pipelined_read(routes, role, args)
+            return await self._pipelined_read(routes, role, args, take)
         except NoScriptError:
-            # A restarted or flushed server: load the script once, read again.
+            # A restarted or flushed server: load the scripts once, read again (taking a
+            # lease twice is one lease: the same member, the same score).
             read.sha = await ctx.client.script_load(read.script)
-            return await self._pipelined_read(routes, role, args)
+            if take is not None:
+                await take.load()
+            return await self._pipelined_read(routes, role, args, take)
 
     async def _pipelined_read(
-        self, routes: Sequence[str], role: str | None, args: Callable[[str], list]
+        self,
+        routes: Sequence[str],
+        role: str | None,
+        args: Callable[[str], list],
+        take: QueuedTake | None,
     ) -> list:
         """One pipeline: ``EVALSHA`` of ``READ_LUA`` per route and the role's reads.
 
@@ -172,4 +194,6 @@ class RedisSnapshots:
                 pipe.hgetall(keys.sla_since(role))
                 for route in routes:
                     pipe.hget(keys.quality_verdict(route), role)
+            if take is not None:
+                take.queue(pipe)
             return await pipe.execute()

@@ -145,6 +145,7 @@ def start(call: Call, attempt: PlannedAttempt) -> Started:
         deadline_at=call.started_at + call.ctx.role.total_budget_ms / 1000,
         max_reply_bytes=call.ctx.role.max_reply_bytes,
         cache=_cache_write(call, attempt),
+        lease=call.hand_lease(),
     )
 
     def schedule(queue: str, summary: str = "") -> asyncio.Task[Any]:

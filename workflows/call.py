@@ -15,7 +15,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from agent_failover.activities.models import CallModelResult, RoleContext
+    from agent_failover.activities.models import CallModelResult, HeldLease, RoleContext
     from agent_failover.resilience.contracts import AttemptRecord, ReasonCode
     from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.options import CallOptions
@@ -77,3 +77,11 @@ class Call:
         self.summarized: ChatRequest | None = None
         self.summary_note = ""
         self.summary_cost = 0.0
+        #: The in-flight lease the role context took, until the first attempt carries it.
+        self.first_lease: HeldLease | None = None
+
+    def hand_lease(self) -> HeldLease | None:
+        """The role context's lease for the attempt being started: the call's first only
+        (it holds the lease on its route, or gives it back)."""
+        lease, self.first_lease = self.first_lease, None
+        return lease

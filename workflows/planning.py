@@ -62,6 +62,9 @@ async def load_context(call: Call, started: datetime) -> RoleContext:
     if ctx is None:
         ctx = await _read_context(call, started, routes)
         context_reuse.keep(key, ctx, started.timestamp())
+        # Only a context read for this call brings its first attempt a lease (a reused
+        # one's went with the call that read it: that attempt takes its own).
+        call.first_lease = ctx.lease
     try:
         role = apply_call_options(ctx.role, ctx.policy, call.options)
     except PolicyError as exc:
@@ -80,6 +83,10 @@ async def _read_context(call: Call, started: datetime, routes: list[str] | None)
             now=started.timestamp(),
             routes=routes,
             workflow_queue=workflow.info().task_queue,
+            # The first attempt's in-flight lease, taken in the snapshot's round trip. No
+            # patch: what follows reads the context's recorded lease (none in a context
+            # recorded before, whose first attempt then takes its own, as it did).
+            lease=True,
         ),
         start_to_close_timeout=ROLE_CONTEXT_TIMEOUT,
         # Bounded: an error that keeps recurring ends the call with its reason

@@ -6,7 +6,11 @@ from collections.abc import Iterator
 import pytest
 
 from agent_failover.activities.policy_registry import POLICY_REGISTRY
-from tests.stores.conftest import namespace, redis_url  # noqa: F401  (fixtures re-exported)
+from tests.stores.conftest import (  # noqa: F401  (fixtures re-exported)
+    embedded_redis,
+    namespace,
+    redis_url,
+)
 
 
 @pytest.fixture(autouse=True)

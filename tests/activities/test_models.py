@@ -12,6 +12,7 @@ from agent_failover.activities.models import (
     CacheWrite,
     CallModelInput,
     CallModelResult,
+    HeldLease,
     RoleContext,
     llm_task_queue,
 )
@@ -396,3 +397,26 @@ def test_a_result_leaves_out_its_route_and_a_stop_finish() -> None:
     assert back.reply.finish_reason == "stop" and back.reply.endpoint == ""
     other = _result(endpoint="elsewhere", finish="length").for_route("anthropic-us-east")
     assert CallModelResult.model_validate_json(other.model_dump_json()).reply == other.reply
+
+
+def test_an_attempt_leaves_out_its_leases_route_when_it_is_its_own() -> None:
+    """The role context's lease travels to the first attempt: without its route when that
+    is the attempt's (decoded back), with it when the attempt is elsewhere."""
+    inp = _attempt().model_copy(
+        update={"lease": HeldLease(route="anthropic-us-east", id="ab", until=21.0)}
+    )
+    assert json.loads(inp.model_dump_json())["lease"] == {"id": "ab", "until": 21.0}
+    assert CallModelInput.model_validate_json(inp.model_dump_json()) == inp
+    other = inp.model_copy(update={"route": "openai-us"})
+    assert json.loads(other.model_dump_json())["lease"]["route"] == "anthropic-us-east"
+    assert CallModelInput.model_validate_json(other.model_dump_json()) == other
+    assert "lease" not in json.loads(_attempt().model_dump_json())
+
+
+def test_a_role_context_carries_its_lease_only_when_it_took_one(policy: PolicyConfig) -> None:
+    ctx = _current(policy)
+    assert "lease" not in json.loads(ctx.model_dump_json())
+    held = ctx.model_copy(update={"lease": HeldLease(route="r", id="ab", until=21.0)})
+    data = json.loads(held.model_dump_json())
+    assert data["lease"] == {"route": "r", "id": "ab", "until": 21.0}
+    assert RoleContext.model_validate(data).lease == held.lease

@@ -12,7 +12,7 @@ import pytest
 
 from agent_failover.activities.health_models import ProbeInput
 from agent_failover.activities.llm import LLMActivitySet
-from agent_failover.activities.models import CallModelInput
+from agent_failover.activities.models import CallModelInput, HeldLease, RoleContextInput
 from agent_failover.activities.probes import PROBE_PROMPT
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
@@ -20,7 +20,7 @@ from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.health import MemoryHealthStore
-from tests.providers.wire import OPENAI
+from tests.providers.wire import ANTHROPIC, OPENAI, Wire
 
 ROUTE = "openai-us"
 NOW = 1000.0
@@ -36,7 +36,8 @@ class SilentRoute:
     """A provider that holds user calls until :attr:`speak` is set and answers probes at
     once; counts every request it receives (the attempts on the route)."""
 
-    def __init__(self) -> None:
+    def __init__(self, wire: Wire = OPENAI) -> None:
+        self.wire = wire
         self.requests: list[str] = []
         self.speak = asyncio.Event()
         self.reached = asyncio.Event()
@@ -47,7 +48,7 @@ class SilentRoute:
         self.reached.set()
         if PROBE_PROMPT not in body:
             await self.speak.wait()
-        blocks = OPENAI.ok_stream(["pong"])
+        blocks = self.wire.ok_stream(["pong"])
 
         async def body() -> AsyncIterator[bytes]:
             for b in blocks:
@@ -63,14 +64,17 @@ def _acts(policy: PolicyConfig, route: SilentRoute) -> LLMActivitySet:
     )
 
 
-def _call() -> CallModelInput:
+def _call(
+    route: str = ROUTE, lease: HeldLease | None = None, timeout_ms: float = 60_000
+) -> CallModelInput:
     return CallModelInput(
         role="analyst",
-        route=ROUTE,
+        route=route,
+        lease=lease,
         request=ChatRequest(messages=[Message(role="user", content="hi")]),
-        ttft_budget_ms=60_000,
-        idle_budget_ms=60_000,
-        timeout_ms=60_000,
+        ttft_budget_ms=timeout_ms,
+        idle_budget_ms=timeout_ms,
+        timeout_ms=timeout_ms,
         now=NOW,
     )
 
@@ -91,4 +95,32 @@ async def test_a_silent_route_with_a_call_in_flight_gets_no_probe(
     await call
     assert await acts.deps.health.in_flight.count(ROUTE, NOW + 21) == 0
     later = await acts.probes.probe_endpoint(ProbeInput(route=ROUTE, now=NOW + 40, interval_s=10))
+    assert not later.skipped and route.requests == ["user", "probe"]
+
+
+async def test_a_call_is_in_flight_from_its_role_context_on(demo_policy: PolicyConfig) -> None:
+    """The call's lease on the role's first route is taken with its role context's snapshot:
+    a probe of that route while the workflow plans and dispatches the attempt is not sent,
+    nor while the attempt (holding that lease, taking none of its own) waits on the route;
+    once it answered the lease is back and the route is probed again."""
+    primary = demo_policy.routes_for("analyst")[0]
+    route = SilentRoute(ANTHROPIC)
+    acts = _acts(demo_policy, route)
+    ctx = await acts.context.role_context(RoleContextInput(role="analyst", now=NOW, lease=True))
+    assert ctx.lease is not None and ctx.lease.route == primary
+    leases = acts.deps.health.in_flight
+    before = await acts.probes.probe_endpoint(ProbeInput(route=primary, now=NOW, interval_s=10))
+    assert before.skipped and before.reason == "call_in_flight" and route.requests == []
+    timeout_ms = demo_policy.role("analyst").attempt_timeout  # as the planner gives it
+    call = asyncio.create_task(acts.calls.call_model(_call(primary, ctx.lease, timeout_ms)))
+    await asyncio.wait_for(route.reached.wait(), 5)
+    assert await leases.count(primary, NOW + 1) == 1  # the role context's, not a second
+    probe = ProbeInput(route=primary, now=NOW + 8, interval_s=5)  # within the lease
+    during = await acts.probes.probe_endpoint(probe)
+    assert during.skipped and during.reason == "call_in_flight"
+    assert route.requests == ["user"], f"attempts on the primary: {route.requests}"
+    route.speak.set()
+    await call
+    assert await leases.count(primary, NOW + 21) == 0
+    later = await acts.probes.probe_endpoint(ProbeInput(route=primary, now=NOW + 40, interval_s=10))
     assert not later.skipped and route.requests == ["user", "probe"]

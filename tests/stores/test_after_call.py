@@ -14,9 +14,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from agent_failover.resilience.config import BreakerSettings
 from agent_failover.resilience.contracts import CallOutcome
-from agent_failover.stores.after_call import AfterCallWrites, CachePut, LeaseEnd
+from agent_failover.stores.after_call import AfterCallWrites, CachePut
 from agent_failover.stores.cache import CachedEntry, RedisResponseCache
 from agent_failover.stores.health import RedisHealthStore
+from agent_failover.stores.in_flight import LeaseEnd
 from agent_failover.stores.redis_link import fail_fast_client
 from tests.stores.conftest import FakeClock, _delete_namespace
 from tests.stores.test_redis_reads import Sent
@@ -87,7 +88,7 @@ async def test_the_in_flight_lease_ends_in_the_same_round_trip(
     await stores.health.in_flight.start(ROUTE, "lease-1", now=T0, until=T0 + 60)
     assert await stores.health.in_flight.count(ROUTE, T0 + 1) == 1
     sent = Sent(monkeypatch)
-    await writes.write(_outcome(T0 + 1), SETTINGS, _put(T0 + 1), LeaseEnd(ROUTE, "lease-1"))
+    await writes.write(_outcome(T0 + 1), SETTINGS, _put(T0 + 1), [LeaseEnd(ROUTE, "lease-1")])
     assert sent.count == 1
     assert await stores.health.in_flight.count(ROUTE, T0 + 1) == 0
 

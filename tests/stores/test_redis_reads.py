@@ -8,6 +8,7 @@ import pytest
 from redis.asyncio.connection import AbstractConnection
 
 from agent_failover.stores.health import RedisHealthStore
+from agent_failover.stores.in_flight import LeaseTake
 from agent_failover.stores.redis_link import fail_fast_client
 
 T0 = 1_700_000_000.0
@@ -60,3 +61,31 @@ async def test_a_flushed_script_is_loaded_again(
         assert set(again.routes) == set(first.routes)
     finally:
         await store.close()
+
+
+async def test_a_snapshot_with_a_lease_is_one_round_trip_and_survives_a_flush(
+    redis_url: str, namespace: str, redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The role context's lease rides in the snapshot's pipeline (no round trip of its
+    own, no SCRIPT EXISTS), and a server that lost the take's script loads it again."""
+    store = RedisHealthStore(fail_fast_client(redis_url), namespace=namespace)
+    try:
+        await _snapshot(store)
+        await redis_client.script_flush()
+        snap = await store.snapshot(
+            ROUTES, now=T0, window_s=60.0, min_calls=5, role="plain", lease=_take("a")
+        )
+        assert not snap.store_degraded
+        sent = Sent(monkeypatch)
+        for lease in ("b", "c"):
+            await store.snapshot(
+                ROUTES, now=T0, window_s=60.0, min_calls=5, role="plain", lease=_take(lease)
+            )
+        assert sent.count == 2
+        assert await store.in_flight.count(ROUTES[0], T0 + 1) == 3
+    finally:
+        await store.close()
+
+
+def _take(lease: str) -> LeaseTake:
+    return LeaseTake(ROUTES[0], lease, T0 + 30)

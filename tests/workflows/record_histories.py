@@ -530,6 +530,14 @@ async def _role_read_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
     return [Recorded("call_role_read_snapshot", await _call(h, "plain", "role read"))]
 
 
+async def _lease_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """A plain call whose role context took the in-flight lease on the primary in its
+    snapshot's round trip, carried by its first attempt (issue 24: no patch, the recorded
+    context says whether there is a lease; contexts recorded before have none)."""
+    await admin.reset()
+    return [Recorded("call_lease_with_snapshot", await _call(h, "plain", "leased"))]
+
+
 async def _context_reuse_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
     """Two calls of one role in one run: the second plans from the first's role context
     (one ``role_context`` local activity; patch ``role-context-reuse``)."""
@@ -590,6 +598,7 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("call_role_read_snapshot",), _role_read_run),
     (("call_unqualified", "qualify_continue_as_new", "qualify_final"), _qualification_runs),
     (("call_invalid_request_other_wire", "call_live_tier_floor"), _failover_rule_runs),
+    (("call_lease_with_snapshot",), _lease_run),
     (("call_role_context_reused",), _context_reuse_run),
 ]
 #: Every history the recorders produce (the replay test expects exactly these).

@@ -126,3 +126,19 @@ async def test_a_failed_attempt_makes_the_next_call_read_afresh(
     outs, handle = await _run(harness, ["plain", "plain"], CallOptions(context_reuse_s=LONG_S))
     assert outs[0].attempts[0].route == PRIMARY and outs[0].attempts[0].outcome != "ok"
     assert len(await context_reads(handle)) == 2
+
+
+async def test_only_the_call_that_read_the_context_carries_its_lease(harness: Harness) -> None:
+    """The in-flight lease a role context took (issue 24) is the first attempt's of the
+    call that read it: the call reusing the context hands its attempt none (that attempt
+    takes its own), so no attempt ever counts on a lease already given back."""
+    _, handle = await _run(harness, ["plain", "plain"], CallOptions(context_reuse_s=LONG_S))
+    inputs = []
+    async for e in handle.fetch_history_events():
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            a = e.activity_task_scheduled_event_attributes
+            if a.activity_type.name == "call_model":
+                inputs.append(json.loads(a.input.payloads[0].data))
+    assert len(inputs) == 2
+    assert inputs[0]["route"] == PRIMARY and "lease" in inputs[0]
+    assert "lease" not in inputs[1]

@@ -91,6 +91,9 @@ EXPECTED_HISTORIES = {
     # attempt once its primary had spent the deadline.
     "call_invalid_request_other_wire",
     "call_live_tier_floor",
+    # A call whose role context took its first attempt's in-flight lease (no patch: the
+    # recorded context carries it; the histories above, recorded before, have none).
+    "call_lease_with_snapshot",
     # Two calls of one role in one run, the second reusing the first's role context.
     "call_role_context_reused",
 }

@@ -1,7 +1,8 @@
 """What one resilient call writes to history (a small one), on the dev server.
 
-A call's history holds one role-context marker, one ``call_model`` (scheduled, started,
-completed) and no patch markers or ``TemporalChangeVersion`` upserts. No role context carries
+A call's history holds one role-context marker (with the in-flight lease it took for the
+first attempt), one ``call_model`` (scheduled, started, completed, carrying that lease) and
+no patch markers or ``TemporalChangeVersion`` upserts. No role context carries
 a policy, only its ref (the worker's policy store holds the version); the snapshot holds
 only what planning reads; an attempt derives its cache key from its request.
 """
@@ -68,6 +69,11 @@ async def test_one_call_writes_no_patch_markers_and_a_compact_context(harness: H
     inp = json.loads(scheduled.activity_task_scheduled_event_attributes.input.payloads[0].data)
     assert "tool_calls" not in inp["request"]["messages"][0] and "output_schema" not in inp
     assert inp["cache"] == {"keep_s": harness.policy.roles["plain"].roster.cache.max_staleness_s}
+    # The in-flight lease the role context took on the role's first route (in its snapshot's
+    # round trip, issue 24), carried by the first attempt there (its route left out).
+    lease = ctx["lease"]
+    assert lease.pop("route") == harness.policy.routes_for("plain")[0] == inp["route"]
+    assert inp["lease"] == lease
 
 
 async def test_a_pipeline_names_every_policy_by_ref_from_the_store(harness: Harness) -> None:
