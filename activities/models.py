@@ -8,13 +8,16 @@ No model here ever holds a secret: routes are named, keys are resolved inside th
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pydantic import (
     BaseModel,
     Field,
     PrivateAttr,
+    ValidatorFunctionWrapHandler,
     field_serializer,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -133,15 +136,25 @@ class RoleContext(BaseModel):
             roles = policy.get("roles", {}) if isinstance(policy, dict) else policy.roles
             data = {**data, "role": roles[data["role"]]}
         if data.get("overflow_queue") is True:  # the role's bulkhead queue (see _by_ref)
-            role = RolePolicy.model_validate(data["role"])
+            role = _role_policy(data["role"])
             data = {**data, "overflow_queue": llm_task_queue(data["task_queue"], role.bulkhead)}
         snap = data.get("snapshot")
         if isinstance(snap, dict):
             policy = data["policy"]
             eps = policy.get("endpoints", {}) if isinstance(policy, dict) else policy.endpoints
-            window = RolePolicy.model_validate(data["role"]).sla.window_s
+            window = _role_policy(data["role"]).sla.window_s
             data = {**data, "snapshot": expand_snapshot({"window_s": window, **snap}, list(eps))}
         return data
+
+    @field_validator("role", "policy", mode="wrap")
+    @classmethod
+    def _checked_once(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """A role or policy already built was checked then (the worker's subset, the
+        registry's version): pydantic would run its cross-checks again on every context,
+        in the activity and on every decode in the workflow."""
+        if type(value) in (RolePolicy, PolicyConfig):
+            return value
+        return handler(value)
 
     @model_validator(mode="after")
     def _remember_policy(self) -> RoleContext:
@@ -150,9 +163,14 @@ class RoleContext(BaseModel):
 
     @field_serializer("role", when_used="json")
     def _role_name(self, role: RolePolicy) -> Any:
-        if self.policy.roles.get(role.name) == role:
+        known = self.policy.roles.get(role.name)
+        if known is role or known == role:
             return role.name
         return role.model_dump(mode="json")
+
+    @field_serializer("policy", when_used="json")
+    def _policy_left_out(self, policy: PolicyConfig) -> None:
+        return None  # it travels by ref (see _by_ref): no need to serialize it first
 
     @field_serializer("snapshot", when_used="json")
     def _compact_snapshot(self, snap: HealthSnapshot) -> Any:
@@ -191,6 +209,11 @@ def _leave_out_implied(ctx: RoleContext, out: dict[str, Any]) -> None:
             del out["snapshot"]
 
 
+def _role_policy(role: Any) -> RolePolicy:
+    """``role`` as a :class:`RolePolicy`: as it is when it is one (checked when built)."""
+    return role if type(role) is RolePolicy else RolePolicy.model_validate(role)
+
+
 def _implied_by_ref(data: dict[str, Any]) -> dict[str, Any]:
     """A by-ref context with what :func:`_leave_out_implied` dropped put back; the
     workflow's own queue, which only the workflow knows, as :data:`OWN_QUEUE` (see
@@ -218,10 +241,20 @@ class CacheWrite(BaseModel):
 
 def _without_default_fields(model: BaseModel, out: dict[str, Any]) -> dict[str, Any]:
     """``out`` (the model's JSON) without the top-level fields left at their defaults."""
-    for name, info in type(model).model_fields.items():
-        if name in out and getattr(model, name) == info.get_default(call_default_factory=True):
+    for name, default in _field_defaults(type(model)):
+        if name in out and getattr(model, name) == default:
             del out[name]
     return out
+
+
+@functools.lru_cache(maxsize=32)
+def _field_defaults(cls: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
+    """Each field's default (a factory's called once per class: it is only compared with,
+    never handed out), instead of asking pydantic for every field of every payload."""
+    return tuple(
+        (name, info.get_default(call_default_factory=True))
+        for name, info in cls.model_fields.items()
+    )
 
 
 class CallModelInput(BaseModel):

@@ -28,7 +28,7 @@ from agent_failover.activities.models import (
     RoleContextInput,
 )
 from agent_failover.resilience.budget import scopes_for
-from agent_failover.resilience.config import PolicyError, RolePolicy
+from agent_failover.resilience.config import PolicyConfig, PolicyError, RolePolicy
 from agent_failover.resilience.contracts import HealthSnapshot
 from agent_failover.resilience.cost_efficiency import evaluate_cost_efficiency
 from agent_failover.resilience.pipeline import PIPELINE_STAGE_ROLES, pipeline_policy_errors
@@ -56,6 +56,9 @@ class RoleContextActivities:
 
     def __init__(self, deps: ActivityDeps) -> None:
         self._deps = deps
+        #: Per (policy role, subset): the role to send, the subset's own copy when equal,
+        #: so writing the context finds it by identity instead of comparing it whole.
+        self._sent_roles: dict[str, tuple[RolePolicy, PolicyConfig, RolePolicy]] = {}
 
     @activity.defn(name="role_context")
     async def role_context(self, inp: RoleContextInput) -> RoleContext:
@@ -162,7 +165,7 @@ class RoleContextActivities:
             await deps.policy_versions.publish(ref, subset)
             overflow = deps.overflow_queue_for(inp.role) if deps.overflow_queue_for else None
             return RoleContext(
-                role=role,
+                role=self._sent_role(role, subset),
                 policy=subset,
                 snapshot=snap,
                 task_queue=deps.task_queue_for(inp.role),
@@ -178,6 +181,17 @@ class RoleContextActivities:
                 type=POLICY_ERROR,
                 non_retryable=True,
             ) from exc
+
+    def _sent_role(self, role: RolePolicy, subset: PolicyConfig) -> RolePolicy:
+        """``role``, or the subset's equal copy of it (the context then writes the role's
+        name only, found by identity: see ``RoleContext._role_name``)."""
+        known = self._sent_roles.get(role.name)
+        if known is not None and known[0] is role and known[1] is subset:
+            return known[2]
+        own = subset.roles.get(role.name)
+        sent = own if own is not None and own == role else role
+        self._sent_roles[role.name] = (role, subset, sent)
+        return sent
 
     @activity.defn(name="pipeline_roles")
     async def pipeline_roles(self, inp: PipelineRolesInput) -> PipelineRoles:

@@ -59,14 +59,17 @@ _UNPLANNED: dict[str, Any] = {
     **dict.fromkeys(UNPLANNED_FIELDS, True),
     "stats": dict.fromkeys(UNPLANNED_STATS, True),
 }
+_UNPLANNED_AND_RECENT: dict[str, Any] = {**_UNPLANNED, "recent": True}
 
 
 def _planned_route(rh: Any, newest_observation: bool) -> dict[str, Any]:
     """One route's health as planning reads it (see :data:`UNPLANNED_FIELDS`)."""
+    streak_unread = not rh.sla_demoted and rh.sla_since is None and rh.recent
     d = rh.model_dump(
         mode="json",
         exclude_defaults=True,
-        exclude=_UNPLANNED,
+        # Observations no streak reads are not dumped at all (most calls: a healthy route).
+        exclude=_UNPLANNED_AND_RECENT if streak_unread else _UNPLANNED,
     )
     stats = d.get("stats", {})
     if stats.get("latency_samples"):
@@ -74,12 +77,10 @@ def _planned_route(rh: Any, newest_observation: bool) -> dict[str, Any]:
     if "role_stats" in d:
         # The role's own latency: the SLA reads its percentiles and sample count only.
         d["role_stats"] = {k: v for k, v in d["role_stats"].items() if k in ROLE_SLA_STATS}
-    if not rh.sla_demoted and rh.sla_since is None and rh.recent:
+    if streak_unread and newest_observation:
         # The streaks only count while demoted or after a change; a restored primary
         # (resilience.shadow.primary_restored, re-runs only) reads the newest observation.
-        d["recent"] = d["recent"][-1:] if newest_observation else []
-        if not d["recent"]:
-            del d["recent"]
+        d["recent"] = [rh.recent[-1].model_dump(mode="json", exclude_defaults=True)]
     return d
 
 

@@ -1,16 +1,16 @@
 """What ``failover report`` reads of a run that is not a completed pipeline: its history.
 
 Every ``resilient_complete`` call leaves the same records in its workflow's history,
-whatever the workflow: a ``role_context`` local activity when the call starts (summary
-``ROLE: route health``), one ``call_model`` activity per attempt (its input names the role
-and the route, its summary ``ROLE → ROUTE (tier N)``; it completes with the reply, latency
-and time to first token included, or fails typed by its error class, e.g. ``overloaded``)
-and, once the live tiers are exhausted, a ``cache_lookup`` activity. From those,
-:func:`calls_from_history` rebuilds each call: its role, its attempts, and what answered —
-a live route (tier 0-2), the cache, or, when neither did in a closed run, the static
-fallback. Capability follows the degradation contract (tiers 0-1 full, tier 2 and the
-cache degraded, static); a full answer degraded only by a truncated context is counted
-full here (the pipeline's own results, read elsewhere, carry it exactly).
+whatever the workflow: a ``role_context`` local activity when the call starts (no summary;
+``ROLE: route health`` in older runs), one ``call_model`` activity per attempt (its input
+names the role and the route, its summary ``ROLE → ROUTE (tier N)``; it completes with the
+reply, latency and time to first token included, or fails typed by its error class, e.g.
+``overloaded``) and, once the live tiers are exhausted, a ``cache_lookup`` activity. From
+those, :func:`calls_from_history` rebuilds each call: its role, its attempts, and what
+answered — a live route (tier 0-2), the cache, or, when neither did in a closed run, the
+static fallback. Capability follows the degradation contract (tiers 0-1 full, tier 2 and the
+cache degraded, static); a full answer degraded only by a truncated context is counted full
+here (the pipeline's own results, read elsewhere, carry it exactly).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from agent_failover.resilience.contracts import Capability
 
 #: The marker the SDK records a local activity's completion with.
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
+#: The summary a call's ``role_context`` had in runs recorded before it was left out.
+ROUTE_HEALTH = ": route health"
 _TIER = re.compile(r"\(tier (\d+)\)")
 _E = EventType
 
@@ -78,6 +80,29 @@ async def _summary(client: Client, event: HistoryEvent) -> str:
     return value if isinstance(value, str) else ""
 
 
+async def _call_start(client: Client, event: HistoryEvent) -> str | None:
+    """The role of the call a local activity's marker starts, or None if it starts none.
+
+    A call's ``role_context`` has no summary (older runs had ``ROLE: route health``);
+    another use of it (a re-run asking whether the primary is
+    back) has its own summary and starts no call.
+    """
+    summary = await _summary(client, event)
+    if summary.endswith(ROUTE_HEALTH):
+        return summary.removesuffix(ROUTE_HEALTH)
+    if summary:
+        return None
+    details = event.marker_recorded_event_attributes.details
+    data = await _values(client, details["data"]) if "data" in details else []
+    if not data or not isinstance(data[0], dict) or data[0].get("activity_type") != "role_context":
+        return None
+    result = await _values(client, details["result"]) if "result" in details else []
+    role = result[0].get("role") if result and isinstance(result[0], dict) else None
+    if isinstance(role, dict):  # a role the call's options changed travels whole
+        role = role.get("name")
+    return str(role) if role else "?"
+
+
 class _Calls:
     """The calls of one run, built event by event."""
 
@@ -123,9 +148,10 @@ async def _fold(client: Client, event: HistoryEvent, state: _Calls) -> None:
     kind = event.event_type
     if kind == _E.EVENT_TYPE_MARKER_RECORDED:
         attrs = event.marker_recorded_event_attributes
-        summary = await _summary(client, event)
-        if attrs.marker_name == LOCAL_ACTIVITY_MARKER and summary.endswith(": route health"):
-            state.start(summary.removesuffix(": route health"))
+        if attrs.marker_name == LOCAL_ACTIVITY_MARKER:
+            role = await _call_start(client, event)
+            if role is not None:
+                state.start(role)
     elif kind == _E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
         await _scheduled(client, event, state)
     elif kind == _E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:

@@ -314,15 +314,24 @@ def decode_recent(
     """The newest ``keep`` entries up to ``now``, oldest first; with ``role``, only that
     role's calls and the entries of no role (probes, and calls recorded without one): a
     role's SLA streaks are judged on its own calls on the route plus probes."""
-    samples = []
+    if not keep:
+        return []
+    parsed: list[tuple[float, str, str]] = []
     for e in entries:
         at, lat, ok, *tag = e.split("|")
         if role is not None and tag and tag[0] != role:
             continue
-        if float(at) <= now:
-            samples.append(RecentSample(at=float(at), latency_ms=float(lat), ok=ok == "1"))
-    samples.sort(key=lambda s: s.at)
-    return samples[-keep:] if keep else []
+        t = float(at)
+        if t <= now:
+            parsed.append((t, lat, ok))
+    parsed.sort(key=_first)  # stable: entries of the same time keep their order
+    # Only the kept entries become models (a route's ring holds many more).
+    kept = parsed[-keep:]
+    return [RecentSample(at=t, latency_ms=float(lat), ok=ok == "1") for t, lat, ok in kept]
+
+
+def _first(item: tuple[float, str, str]) -> float:
+    return item[0]
 
 
 def breaker_stats_from(

@@ -50,7 +50,7 @@ of :mod:`resilience.plan`. The rules, in order:
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from dataclasses import dataclass
 
 from agent_failover.resilience.budget import budget_wait
 from agent_failover.resilience.config import PolicyConfig, RolePolicy
@@ -70,16 +70,19 @@ from agent_failover.resilience.sla import evaluate_sla
 _TIER_NAMES = {0: "primary", 1: "hot standby", 2: "warm fallback"}
 
 
-class _Candidate(BaseModel):
+@dataclass(slots=True)
+class _Candidate:
+    """A route the plan may call, scored (internal: never serialized, so no validation)."""
+
     route: str
     tier: int
     score: RouteScore
     trial: bool
     demoted: bool
     demotion_reason: str | None
-    quality_regressed: bool = False
     needs_triage: bool
     target_input_tokens: int | None
+    quality_regressed: bool = False
 
 
 def _blocked(
@@ -221,12 +224,13 @@ def plan(
         r: request_cost(policy.endpoint(r), facts.input_tokens, facts.max_output_tokens)
         for r in role.roster.routes()
     }
+    span = (min(costs.values(), default=0.0), max(costs.values(), default=0.0))
     tiers: list[tuple[list[_Candidate], list[_Candidate]]] = []
     for tier, routes in role.roster.tiers():
         closed: list[_Candidate] = []
         trials: list[_Candidate] = []
         for route in routes:
-            cand = _candidate(route, tier, role, policy, snapshot, facts, now, costs, skipped)
+            cand = _candidate(route, tier, role, policy, snapshot, facts, now, costs, span, skipped)
             if cand is not None:
                 (trials if cand.trial else closed).append(cand)
         tiers.append((closed, trials))
@@ -274,6 +278,7 @@ def _candidate(
     facts: RequestFacts,
     now: float,
     costs: dict[str, float],
+    span: tuple[float, float],
     skipped: list[SkippedRoute],
 ) -> _Candidate | None:
     """The route as a scored candidate, or None (and a skip recorded) if it cannot be called."""
@@ -297,8 +302,7 @@ def _candidate(
             role.sla,
             policy.scoring,
             costs[route],
-            min(costs.values(), default=0.0),
-            max(costs.values(), default=0.0),
+            *span,
         ),
         # OPEN past open_until is half-open in all but name: admit() moves it.
         trial=health.breaker in (BreakerState.HALF_OPEN, BreakerState.OPEN),

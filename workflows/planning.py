@@ -92,7 +92,9 @@ async def _read_context(call: Call, started: datetime, routes: list[str] | None)
         # Bounded: an error that keeps recurring ends the call with its reason
         # instead of retrying the local activity (and the workflow task) forever.
         retry_policy=LOCAL_ACTIVITY_RETRY,
-        summary=f"{call.role_name}: route health",
+        # No summary: each payload costs the worker several entries into the sandbox, and
+        # the attempts' summaries (ROLE → ROUTE (tier N)) show what was substituted.
+        # `failover report` finds the call's start by the marker's activity type.
     )
     ctx = ctx.on_queue(workflow.info().task_queue)
     if ctx.snapshot.taken_at == UNSTATED_TIME:  # it is the `now` this call sent

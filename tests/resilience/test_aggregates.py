@@ -81,3 +81,44 @@ def test_recent_round_trip_filters_future_and_keeps_newest() -> None:
     ]
     got = decode_recent(entries, now=6.0, keep=2)
     assert [(s.at, s.ok) for s in got] == [(3.0, False), (5.0, False)]
+
+
+def _decode_recent_reference(
+    entries: list[str], *, now: float, keep: int, role: str | None = None
+) -> list[tuple[float, float, bool]]:
+    """The plain definition: every entry a sample, sorted by time (stably), the newest kept."""
+    samples = []
+    for e in entries:
+        at, lat, ok, *tag = e.split("|")
+        if role is not None and tag and tag[0] != role:
+            continue
+        if float(at) <= now:
+            samples.append((float(at), float(lat), ok == "1"))
+    samples.sort(key=lambda s: s[0])
+    return samples[-keep:] if keep else []
+
+
+def test_decode_recent_matches_its_definition_on_random_rings() -> None:
+    """Only the kept entries become samples: the same samples, in the same order (ties in
+    time keep the ring's order), role filter and ``now`` applied, as the definition."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        entries = []
+        for _ in range(rng.randint(0, 40)):
+            outcome = CallOutcome(
+                route="r",
+                at=float(rng.randint(0, 30)),  # coarse times: many ties
+                ok=rng.random() < 0.7,
+                latency_ms=float(rng.randint(1, 5000)),
+                role=rng.choice([None, "planner", "critic"]),
+                probe=rng.random() < 0.2,
+            )
+            if entry := encode_recent(outcome):
+                entries.append(entry)
+        now, keep = float(rng.randint(0, 35)), rng.choice([0, 1, 5, 16, 64])
+        role = rng.choice([None, "planner", "critic"])
+        got = decode_recent(entries, now=now, keep=keep, role=role)
+        want = _decode_recent_reference(entries, now=now, keep=keep, role=role)
+        assert [(s.at, s.latency_ms, s.ok) for s in got] == want
