@@ -26,6 +26,7 @@ from agent_failover.activities.policy_registry import POLICY_REGISTRY, policy_bo
 from agent_failover.plugin import FailoverPlugin
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.models import ChatRequest, Message
+from agent_failover.resilience.options import CallOptions
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.factory import Stores
 from agent_failover.stores.health import MemoryHealthStore
@@ -59,7 +60,9 @@ class TwoCallsWorkflow:
         first = await resilient_complete(role, request)
         self.calls = 1
         await workflow.wait_condition(lambda: self.go)
-        second = await resilient_complete(role, request)
+        # A fresh read (no reuse of the first call's context, which a restart shorter
+        # than the reuse age would allow): the second call must see the new policy.
+        second = await resilient_complete(role, request, options=CallOptions(context_reuse_s=0))
         self.calls = 2
         return [first.content, second.content]
 
