@@ -326,6 +326,8 @@ async def main() -> None:
 
 
 async def _serve(grace_s: float) -> None:
+    from agent_failover.allocator import freeze_startup_objects
+
     policy, policy_file = _policy_or_exit()
     role, codec = _role_and_codec_or_exit(policy)
     address = connect_config()["target_host"]
@@ -349,16 +351,7 @@ async def _serve(grace_s: float) -> None:
         workers = build_workers(
             client, deps, task_queue=task_queue, role=role, shutdown_grace_s=grace_s
         )
-        # The monitor runs on the main queue; this process keeps it running.
-        supervisors = (
-            [
-                asyncio.create_task(
-                    keep_monitor_running(client, policy, task_queue=task_queue, stop=stop)
-                )
-            ]
-            if role.main
-            else []
-        )
+        supervisors = _supervisors(client, policy, role, task_queue, stop)
         log.info(
             "worker running on %s (task queue %s, policy %s version %s, serving %s, payload "
             "codec %s, store %s); Ctrl-C or SIGTERM drains in-flight activities for up to %gs",
@@ -371,10 +364,24 @@ async def _serve(grace_s: float) -> None:
             deps.stores.backend,
             grace_s,
         )
+        # Everything start-up built is alive for good: out of the collector's walks, so a
+        # finished run's cycles are freed after a few runs (agent_failover.allocator).
+        log.debug("frozen start-up objects: %d", freeze_startup_objects())
         await run_until_stopped(workers, stop, companions=supervisors)
         log.info("worker stopped")
     finally:
         await deps.close()
+
+
+def _supervisors(
+    client: Client, policy: PolicyConfig, role: WorkerRole, task_queue: str, stop: asyncio.Event
+) -> list[asyncio.Task[None]]:
+    """The monitor runs on the main queue; a worker serving it keeps it running."""
+    if not role.main:
+        return []
+    return [
+        asyncio.create_task(keep_monitor_running(client, policy, task_queue=task_queue, stop=stop))
+    ]
 
 
 def _policy_or_exit() -> tuple[PolicyConfig, Path]:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 
 import pytest
 
-from agent_failover.allocator import DEFAULT_ARENAS, _glibc, arenas_from_env, limit_arenas
+from agent_failover.allocator import (
+    DEFAULT_ARENAS,
+    _glibc,
+    arenas_from_env,
+    freeze_startup_objects,
+    limit_arenas,
+)
 
 #: Starts threads that each malloc (every new thread gets its own arena until the limit),
 #: then prints how many heaps (arenas) glibc reports in malloc_info.
@@ -73,3 +80,18 @@ def test_a_bad_number_names_the_variable(bad: str) -> None:
 def test_glibcs_own_variable_wins() -> None:
     said = limit_arenas({"MALLOC_ARENA_MAX": "3", "FAILOVER_MALLOC_ARENA_MAX": "2"})
     assert said == "MALLOC_ARENA_MAX=3 (from the environment)"
+
+
+def test_start_up_objects_are_frozen_and_later_ones_are_walked() -> None:
+    walked_before = len(gc.get_objects())
+    try:
+        frozen = freeze_startup_objects()
+        later = [object()]  # a run's object, built after start-up
+        walked = gc.get_objects()
+        assert frozen >= walked_before > 0
+        assert gc.get_freeze_count() == frozen
+        assert len(walked) < walked_before / 10  # the collector no longer walks start-up
+        assert any(o is later for o in walked)
+    finally:
+        gc.unfreeze()
+    assert len(gc.get_objects()) >= walked_before
