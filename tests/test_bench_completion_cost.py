@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "bench" / "completion_cost.py"
-_spec = importlib.util.spec_from_file_location("completion_cost", _PATH)
-assert _spec is not None and _spec.loader is not None
-cc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cc)
+from tests.bench_modules import load_bench
+
+cc = load_bench("completion_cost")
 
 K = "\tffffffff82248208 __schedule+0x628 ([kernel.kallsyms])\n"
 SYSCALL = K + "\tffffffff81000130 entry_SYSCALL_64_after_hwframe+0x76 ([kernel.kallsyms])\n"

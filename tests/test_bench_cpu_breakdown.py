@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "bench" / "cpu_breakdown.py"
-_spec = importlib.util.spec_from_file_location("cpu_breakdown", _PATH)
-assert _spec is not None and _spec.loader is not None
-cb = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cb)
+from tests.bench_modules import load_bench
+
+cb = load_bench("cpu_breakdown")
 
 LOOP = "thread (1): MainThread;run (asyncio/runners.py:190);Handle._run (asyncio/events.py:80)"
 RAW = "\n".join(

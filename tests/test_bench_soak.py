@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "bench" / "soak_figures.py"
-_spec = importlib.util.spec_from_file_location("soak_figures", _PATH)
-assert _spec is not None and _spec.loader is not None
-soak = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("soak_figures", soak)
-_spec.loader.exec_module(soak)
+from tests.bench_modules import load_bench
+
+soak = load_bench("soak_figures")
 
 
 def test_keys_are_grouped_by_route_and_kind_without_bucket_numbers() -> None:

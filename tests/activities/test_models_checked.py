@@ -22,24 +22,13 @@ from agent_failover.activities.models import (
 )
 from agent_failover.activities.policy_registry import policy_ref
 from agent_failover.resilience.config import PolicyConfig, PolicyError
-from agent_failover.resilience.contracts import HealthSnapshot, RouteHealth
+from agent_failover.resilience.contracts import HealthSnapshot
 from agent_failover.resilience.models import ChatReply, ChatRequest, Message
 from agent_failover.stores.cache import MemoryResponseCache
 from agent_failover.stores.health import MemoryHealthStore
+from tests.activities.test_models import _ctx
 
 ROLE = "analyst"
-
-
-def _ctx(policy: PolicyConfig) -> RoleContext:
-    sub = policy.subset_for(ROLE)
-    snap = HealthSnapshot(taken_at=1.0, routes={r: RouteHealth(route=r) for r in sub.endpoints})
-    return RoleContext(
-        role=sub.role(ROLE),
-        policy=sub,
-        snapshot=snap,
-        task_queue="q",
-        policy_ref=policy_ref(sub),
-    )
 
 
 @pytest.fixture
