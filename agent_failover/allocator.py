@@ -11,15 +11,15 @@ alive at start-up into the permanent generation (:func:`gc.freeze`), so full
 collections come after a few runs, and each walks only what is not frozen.
 
 glibc gives each thread that allocates under contention its own arena (up to 8 per
-core), and memory freed into an arena is rarely handed back to the system. A worker's
-threads (the Temporal core's runtime, the SDK's activity and heartbeat threads, the
-event loop's executor) each grow their own arenas, so its RSS creeps up for an hour
-while the Python heap stays flat: `bench/soak.py` measured it (see the Soak section of
-the measured figures). Two arenas keep the heap flat at no measurable CPU cost for a
-process that runs Python under one GIL.
+core), and memory freed into an arena is rarely handed back to the system; a worker's
+threads (the Temporal core's runtime, the SDK's activity and heartbeat threads, the event
+loop's executor) each grow their own. :func:`limit_arenas` keeps the process to two (a
+process running Python under one GIL has little contention for more to spare). With both,
+a 60-minute soak's RSS is flat over its last 30 minutes (``bench/soak.py``; the Soak
+section of the measured figures).
 
-Only the service worker (``failover worker``, ``worker.py``) calls this, before any
-thread starts; a library user's own worker keeps its process as it is. ``MALLOC_ARENA_MAX``
+Only the service worker (``failover worker``, ``worker.py``) calls these (the arena
+limit before any thread starts, the freeze once the worker is built); a library user's own worker keeps its process as it is. ``MALLOC_ARENA_MAX``
 set in the environment wins (glibc read it at start-up); ``FAILOVER_MALLOC_ARENA_MAX``
 chooses the number (``0`` leaves glibc's default).
 """
