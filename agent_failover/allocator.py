@@ -19,9 +19,10 @@ a 60-minute soak's RSS is flat over its last 30 minutes (``bench/soak.py``; the 
 section of the measured figures).
 
 Only the service worker (``failover worker``, ``worker.py``) calls these (the arena
-limit before any thread starts, the freeze once the worker is built); a library user's own worker keeps its process as it is. ``MALLOC_ARENA_MAX``
-set in the environment wins (glibc read it at start-up); ``FAILOVER_MALLOC_ARENA_MAX``
-chooses the number (``0`` leaves glibc's default).
+limit before any thread starts, the freeze once the worker is built); a library user's
+own worker keeps its process as it is. ``MALLOC_ARENA_MAX`` set in the environment wins
+(glibc read it at start-up); ``FAILOVER_MALLOC_ARENA_MAX`` chooses the number (``0``
+leaves glibc's default).
 """
 
 from __future__ import annotations
