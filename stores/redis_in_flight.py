@@ -19,6 +19,7 @@ from redis.commands.core import AsyncScript
 from agent_failover.stores.in_flight import LeaseTake, MemoryInFlight
 from agent_failover.stores.redis_context import RedisContext
 from agent_failover.stores.redis_fallback import RedisFallback
+from agent_failover.stores.redis_scripts import reload_script
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +102,7 @@ class QueuedTake:
 
     async def load(self) -> None:
         """Load the script (a restarted or flushed server answered NOSCRIPT)."""
-        script = self._script
-        script.sha = await script.registered_client.script_load(script.script)
+        await reload_script(self._script)
 
 
 def _local(view: object) -> MemoryInFlight:

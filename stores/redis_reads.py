@@ -32,7 +32,7 @@ from agent_failover.stores.redis_breakers import parse_breaker
 from agent_failover.stores.redis_context import RedisContext
 from agent_failover.stores.redis_facts import decode_verdict
 from agent_failover.stores.redis_in_flight import QueuedTake
-from agent_failover.stores.redis_scripts import merged_fields
+from agent_failover.stores.redis_scripts import merged_fields, reload_script
 
 
 def _float(raw: bytes | None) -> float | None:
@@ -167,7 +167,7 @@ class RedisSnapshots:
         except NoScriptError:
             # A restarted or flushed server: load the scripts once, read again (taking a
             # lease twice is one lease: the same member, the same score).
-            read.sha = await ctx.client.script_load(read.script)
+            await reload_script(read)
             if take is not None:
                 await take.load()
             return await self._pipelined_read(routes, role, args, take)

@@ -185,6 +185,12 @@ return {redis.call('HGET', KEYS[1], 'b'), e, s, h, redis.call('GET', p .. 'base'
 )
 
 
+async def reload_script(script: AsyncScript) -> None:
+    """Load ``script`` into its server again (a restarted or flushed one answered
+    NOSCRIPT to an ``EVALSHA`` sent in a pipeline, where redis-py does not reload it)."""
+    script.sha = await script.registered_client.script_load(script.script)
+
+
 def merged_fields(blob: bytes) -> dict[str, int]:
     """A merged window as the merge scripts return it: ``b"c=3,e=1,l120=2"``."""
     if not blob:
