@@ -76,7 +76,8 @@ class CallLease:
 
     async def taken(self) -> bool:
         """Wait for the take; True if the lease is held (so it must be given back)."""
-        await asyncio.wait([self._taken])
+        if not self._taken.done():  # usually taken long ago: no loop round for nothing
+            await asyncio.wait([self._taken])
         failed = None if self._taken.cancelled() else self._taken.exception()
         if failed is not None or self._taken.cancelled():
             log.warning("in-flight lease on %r was not taken: %s", self._route, failed)

@@ -5,8 +5,10 @@ socket), where our own per-chunk work is a minority and machine noise is large. 
 records the simulator primary's streamed reply once, chunk for chunk as it came off the
 wire, then replays it ``--calls`` times through :func:`providers.registry.complete` over
 an in-memory transport: what is left is the streaming pump (budgets, SSE decoding, the
-wire's fold, the reply), plus httpx's response iteration. Prints JSON: CPU ms per call
-(median of ``--rounds``), the chunks and events per reply and CPU µs per chunk. Usage::
+wire's fold, the reply, progress reports to a callback like ``call_model``'s;
+``--no-progress``: none, as before 2026-12-06), plus httpx's response iteration. Prints
+JSON: CPU ms per call (median of ``--rounds``), the chunks and events per reply and CPU µs
+per chunk. Usage::
 
     .venv/bin/python bench/stream_pump_cpu.py --calls 2000 --rounds 5
 """
@@ -79,21 +81,38 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     rec, cfg = await _record()
     transport = httpx.MockTransport(lambda _: _replay(200, rec.headers, rec.chunks))
     cpu: list[float] = []
+    on_progress = _Progress(not args.no_progress).callback
     async with build_http_client(transport=transport) as http:
-        reply = await complete(http, cfg, REQUEST, BUDGETS)
+        reply = await complete(http, cfg, REQUEST, BUDGETS, on_progress=on_progress)
         for _ in range(args.rounds):
             cpu0 = time.process_time()
             for _ in range(args.calls):
-                await complete(http, cfg, REQUEST, BUDGETS)
+                await complete(http, cfg, REQUEST, BUDGETS, on_progress=on_progress)
             cpu.append((time.process_time() - cpu0) / args.calls * 1000)
     per_call = statistics.median(cpu)
     events = sum(chunk.count(b"\n\n") for chunk in rec.chunks)
     return {
-        "setup": {"calls": args.calls, "rounds": args.rounds},
+        "setup": {
+            "calls": args.calls,
+            "rounds": args.rounds,
+            "on_progress": on_progress is not None,
+        },
         "reply": {"chunks": len(rec.chunks), "sse_events": events, "chars": len(reply.text)},
         "cpu_ms_per_call": round(per_call, 3),
         "cpu_us_per_chunk": round(per_call * 1000 / len(rec.chunks), 2),
     }
+
+
+class _Progress:
+    """What ``call_model`` passes as ``on_progress``: it keeps the newest text and estimate
+    (its heartbeat loop reads them), so the benchmark pays what a worker's call pays."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.text, self.tokens = "", 0
+        self.callback = self.update if enabled else None
+
+    def update(self, text: str, tokens: int) -> None:
+        self.text, self.tokens = text, tokens
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="call without on_progress (the figures before it was passed, 2026-12-06)",
+    )
     print(json.dumps(asyncio.run(run(ap.parse_args(argv))), indent=2))
     return 0
 

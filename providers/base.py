@@ -14,6 +14,7 @@ together and :mod:`providers.pump` reads streams.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import os
@@ -107,7 +108,8 @@ class Call:
     started: float = field(default_factory=lambda: asyncio.get_running_loop().time())
     #: Values masked in any error text: the key, secret header values, tokens.
     secrets: list[str] = field(default_factory=list)
-    _last_progress: float | None = field(default=None, init=False)
+    #: Loop time before which a progress report is not due (the first is due at once).
+    next_progress_at: float = field(default=float("-inf"), init=False)
 
     @classmethod
     def start(
@@ -207,12 +209,11 @@ class Call:
         if self.on_progress is None:
             return
         now = self.clock()
-        last = self._last_progress
-        if not final and last is not None and now - last < PROGRESS_INTERVAL_S:
+        if not final and now < self.next_progress_at:
             return
-        self._last_progress = now
+        self.next_progress_at = now + PROGRESS_INTERVAL_S
         result = self.on_progress(text, estimate_tokens(text))
-        if inspect.isawaitable(result):
+        if result is not None and inspect.isawaitable(result):
             await result
 
 
@@ -229,6 +230,18 @@ async def slot(call: Call) -> AsyncIterator[None]:
         yield
 
 
+@functools.lru_cache(maxsize=256)
+def _target(url: str, query: tuple[tuple[str, str], ...]) -> httpx.URL:
+    """``url`` parsed, the endpoint's ``query`` merged in; kept, as an endpoint's URL is the
+    same call after call and parsing it was a third of building the request (a URL is
+    immutable; one httpx cannot parse raises here every time, as it is not kept)."""
+    target = httpx.URL(url)
+    if query:
+        # params= would replace the URL's own query (api-version, alt=sse): merge instead.
+        target = target.copy_merge_params(dict(query))
+    return target
+
+
 def _build_request(call: Call, url: str, headers: dict[str, str], body: Any) -> httpx.Request:
     """The POST request, with httpx's own timeouts as a backstop to the budgets.
 
@@ -236,13 +249,9 @@ def _build_request(call: Call, url: str, headers: dict[str, str], body: Any) -> 
     query parameters are merged into the URL's.
     """
     try:
-        target = httpx.URL(url)
-        if call.endpoint.query:
-            # params= would replace the URL's own query (api-version, alt=sse): merge instead.
-            target = target.copy_merge_params(call.endpoint.query)
         return call.client.build_request(
             "POST",
-            target,
+            _target(url, tuple(call.endpoint.query.items())),
             json=body,
             headers={**call.extra_headers, **headers},
             timeout=call.budgets.httpx_timeout(),

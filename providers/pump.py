@@ -7,8 +7,10 @@ that (:class:`_Watchdog`), not a timeout armed and cancelled per chunk (about a 
 of the pump's profiled CPU at one small chunk per token). Events go through the wire's
 :class:`~providers.wire.StreamState`; malformed ones are skipped and counted until they
 are too many, a reply above ``max_reply_bytes`` is abandoned at once, progress is
-reported as text arrives, and every way the stream can end that is not its terminal
-event becomes one typed error carrying the partial text (:func:`classify_stream_end`).
+reported as text arrives (at most once per chunk, and only when a report is due), and
+every way the stream can end that is not its terminal event becomes one typed error
+carrying the partial text (:func:`classify_stream_end`). After the terminal event the
+same loop, under the same timer, reads the body's end (:data:`STREAM_DRAIN_S`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ from agent_failover.providers.wire import StreamDecoder, StreamFramingError, Str
 from agent_failover.resilience.errors import MalformedStreamError, ProviderError
 
 #: After a stream's last event, how long and how much of the body's end (the chunked
-#: terminator) is read so the connection goes back to the pool instead of being closed.
+#: terminator) is read so the connection goes back to the pool instead of being closed: a
+#: response closed before its body's end closes its connection, and each call then paid a
+#: new one (a TLS handshake, with a real provider). The end usually arrives with the last
+#: event; a server that holds the stream open has its connection closed, as before.
 STREAM_DRAIN_S = 0.02
 STREAM_DRAIN_BYTES = 64 * 1024
 
@@ -45,10 +50,14 @@ class _Marks:
     last_chunk_at: float
     first_token_at: float | None = None
     finished_at: float | None = None
+    #: Once the stream is done: until when the body's end is read (:data:`STREAM_DRAIN_S`).
+    drain_until: float | None = None
 
 
 def _next_deadline(b: Budgets, m: _Marks) -> tuple[float, StreamEnd]:
     """The deadline of the next read and what passing it means."""
+    if m.drain_until is not None:
+        return m.drain_until, StreamEnd.COMPLETE  # never past the total budget
     if m.finished_at is not None:
         deadline, end = m.finished_at + b.trailer_grace_s, StreamEnd.COMPLETE
     elif m.first_token_at is None:
@@ -74,9 +83,9 @@ class _Watchdog:
     flow, so the timer is left armed at an earlier time and, when it fires early, moved to
     the deadline as it then stands; :meth:`arm` moves it earlier when a milestone (the
     first token, the terminal event) brings the deadline forward. When the deadline has
-    truly passed during a read, the task is cancelled and the read raises
-    :class:`TimeoutError`, with the same cancellation bookkeeping as ``asyncio.timeout``:
-    a cancellation from outside (a hedge's loser) stays a cancellation.
+    truly passed during a read, the task is cancelled and the reader, asking :meth:`fired`,
+    ends the stream by what the deadline meant, with the same cancellation bookkeeping as
+    ``asyncio.timeout``: a cancellation from outside (a hedge's loser) stays one.
     """
 
     def __init__(self, budgets: Budgets, marks: _Marks) -> None:
@@ -87,7 +96,8 @@ class _Watchdog:
         self._budgets, self._marks = budgets, marks
         self._handle: asyncio.TimerHandle | None = None
         self._armed_at = float("inf")
-        self._reading = False
+        #: A read is being awaited (set by :meth:`enter_read`, cleared by the reader).
+        self.reading = False
         self._overdue = False
         self.time = self._loop.time
         #: What passing the deadline meant, once it passed during a read.
@@ -105,21 +115,20 @@ class _Watchdog:
             self._handle.cancel()
             self._handle = None
 
-    async def read(self, chunks: AsyncIterator[bytes]) -> bytes:
-        """The next chunk, or :class:`TimeoutError` when the deadline passes first."""
+    def enter_read(self) -> None:
+        """A read is about to be awaited: the deadline may cancel the task until it returns
+        (the reader clears :attr:`reading` then)."""
         if self._overdue:
             self._overdue = False
             self._set(self.time(), soon=True)
         self._cancelling = self._task.cancelling()  # as asyncio.timeout does on entry
-        self._reading = True
-        try:
-            return await anext(chunks)
-        except asyncio.CancelledError as exc:
-            if self.expired is not None and self._task.uncancel() <= self._cancelling:
-                raise TimeoutError from exc
-            raise
-        finally:
-            self._reading = False
+        self.reading = True
+
+    def fired(self) -> bool:
+        """Whether the cancellation a read just raised is this timer's: its deadline passed
+        during the read. Call once per cancellation caught (it uncancels the task)."""
+        self.reading = False
+        return self.expired is not None and self._task.uncancel() <= self._cancelling
 
     def _set(self, when: float, *, soon: bool = False) -> None:
         self.stop()
@@ -133,7 +142,7 @@ class _Watchdog:
         deadline, end = _next_deadline(self._budgets, self._marks)
         if deadline > self._armed_at:
             self._set(deadline)  # chunks arrived since it was armed: not yet
-        elif not self._reading:
+        elif not self.reading:
             self._overdue = True  # checked again at the next read, as a timeout would be
         elif self.expired is None:
             self.expired = end
@@ -143,43 +152,61 @@ class _Watchdog:
 async def pump(call: Call, response: httpx.Response, state: StreamState) -> float | None:
     """Read the stream until its terminal event (plus trailer grace); return the TTFT in ms."""
     decoder = state.new_decoder()
-    chunks = _body(response)
     marks = _Marks(started=call.started, last_chunk_at=call.clock())
     watch = _Watchdog(call.budgets, marks)
     watch.arm()
-    eof = False
     try:
-        while not state.done:
-            try:
-                chunk = await watch.read(chunks)
-            except StopAsyncIteration:
-                eof = True
-                break
-            except TimeoutError as exc:
-                end = watch.expired or _next_deadline(call.budgets, marks)[1]
-                if end is StreamEnd.COMPLETE:
-                    break  # terminal event seen; the missing trailer is not worth waiting for
-                detail = f"after {call.clock() - call.started:.3g}s"
-                raise _stream_error(call, state, end, detail) from exc
-            except CALL_ERRORS as exc:
-                if state.finished:
-                    break  # the content is complete; a broken trailer does not lose it
-                raise _read_error(call, state, marks, exc) from exc
-            marks.last_chunk_at = watch.time()
-            await _fold_chunk(call, state, decoder, chunk, marks, watch)
+        eof = await _read(call, state, decoder, _body(response), (marks, watch))
     finally:
         watch.stop()
-    if eof and not state.done:
-        for event in decoder.flush():
-            await _apply(call, state, event)
-    if not eof and state.done:
-        await _drain(
-            chunks, min(call.clock() + STREAM_DRAIN_S, call.started + call.budgets.total_s)
-        )
+    if eof and not state.done and _fold_events(call, state, decoder.flush()):
+        await call.progress(state.text)
     _check_ending(call, state)
     if marks.first_token_at is None:
         return None
     return (marks.first_token_at - call.started) * 1000.0
+
+
+async def _read(
+    call: Call,
+    state: StreamState,
+    decoder: StreamDecoder,
+    chunks: AsyncIterator[bytes],
+    timing: tuple[_Marks, _Watchdog],
+) -> bool:
+    """Read and fold chunks until the stream is done, then drain the body's end (see
+    :data:`STREAM_DRAIN_S`); True when the body ended (EOF).
+
+    One loop for the whole stream: each read is awaited here under the watchdog, not in a
+    coroutine of its own, and the chunk's arrival time is read once for every mark.
+    """
+    marks, watch = timing
+    drained = 0
+    while True:
+        watch.enter_read()
+        try:
+            chunk = await anext(chunks)
+        except StopAsyncIteration:
+            return True
+        except (asyncio.CancelledError, TimeoutError) as exc:
+            if isinstance(exc, asyncio.CancelledError) and not watch.fired():
+                raise  # a cancellation from outside (a hedge's loser) stays one
+            err = _timed_out(call, state, marks, watch)
+            if err is None:
+                return False  # terminal event seen; the missing trailer is not worth waiting for
+            raise err from exc
+        except CALL_ERRORS as exc:
+            if state.finished or marks.drain_until is not None:
+                return False  # the content is complete; a broken trailer does not lose it
+            raise _read_error(call, state, marks, exc) from exc
+        watch.reading = False
+        now = marks.last_chunk_at = watch.time()
+        if marks.drain_until is not None:
+            drained += len(chunk)
+            if drained > STREAM_DRAIN_BYTES:
+                return False
+        elif _on_chunk(call, state, _decode(call, state, decoder, chunk), now, timing):
+            await call.progress(state.text)
 
 
 def _body(response: httpx.Response) -> AsyncIterator[bytes]:
@@ -191,31 +218,40 @@ def _body(response: httpx.Response) -> AsyncIterator[bytes]:
     return response.aiter_bytes()
 
 
+def _timed_out(
+    call: Call, state: StreamState, marks: _Marks, watch: _Watchdog
+) -> ProviderError | None:
+    """The error of a read whose deadline passed; None when the content was complete."""
+    end = watch.expired or _next_deadline(call.budgets, marks)[1]
+    if end is StreamEnd.COMPLETE:
+        return None
+    return _stream_error(call, state, end, f"after {call.clock() - call.started:.3g}s")
+
+
 def _read_error(call: Call, state: StreamState, marks: _Marks, exc: Exception) -> ProviderError:
     phase = Phase.AWAITING_FIRST_TOKEN if marks.first_token_at is None else Phase.STREAMING
     return classify_exception(exc, endpoint=call.name, phase=phase, partial_text=state.text)
 
 
-async def _fold_chunk(
-    call: Call,
-    state: StreamState,
-    decoder: StreamDecoder,
-    chunk: bytes,
-    marks: _Marks,
-    watch: _Watchdog,
-) -> None:
-    """Fold the events ``chunk`` completes, marking the first token and the terminal event."""
-    for event in _decode(call, state, decoder, chunk):
-        if _fold(call, state, event) and call.on_progress is not None:
-            await call.progress(state.text)
-        if marks.first_token_at is None and state.content_events:
-            marks.first_token_at = watch.time()
-            watch.arm()
-        if state.finished and marks.finished_at is None:
-            marks.finished_at = watch.time()
-            watch.arm()
-        if state.done:
-            break
+def _on_chunk(
+    call: Call, state: StreamState, events: list[Any], now: float, timing: tuple[_Marks, _Watchdog]
+) -> bool:
+    """Fold the events a chunk completed and mark the milestones it reached (the first token,
+    the terminal event, the end of the content) at its arrival; whether progress is due."""
+    marks, watch = timing
+    added = _fold_events(call, state, events)
+    if added and marks.first_token_at is None:
+        marks.first_token_at = now
+        watch.arm()
+    if state.finished and marks.finished_at is None:
+        marks.finished_at = now
+        watch.arm()
+    if state.done:
+        # Read what is left (the chunked terminator, usually already buffered) so the
+        # connection goes back to the pool: see STREAM_DRAIN_S.
+        marks.drain_until = min(now + STREAM_DRAIN_S, call.started + call.budgets.total_s)
+        watch.arm()
+    return added and call.on_progress is not None and now >= call.next_progress_at
 
 
 def _check_ending(call: Call, state: StreamState) -> None:
@@ -230,24 +266,6 @@ def _check_ending(call: Call, state: StreamState) -> None:
         )
 
 
-async def _drain(chunks: AsyncIterator[bytes], deadline: float) -> None:
-    """Read what is left of a finished stream, briefly and ignoring it.
-
-    A response closed before its body's end closes its connection: each call then paid a
-    new connection (a TLS handshake, with a real provider). The end usually arrives with
-    the last event; a server that holds the stream open keeps it closed as before.
-    """
-    size = 0
-    try:
-        async with asyncio.timeout_at(deadline):
-            async for chunk in chunks:
-                size += len(chunk)
-                if size > STREAM_DRAIN_BYTES:
-                    return
-    except (TimeoutError, *CALL_ERRORS):
-        return  # the answer is complete; only the connection's reuse is lost
-
-
 def _decode(call: Call, state: StreamState, decoder: StreamDecoder, chunk: bytes) -> list[Any]:
     try:
         return decoder.feed(chunk)
@@ -255,23 +273,25 @@ def _decode(call: Call, state: StreamState, decoder: StreamDecoder, chunk: bytes
         raise _stream_error(call, state, StreamEnd.MALFORMED, f"broken framing: {exc}") from exc
 
 
-async def _apply(call: Call, state: StreamState, event: Any) -> None:
-    if _fold(call, state, event) and call.on_progress is not None:
-        await call.progress(state.text)
+def _fold_events(call: Call, state: StreamState, events: list[Any]) -> bool:
+    """Fold ``events`` into ``state`` until it is done; whether they added content.
 
-
-def _fold(call: Call, state: StreamState, event: Any) -> bool:
-    """Fold one event into ``state``; whether it added content (progress to report)."""
+    The limits are checked after every event: a stream too malformed or above
+    ``max_reply_bytes`` stops at the event that crossed the line, not at the chunk's end.
+    """
     before = state.content_events
-    state.on_event(event)
-    if state.malformed and state.too_malformed():
-        raise _stream_error(
-            call, state, StreamEnd.MALFORMED, f"{state.malformed} of {state.events} events"
-        )
     limit = call.budgets.max_reply_bytes
-    if limit is not None and state.text_bytes > limit:
-        # Stop reading now: an endless or runaway stream must not be buffered to the end.
-        raise oversized_error(call.name, state.text_bytes, limit, state.text, streaming=True)
+    for event in events:
+        state.on_event(event)
+        if state.malformed and state.too_malformed():
+            raise _stream_error(
+                call, state, StreamEnd.MALFORMED, f"{state.malformed} of {state.events} events"
+            )
+        if limit is not None and state.text_bytes > limit:
+            # Stop reading now: an endless or runaway stream must not be buffered to the end.
+            raise oversized_error(call.name, state.text_bytes, limit, state.text, streaming=True)
+        if state.done:
+            break
     return state.content_events > before
 
 

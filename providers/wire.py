@@ -39,6 +39,9 @@ MAX_MALFORMED_EVENTS = 3
 MAX_MALFORMED_RATIO = 0.10
 MIN_EVENTS_FOR_RATIO = 10
 
+#: ``json.loads`` for text without its per-call argument checks (one event, one call).
+_json_decode = json.JSONDecoder().decode
+
 #: Shape errors while reading a JSON payload that parsed but is not what the wire promises.
 SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
@@ -160,7 +163,7 @@ class StreamState(ABC):
     def decode(self, event: SSEEvent) -> Any:
         """The JSON payload of an event, or ``None`` (counted) when it does not parse."""
         try:
-            return json.loads(event.data)
+            return _json_decode(event.data)
         except (ValueError, RecursionError):
             self.malformed += 1
             return None

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import sys
 
 from agent_failover.resilience.models import ChatRequest
 
@@ -28,19 +30,23 @@ TOKENS_PER_MESSAGE = 4
 TOKENS_PER_REQUEST = 3
 
 
+#: Runs of wide-script characters (see :data:`WIDE_SCRIPT_START`), found by the regex engine.
+_WIDE_RUNS = re.compile(f"[{chr(WIDE_SCRIPT_START)}-{chr(sys.maxunicode)}]+")
+
+
 def estimate_tokens(text: str) -> int:
-    """Estimated tokens in ``text``: 0 for empty text, else at least 1 (see module doc)."""
+    """Estimated tokens in ``text``: 0 for empty text, else at least 1 (see module doc).
+
+    Counted in C, not character by character in Python: called on every prompt before a
+    call and on the growing text of every progress report, it ran ~60 ns per character.
+    """
     if not text:
         return 0
-    ascii_chars = wide = other = 0
-    for ch in text:
-        code = ord(ch)
-        if code < 0x80:
-            ascii_chars += 1
-        elif code >= WIDE_SCRIPT_START:
-            wide += 1
-        else:
-            other += 1
+    if text.isascii():
+        return max(1, math.ceil(len(text) / ASCII_CHARS_PER_TOKEN))
+    ascii_chars = len(text.encode("ascii", errors="ignore"))
+    wide = sum(map(len, _WIDE_RUNS.findall(text)))
+    other = len(text) - ascii_chars - wide
     estimate = ascii_chars / ASCII_CHARS_PER_TOKEN + other / OTHER_CHARS_PER_TOKEN + wide
     return max(1, math.ceil(estimate))
 

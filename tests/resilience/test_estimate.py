@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_failover.resilience.estimate import estimate_request_tokens, estimate_tokens
+from agent_failover.resilience.estimate import (
+    WIDE_SCRIPT_START,
+    estimate_request_tokens,
+    estimate_tokens,
+)
 from agent_failover.resilience.models import ChatRequest, Message, ToolCall
 
 
@@ -28,6 +34,31 @@ def test_cjk_costs_a_token_per_character():
 def test_accented_text_costs_more_than_ascii():
     """Non-ASCII letters outside the wide scripts cost a token per two characters."""
     assert estimate_tokens("é" * 100) == 50 > estimate_tokens("e" * 100)
+
+
+def _per_character(text: str) -> int:
+    """The estimate counted one character at a time, as the rule states it."""
+    if not text:
+        return 0
+    ascii_chars = wide = other = 0
+    for ch in text:
+        if ord(ch) < 0x80:
+            ascii_chars += 1
+        elif ord(ch) >= WIDE_SCRIPT_START:
+            wide += 1
+        else:
+            other += 1
+    return max(1, math.ceil(ascii_chars / 4 + other / 2 + wide))
+
+
+_EDGES = "\x00\x7f\x80\u00e9\u2e7f\u2e80\u4e16\ud800\udfff\uffff\U00010000\U0010ffff"
+
+
+@given(st.text(alphabet=st.sampled_from(_EDGES) | st.characters(), max_size=300))
+def test_estimate_counts_as_the_rule_per_character(text):
+    """The estimate counted in C (ASCII fast path, wide runs by regex) is the per-character
+    rule's, at every class boundary, lone surrogates included."""
+    assert estimate_tokens(text) == _per_character(text)
 
 
 @given(st.text(max_size=200), st.text(max_size=200))
