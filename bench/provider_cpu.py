@@ -7,8 +7,8 @@ primary endpoint (in a child process, so only the client's CPU is counted), ``--
 calls at concurrency ``--concurrency`` through one shared client, streamed and JSON in
 turn, ``--rounds`` times, each call with an ``on_progress`` callback like ``call_model``'s
 (``--no-progress``: without, as before 2026-12-06). Prints JSON: CPU ms per call
-(median of rounds) and the ratio. A regression here (say a stream that stops reusing its connection, or per-token work)
-shows without Temporal in the way. Usage::
+(median of rounds) and the ratio. A regression here (say a stream that stops reusing its
+connection, or per-token work) shows without Temporal in the way. Usage::
 
     .venv/bin/python bench/provider_cpu.py --calls 200 --rounds 3
 """
