@@ -148,6 +148,8 @@ class HourlyLatency:
 
     def __init__(self) -> None:
         self.buckets: dict[int, dict[int, int]] = {}
+        #: The oldest hour held (None: none): the walk below is due only when it expired.
+        self._oldest_held: int | None = None
 
     def add(self, outcome: CallOutcome) -> None:
         """Count ``outcome`` in its hour if it feeds the baseline; drop expired hours."""
@@ -157,9 +159,13 @@ class HourlyLatency:
         bucket = self.buckets.setdefault(hour, {})
         b = latency_bin(outcome.latency_ms)
         bucket[b] = bucket.get(b, 0) + 1
+        if self._oldest_held is None or hour < self._oldest_held:
+            self._oldest_held = hour
         oldest = hour - HORIZON_HOURS
-        for h in [h for h in self.buckets if h < oldest]:
-            del self.buckets[h]
+        if self._oldest_held < oldest:  # about once an hour, not on every call
+            for h in [h for h in self.buckets if h < oldest]:
+                del self.buckets[h]
+            self._oldest_held = min(self.buckets)
 
     def p95(self, *, now: float, min_samples: int) -> tuple[float | None, int]:
         """:func:`long_horizon_p95` of the held buckets."""

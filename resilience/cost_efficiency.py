@@ -92,6 +92,8 @@ class CostLedger:
         self.hours: dict[int, dict[str, int]] = {}
         self.demoted = False
         self.since: float | None = None
+        #: The oldest minute and hour held (inf: none yet).
+        self._oldest_held: tuple[float, float] = (float("inf"), float("inf"))
 
     def add(self, outcome: CallOutcome) -> None:
         """Count ``outcome`` in its minute and hour if it was billed."""
@@ -105,10 +107,19 @@ class CostLedger:
             bucket = table.setdefault(key, {})
             for k, n in inc.items():
                 bucket[k] = bucket.get(k, 0) + n
-        first_minute = minute_of(outcome.at - self.horizon_s)
-        first_hour = hour_of(outcome.at) - HORIZON_HOURS
-        self.minutes = {m: b for m, b in self.minutes.items() if m >= first_minute}
-        self.hours = {h: b for h, b in self.hours.items() if h >= first_hour}
+        # Drop what the horizon left behind when the oldest bucket held is behind it (about
+        # once a minute), not by a walk over every bucket on every call.
+        minute, hour = minute_of(outcome.at), hour_of(outcome.at)
+        oldest_minute = min(self._oldest_held[0], minute)
+        if oldest_minute < minute_of(outcome.at - self.horizon_s):
+            first = minute_of(outcome.at - self.horizon_s)
+            self.minutes = {m: b for m, b in self.minutes.items() if m >= first}
+            oldest_minute = min(self.minutes)
+        oldest_hour = min(self._oldest_held[1], hour)
+        if oldest_hour < hour - HORIZON_HOURS:
+            self.hours = {h: b for h, b in self.hours.items() if h >= hour - HORIZON_HOURS}
+            oldest_hour = min(self.hours)
+        self._oldest_held = (oldest_minute, oldest_hour)
 
     def efficiency(self, now: float) -> CostEfficiency:
         """The route's :class:`CostEfficiency` at ``now``."""

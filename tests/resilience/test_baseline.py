@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from agent_failover.resilience.baseline import (
     BUCKET_S,
+    HORIZON_HOURS,
     BaselineSource,
     HourlyLatency,
     bin_upper_ms,
@@ -168,3 +169,20 @@ def test_long_horizon_needs_min_samples() -> None:
     """Too few calls in the horizon: no long baseline (ordinary variance is not slowness)."""
     buckets = {int(HOUR0 // BUCKET_S): {latency_bin(100.0): 5}}
     assert long_horizon_p95(buckets, now=HOUR0 + BUCKET_S, min_samples=10) == (None, 5)
+
+
+@PROPERTY
+@given(st.lists(st.floats(min_value=-20.0, max_value=400.0), min_size=1, max_size=40))
+def test_hours_are_pruned_as_a_walk_on_every_write_would(hours) -> None:
+    """The expired hours are dropped only when the horizon moves, yet after every write
+    the buckets are exactly those a walk over all of them would leave, calls arriving out
+    of order included."""
+    h = HourlyLatency()
+    expected: dict[int, int] = {}
+    for offset in hours:
+        at = HOUR0 + offset * BUCKET_S
+        h.add(ok(ROUTE, at, 100.0))
+        hour = int(at // BUCKET_S)
+        expected[hour] = expected.get(hour, 0) + 1
+        expected = {k: n for k, n in expected.items() if k >= hour - HORIZON_HOURS}
+        assert {k: sum(b.values()) for k, b in h.buckets.items()} == expected

@@ -4,7 +4,11 @@ verdict with hysteresis, and the planner demoting on it exactly as on an SLA bre
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from agent_failover.resilience.aggregates import minute_of
+from agent_failover.resilience.baseline import HORIZON_HOURS, hour_of
 from agent_failover.resilience.config import CostEfficiencySettings, PolicyConfig
 from agent_failover.resilience.contracts import CallOutcome, CostEfficiency, HealthSnapshot
 from agent_failover.resilience.cost_efficiency import (
@@ -174,3 +178,19 @@ def test_planner_demotes_and_restores_with_hysteresis() -> None:
     _phase(ledger, HOUR + 3000, answers=20, rejections=8)  # 71 %: restored
     restored = _plan_at(ledger, HOUR + 3300)
     assert restored.attempts[0].route == PRIMARY and ledger.since == HOUR + 3300
+
+
+@given(st.lists(st.floats(min_value=-600.0, max_value=200 * 3600.0), min_size=1, max_size=40))
+def test_ledger_prunes_as_a_walk_on_every_write_would(offsets) -> None:
+    """Minutes and hours behind the horizon are dropped only when it moves, yet after every
+    write the ledger holds exactly what a walk over all its buckets would have left, calls
+    arriving out of order included."""
+    ledger = CostLedger(horizon_s=600.0)
+    minutes: set[int] = set()
+    hours: set[int] = set()
+    for offset in offsets:
+        at = HOUR + offset
+        ledger.add(CallOutcome(route=PRIMARY, at=at, ok=True, tokens=TOKENS, cost_usd=PRICE))
+        minutes = {m for m in {*minutes, minute_of(at)} if m >= minute_of(at - 600.0)}
+        hours = {h for h in {*hours, hour_of(at)} if h >= hour_of(at) - HORIZON_HOURS}
+        assert set(ledger.minutes) == minutes and set(ledger.hours) == hours
