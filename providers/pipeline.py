@@ -13,16 +13,10 @@ the key, token and secret header values masked; nothing here retries.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import httpx
-
-try:  # httpcore and anyio use sniffio when it is installed (neither requires it)
-    import sniffio
-except ImportError:  # pragma: no cover - then they assume asyncio without asking
-    sniffio = None  # type: ignore[assignment]
 
 from agent_failover.providers.base import (
     Call,
@@ -56,38 +50,6 @@ async def complete(
 
     Streams when the request asks for it and the endpoint supports it.
     """
-    with _async_library_named():
-        return await _complete(adapter, client, endpoint, request, budgets, on_progress, now)
-
-
-@contextmanager
-def _async_library_named() -> Iterator[None]:
-    """Name the running async library once, in sniffio's context variable, for this call.
-
-    httpcore and anyio ask sniffio which library runs on every network read and write and
-    every pool lock (a few hundred times per streamed reply); unnamed, each answer sniffs
-    through ``asyncio.current_task`` (Python code before 3.12). The variable is sniffio's
-    own, meant to be set by whoever knows: this task's context only, reset after the call.
-    """
-    if sniffio is None or sniffio.current_async_library_cvar.get() is not None:
-        yield
-        return
-    token = sniffio.current_async_library_cvar.set(sniffio.current_async_library())
-    try:
-        yield
-    finally:
-        sniffio.current_async_library_cvar.reset(token)
-
-
-async def _complete(
-    adapter: WireAdapter,
-    client: httpx.AsyncClient,
-    endpoint: EndpointConfig,
-    request: ChatRequest,
-    budgets: Budgets,
-    on_progress: ProgressCallback | None,
-    now: Callable[[], float],
-) -> ChatReply:
     call = Call.start(
         client,
         endpoint,
