@@ -346,7 +346,8 @@ async def bench_stack(
         )
     bare_tq = f"bare-{uuid.uuid4().hex[:8]}"
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=64))
-    acts: list[Any] = [BareActivities(http).call]
+    bare_acts = BareActivities(http)  # the call, and the local activity of floor_parts' arms
+    acts: list[Any] = [bare_acts.call, bare_acts.context]
     names = ["httpx", "bare", "failover"] + (["failover-queue"] if queued else [])
     if with_litellm and litellm is not None:
         acts.append(litellm_call)
