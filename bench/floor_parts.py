@@ -15,7 +15,10 @@ same stack (simulator primary in its own process, +50 ms to first token, one dev
 * ``failover``: ``resilient_complete`` (role ``plain``) as in ``bench/overhead.py``.
 
 Prints JSON: per arm p50/p99, throughput and worker CPU per call at each concurrency
-(``--concurrency``), history bytes; ratios to ``bare``; and ``gap_ms``, the failover arm's
+(``--concurrency``), with the CPU per call the simulator and the dev server spent meanwhile
+(on two cores they compete with the worker: a streamed reply costs the simulator more
+than a JSON one, and that shows in a streaming arm's throughput, not in its worker CPU),
+history bytes; ratios to ``bare``; and ``gap_ms``, the failover arm's
 CPU per call minus the bare arm's split into the context's share, streaming's share and
 the rest (what agent-failover's own code costs beyond those two). ``--png`` draws the CPU
 per call of each arm. Usage::
@@ -32,8 +35,18 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhead import _Arms, _measure, _ratios, bench_stack, emit, save_figure  # beside this file
-from run_facts import loadavg  # beside this file
+from overhead import (  # beside this file
+    _Arms,
+    _concurrent,
+    _history,
+    _ms,
+    _ratios,
+    _sequential,
+    bench_stack,
+    emit,
+    save_figure,
+)
+from run_facts import ChildCPU, loadavg  # beside this file
 
 from agent_failover.testing.bare import BareCallWorkflow
 
@@ -94,6 +107,57 @@ def gap(res: dict[str, Any], width: int) -> dict[str, float]:
     }
 
 
+#: Command-line markers of the children whose CPU is recorded beside the worker's.
+CHILDREN = {"simulator": "run_simulator_blocking", "server": "start-dev"}
+
+
+async def measure(arms: _Arms, args: argparse.Namespace, probe: ChildCPU) -> dict[str, Any]:
+    """Every arm, interleaved as ``bench/overhead.py`` runs them, with the children's CPU
+    per call of each concurrent batch."""
+    ops = {n: getattr(arms, n.replace("-", "_")) for n in ARMS}
+    for op in ops.values():  # warm-up: connections, first workflow tasks
+        for _ in range(3):
+            await op()
+    arms.ids.clear()
+    lat: dict[str, list[float]] = {n: [] for n in ARMS}
+    acc: dict[tuple[str, str, int], float] = {}
+    for _ in range(args.rounds):
+        for n, op in ops.items():
+            lat[n] += (await _sequential(op, args.batch))[0]
+        for width in args.concurrency:
+            for n, op in ops.items():
+                before = probe.seconds()
+                wall, cpu = await _concurrent(op, args.concurrent, width)
+                after = probe.seconds()
+                for key, value in (("wall", wall), ("cpu", cpu)):
+                    acc[n, key, width] = acc.get((n, key, width), 0.0) + value
+                for child, b in before.items():
+                    a = after[child]
+                    if a is not None and b is not None:
+                        acc[n, child, width] = acc.get((n, child, width), 0.0) + a - b
+    return await _summarize(arms, args, lat, acc)
+
+
+async def _summarize(
+    arms: _Arms,
+    args: argparse.Namespace,
+    lat: dict[str, list[float]],
+    acc: dict[tuple[str, str, int], float],
+) -> dict[str, Any]:
+    calls = args.rounds * args.concurrent
+    out: dict[str, Any] = {}
+    for n in ARMS:
+        r: dict[str, Any] = {"p50_ms": _ms(lat[n], 50), "p99_ms": _ms(lat[n], 99)}
+        for w in args.concurrency:
+            r[f"throughput_per_s_c{w}"] = round(calls / acc[n, "wall", w], 1)
+            r[f"cpu_ms_per_call_c{w}"] = round(acc[n, "cpu", w] / calls * 1000, 2)
+            for child in CHILDREN:
+                if (n, child, w) in acc:
+                    r[f"{child}_cpu_ms_per_call_c{w}"] = round(acc[n, child, w] / calls * 1000, 2)
+        out[n] = r | await _history(arms.client, arms.ids[n][: args.history_sample])
+    return out
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Start the stack, size the context from a failover call, run the arms interleaved."""
     async with bench_stack(args.ttft_ms, queued=False, with_litellm=False) as (arms, _):
@@ -101,7 +165,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         size = await context_bytes(arms)
         PartsArms.context_size = size
         load_before = loadavg()
-        res = await _measure(arms, ARMS, args)
+        res = await measure(arms, args, ChildCPU(CHILDREN))
     return {
         "setup": {
             "simulator_extra_ttft_ms": args.ttft_ms,

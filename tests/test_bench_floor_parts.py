@@ -94,3 +94,26 @@ async def test_context_activity_returns_exactly_its_size(size: int) -> None:
     async with httpx.AsyncClient() as http:
         got = await BareActivities(http).context(size)
     assert len(json.dumps(got, separators=(",", ":"))) == size
+
+
+def test_child_cpu_reads_a_busy_childs_seconds() -> None:
+    import subprocess
+    import sys
+    import time
+
+    run_facts = load_bench("run_facts")
+    code = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    code += "time.sleep(30)  # floor-parts-busy-marker"
+    child = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        probe = run_facts.ChildCPU({"busy": "floor-parts-busy-marker", "none": "no-such-child"})
+        deadline = time.monotonic() + 10
+        seconds = probe.seconds()
+        while (seconds["busy"] or 0.0) < 0.25 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            seconds = probe.seconds()
+    finally:
+        child.kill()
+        child.wait()
+    assert seconds["none"] is None
+    assert seconds["busy"] is not None and 0.25 <= seconds["busy"] < 5
