@@ -160,8 +160,8 @@ async def _summarize(
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Start the stack, size the context from a failover call, run the arms interleaved."""
-    async with bench_stack(args.ttft_ms, queued=False, with_litellm=False) as (arms, _):
-        arms.__class__ = PartsArms
+    stack = bench_stack(args.ttft_ms, queued=False, with_litellm=False, arms_class=PartsArms)
+    async with stack as (arms, _):
         size = await context_bytes(arms)
         PartsArms.context_size = size
         load_before = loadavg()
