@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-
 from typing import Any
 
 from pydantic import BaseModel, Field, model_serializer
