@@ -326,11 +326,13 @@ async def bench_stack(
     redis_url: str | None = None,
     queued: bool = True,
     with_litellm: bool = True,
+    arms_class: type[_Arms] | None = None,
 ) -> AsyncIterator[tuple[_Arms, list[str]]]:
     """Simulator, dev server and the arms' workers, running; yields the arms and their names.
 
     ``queued``: also the ``failover-queue`` arm's harness; ``with_litellm``: the LiteLLM
-    arm when the ``bench`` extra is installed. Everything is stopped on the way out.
+    arm when the ``bench`` extra is installed; ``arms_class``: an :class:`_Arms` subclass
+    with more arms. Everything is stopped on the way out.
     """
     sim: Any = await (start_simulator(port=0) if sim_in_process else SimProcess().ready())
     os.environ["SIM_URL"] = sim.url
@@ -346,7 +348,8 @@ async def bench_stack(
         )
     bare_tq = f"bare-{uuid.uuid4().hex[:8]}"
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=64))
-    acts: list[Any] = [BareActivities(http).call]
+    bare_acts = BareActivities(http)  # the call, and the local activity of floor_parts' arms
+    acts: list[Any] = [bare_acts.call, bare_acts.context]
     names = ["httpx", "bare", "failover"] + (["failover-queue"] if queued else [])
     if with_litellm and litellm is not None:
         acts.append(litellm_call)
@@ -358,7 +361,7 @@ async def bench_stack(
         activities=acts,
         max_concurrent_activities=64,
     )
-    arms = _Arms(env.client, h, bare_tq, sim.base_url(PRIMARY), queued=hq)
+    arms = (arms_class or _Arms)(env.client, h, bare_tq, sim.base_url(PRIMARY), queued=hq)
     try:
         async with running([*workers, *queued_workers, bare_worker]):
             yield arms, names

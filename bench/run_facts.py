@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -40,3 +41,37 @@ class RedisRoundTrips:
 
         if self._orig is not None:
             AbstractConnection.send_packed_command = self._orig  # type: ignore[method-assign]
+
+
+class ChildCPU:
+    """CPU seconds (user + system) of this process's children whose command line contains
+    a marker, read from ``/proc`` (Linux): what the dev server and the simulator spend, so a
+    benchmark on a shared machine can say where a saturated machine's time went."""
+
+    def __init__(self, markers: dict[str, str]) -> None:
+        self._pids = {name: self._find(marker) for name, marker in markers.items()}
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _find(marker: str) -> int | None:
+        me = os.getpid()
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                cmd = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except (OSError, IndexError, UnicodeDecodeError):
+                continue
+            if int(fields[1]) == me and marker in cmd:
+                return int(stat.parent.name)
+        return None
+
+    def seconds(self) -> dict[str, float | None]:
+        """Each named child's CPU seconds so far (None: not found or gone)."""
+        out: dict[str, float | None] = {}
+        for name, pid in self._pids.items():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                out[name] = (int(fields[11]) + int(fields[12])) / self._tick
+            except (OSError, IndexError, TypeError, ValueError):
+                out[name] = None
+        return out

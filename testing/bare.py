@@ -6,15 +6,23 @@ on Temporal runs one model call. :class:`BareActivities` is that activity over p
 ``httpx``: one Anthropic Messages request, the reply's text back. Benchmarks
 (``bench/overhead.py``) and comparisons register their own activity under another name
 (e.g. a LiteLLM call) and pass it in :class:`BareCallInput`.
+
+Two switches add, one at a time, what a resilient call does that this floor does not
+(``bench/floor_parts.py`` measures each): ``context_bytes`` runs one local activity first
+whose result is that many bytes of JSON (the role context's shape: a read recorded in
+history before the call), and ``stream`` reads the reply as Anthropic's server-sent
+events instead of one JSON body.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from pydantic import BaseModel, Field
 from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     # Only the activity uses httpx; the sandbox must not re-import it per workflow run.
@@ -36,10 +44,13 @@ class BareCallInput(BaseModel):
     max_tokens: int = Field(default=64, ge=1)
     activity: str = "bare_llm_call"
     timeout_s: float = Field(default=30.0, gt=0)
+    #: Run the ``bare_context`` local activity first, its result this many bytes of JSON.
+    context_bytes: int | None = Field(default=None, ge=8)
+    #: Stream the reply (server-sent events) instead of reading one JSON body.
+    stream: bool = False
 
 
-async def post_messages(http: httpx.AsyncClient, inp: BareCallInput) -> str:
-    """POST one non-streaming Messages request and return the reply's text."""
+def _body(inp: BareCallInput) -> dict[str, object]:
     body: dict[str, object] = {
         "model": inp.model,
         "max_tokens": inp.max_tokens,
@@ -47,14 +58,41 @@ async def post_messages(http: httpx.AsyncClient, inp: BareCallInput) -> str:
     }
     if inp.system is not None:
         body["system"] = inp.system
+    return body
+
+
+_HEADERS = {"anthropic-version": ANTHROPIC_VERSION, "x-api-key": "bench"}
+
+
+async def post_messages(http: httpx.AsyncClient, inp: BareCallInput) -> str:
+    """POST one non-streaming Messages request and return the reply's text."""
     resp = await http.post(
-        f"{inp.base_url}/v1/messages",
-        headers={"anthropic-version": ANTHROPIC_VERSION, "x-api-key": "bench"},
-        json=body,
-        timeout=inp.timeout_s,
+        f"{inp.base_url}/v1/messages", headers=_HEADERS, json=_body(inp), timeout=inp.timeout_s
     )
     resp.raise_for_status()
     return "".join(b.get("text", "") for b in resp.json().get("content", []))
+
+
+async def stream_messages(http: httpx.AsyncClient, inp: BareCallInput) -> str:
+    """POST one streaming Messages request and return the text of its ``text_delta`` events,
+    as a user's activity would read it (``aiter_lines``, no budgets, no partial answer).
+
+    Anthropic's stream: https://docs.anthropic.com/en/api/messages-streaming (events
+    ``content_block_delta`` carry ``delta.type == "text_delta"`` and ``delta.text``).
+    """
+    body = {**_body(inp), "stream": True}
+    parts: list[str] = []
+    url = f"{inp.base_url}/v1/messages"
+    async with http.stream("POST", url, headers=_HEADERS, json=body, timeout=inp.timeout_s) as resp:
+        resp.raise_for_status()
+        async for line in resp.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            event = json.loads(line[5:])
+            delta = event.get("delta") if event.get("type") == "content_block_delta" else None
+            if delta and delta.get("type") == "text_delta":
+                parts.append(delta.get("text", ""))
+    return "".join(parts)
 
 
 class BareActivities:
@@ -66,7 +104,14 @@ class BareActivities:
     @activity.defn(name="bare_llm_call")
     async def call(self, inp: BareCallInput) -> str:
         """One model call, nothing else: no health, no cache, no failover."""
+        if inp.stream:
+            return await stream_messages(self._http, inp)
         return await post_messages(self._http, inp)
+
+    @activity.defn(name="bare_context")
+    async def context(self, size: int) -> dict[str, str]:
+        """A local activity's result of ``size`` bytes of JSON (``{"c": "xx…"}``)."""
+        return {"c": "x" * max(size - 8, 0)}
 
 
 @workflow.defn(name="BareCallWorkflow")
@@ -75,6 +120,15 @@ class BareCallWorkflow:
 
     @workflow.run
     async def run(self, inp: BareCallInput) -> str:
+        if inp.context_bytes is not None:
+            ctx = await workflow.execute_local_activity(
+                "bare_context",
+                inp.context_bytes,
+                result_type=dict,
+                start_to_close_timeout=timedelta(seconds=10),
+            )
+            if len(ctx.get("c", "")) + 8 < inp.context_bytes:
+                raise ApplicationError("the context came back short", non_retryable=True)
         return await workflow.execute_activity(
             inp.activity,
             inp,
