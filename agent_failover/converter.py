@@ -165,11 +165,17 @@ class FailoverJSONPlainPayloadConverter(PydanticJSONPlainPayloadConverter):
         return self._local(hint)
 
 
-def _encoding_converters(json_converter: EncodingPayloadConverter) -> list[Any]:
-    return [
-        json_converter if isinstance(c, JSONPlainPayloadConverter) else c
-        for c in DefaultPayloadConverter.default_encoding_payload_converters
-    ]
+@functools.lru_cache(maxsize=4)
+def _template(
+    defaults: tuple[EncodingPayloadConverter, ...],
+) -> dict[bytes, EncodingPayloadConverter | None]:
+    """The SDK's default converters by encoding, in their order, None where the JSON one
+    goes: worked out once per tuple of defaults (``isinstance`` is slow in the sandbox,
+    where the worker builds a converter per run)."""
+    return {
+        c.encoding.encode(): None if isinstance(c, JSONPlainPayloadConverter) else c
+        for c in defaults
+    }
 
 
 class FailoverPayloadConverter(CompositePayloadConverter):
@@ -177,8 +183,11 @@ class FailoverPayloadConverter(CompositePayloadConverter):
     in ``PydanticPayloadConverter``'s order. Nullary and cheap: the data converter builds
     one per workflow run and per context clone."""
 
-    def __init__(self) -> None:
-        super().__init__(*_encoding_converters(FailoverJSONPlainPayloadConverter()))
+    def __init__(self) -> None:  # CompositePayloadConverter's, without the per-run work
+        template = _template(DefaultPayloadConverter.default_encoding_payload_converters)
+        self.converters = {
+            k: FailoverJSONPlainPayloadConverter() if c is None else c for k, c in template.items()
+        }
 
 
 @functools.cache

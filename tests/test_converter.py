@@ -239,3 +239,19 @@ def test_pickles_like_the_sdks() -> None:
         assert conv.payload_converter.from_payload(payload, hint) == value
     again = pickle.loads(pickle.dumps(FailoverPayloadConverter()))
     assert list(again.converters) == list(PydanticPayloadConverter().converters)
+
+
+def test_follows_the_sdks_default_converters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built from ``DefaultPayloadConverter.default_encoding_payload_converters`` as the
+    SDK's is, so a process that changes them gets the same encodings in both."""
+    defaults = DefaultPayloadConverter.default_encoding_payload_converters
+    monkeypatch.setattr(
+        DefaultPayloadConverter, "default_encoding_payload_converters", defaults[::-1][:3]
+    )
+    ours, sdk = FailoverPayloadConverter(), PydanticPayloadConverter()
+    assert (
+        list(ours.converters) == list(sdk.converters) == [b"json/plain", *list(ours.converters)[1:]]
+    )
+    assert [type(c) for c in ours.converters.values()][1:] == [
+        type(c) for c in sdk.converters.values()
+    ][1:]
