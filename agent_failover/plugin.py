@@ -3,12 +3,10 @@
 A ``temporalio.plugin.SimplePlugin`` that, on the worker it is given to (or on every
 worker of a client it is given to):
 
-* sets the pydantic payload converter (:mod:`agent_failover.converter`: the SDK's
-  ``PydanticPayloadConverter`` on the wire, cheaper per payload; the user's codec and
-  failure converter kept, a custom payload converter left alone)
-  and, when the payload codec is on (``codec=``, default: on when ``FAILOVER_CODEC_KEYS``
-  is set), the AES-GCM codec of :mod:`agent_failover.codec` with encoded failure
-  attributes; the Redis response cache then stores answers encrypted too;
+* sets our pydantic payload converter (:mod:`agent_failover.converter`, keeping the user's
+  codec and failure converter) and, when the payload codec is on (``codec=``, default: on
+  when ``FAILOVER_CODEC_KEYS`` is set), the AES-GCM codec of :mod:`agent_failover.codec`
+  with encoded failure attributes; the Redis response cache then stores answers encrypted too;
 * when tracing is on (``tracing=``, default: on when Temporal's replay-safe tracer provider
   is installed, e.g. by ``setup_telemetry``), adds Temporal's ``OpenTelemetryInterceptor``
   to the worker and its bulkhead workers (unless their client already traces);
@@ -153,9 +151,7 @@ def with_passthrough(
 
 
 def with_pydantic(converter: DataConverter | None) -> DataConverter:
-    """The user's data converter with our pydantic payload converter (codec kept): the
-    SDK's default or pydantic one is replaced by :class:`FailoverPayloadConverter` (the
-    same bytes on the wire), ours or a custom one is kept as it is."""
+    """The user's converter (codec kept) on :class:`FailoverPayloadConverter` unless custom."""
     if converter is None:
         converter = DataConverter.default
     if converter.payload_converter_class in (DefaultPayloadConverter, PydanticPayloadConverter):
