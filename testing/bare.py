@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
@@ -48,6 +49,18 @@ class BareCallInput(BaseModel):
     context_bytes: int | None = Field(default=None, ge=8)
     #: Stream the reply (server-sent events) instead of reading one JSON body.
     stream: bool = False
+
+    @model_serializer(mode="wrap")
+    def _without_switches_off(self, handler: Any) -> Any:
+        """Leave the two switches out when off: the floor's input (and history) stays the
+        size it was before they existed, so ratios to it compare like with like."""
+        out = handler(self)
+        if isinstance(out, dict):
+            if out.get("context_bytes") is None:
+                out.pop("context_bytes", None)
+            if out.get("stream") is False:
+                out.pop("stream", None)
+        return out
 
 
 def _body(inp: BareCallInput) -> dict[str, object]:

@@ -117,3 +117,13 @@ def test_child_cpu_reads_a_busy_childs_seconds() -> None:
         child.wait()
     assert seconds["none"] is None
     assert seconds["busy"] is not None and 0.25 <= seconds["busy"] < 5
+
+
+def test_the_floors_input_is_unchanged_by_the_switches_when_they_are_off() -> None:
+    from pydantic_core import to_json
+
+    off = BareCallInput(base_url="http://x", model="m", prompt="p")
+    on = off.model_copy(update={"context_bytes": 64, "stream": True})
+    assert b"context_bytes" not in to_json(off) and b"stream" not in to_json(off)
+    back = BareCallInput.model_validate_json(to_json(on))
+    assert (back.context_bytes, back.stream) == (64, True)
