@@ -80,20 +80,22 @@ def _stable(hint: Any, depth: int = 0) -> bool:
     return module.partition(".")[0] in _STABLE_ROOTS
 
 
-def _own_validator(hint: Any) -> SchemaValidator | None:
+def _own_validator(hint: Any) -> Any:
     """A pydantic model's (or pydantic dataclass's) own validator: the one
     ``TypeAdapter(hint)`` would use (pydantic reads it without inheriting it). A model
-    whose build was deferred (``defer_build``) is built first, as its first use would."""
+    whose build was deferred (``defer_build``) hands its placeholder, which builds the
+    model on first use, as ``model_validate_json`` would."""
     if not isinstance(hint, type):
         return None
     try:
         validator = hint.__dict__.get("__pydantic_validator__")
-        if not isinstance(validator, SchemaValidator) and issubclass(hint, BaseModel):
-            hint.model_rebuild(raise_errors=False)
-            validator = hint.__dict__.get("__pydantic_validator__")
-    except (AttributeError, TypeError):
+    except AttributeError:
         return None
-    return validator if isinstance(validator, SchemaValidator) else None
+    if isinstance(validator, SchemaValidator):
+        return validator
+    if validator is not None and issubclass(hint, BaseModel):
+        return validator
+    return None
 
 
 class _SharedAdapters:

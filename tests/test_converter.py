@@ -255,3 +255,21 @@ def test_follows_the_sdks_default_converters(monkeypatch: pytest.MonkeyPatch) ->
     assert [type(c) for c in ours.converters.values()][1:] == [
         type(c) for c in sdk.converters.values()
     ][1:]
+
+
+def test_a_deferred_model_is_built_by_its_first_decode(counted: dict[str, int]) -> None:
+    """A ``defer_build`` model decodes with its own validator (built on first use, as by
+    ``model_validate_json``), without a TypeAdapter."""
+
+    class Later(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(defer_build=True)
+        x: int
+
+    payload = Payload(metadata={"encoding": b"json/plain"}, data=b'{"x": 1}')
+    back = FailoverPayloadConverter().from_payload(payload, Later)
+    assert counted["adapters"] == 0
+    assert back == Later(x=1)
+    with pytest.raises(pydantic.ValidationError):
+        FailoverPayloadConverter().from_payload(
+            Payload(metadata=payload.metadata, data=b"{}"), Later
+        )
