@@ -250,10 +250,12 @@ def _without_default_fields(model: BaseModel, out: dict[str, Any]) -> dict[str, 
 @functools.lru_cache(maxsize=32)
 def _field_defaults(cls: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
     """Each field's default (a factory's called once per class: it is only compared with,
-    never handed out), instead of asking pydantic for every field of every payload."""
+    never handed out), instead of asking pydantic for every field of every payload. A
+    required field has none: it is always written, so it is not compared at all."""
     return tuple(
         (name, info.get_default(call_default_factory=True))
         for name, info in cls.model_fields.items()
+        if not info.is_required()
     )
 
 

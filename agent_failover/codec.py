@@ -261,7 +261,9 @@ def with_codec(converter: DataConverter, codec: PayloadCodec | None) -> DataConv
 
 
 def failover_data_converter(codec: PayloadCodec | None = None) -> DataConverter:
-    """The pydantic data converter, with ``codec`` (and encoded failure attributes) if given."""
-    from temporalio.contrib.pydantic import pydantic_data_converter
+    """The pydantic data converter (ours: :mod:`agent_failover.converter`, the SDK's
+    ``pydantic_data_converter`` on the wire), with ``codec`` (and encoded failure
+    attributes) if given."""
+    from agent_failover.converter import failover_pydantic_data_converter
 
-    return with_codec(pydantic_data_converter, codec)
+    return with_codec(failover_pydantic_data_converter(), codec)

@@ -3,10 +3,10 @@
 A ``temporalio.plugin.SimplePlugin`` that, on the worker it is given to (or on every
 worker of a client it is given to):
 
-* sets the pydantic payload converter (keeping the user's codec and failure converter)
-  and, when the payload codec is on (``codec=``, default: on when ``FAILOVER_CODEC_KEYS``
-  is set), the AES-GCM codec of :mod:`agent_failover.codec` with encoded failure
-  attributes; the Redis response cache then stores answers encrypted too;
+* sets our pydantic payload converter (:mod:`agent_failover.converter`, keeping the user's
+  codec and failure converter) and, when the payload codec is on (``codec=``, default: on
+  when ``FAILOVER_CODEC_KEYS`` is set), the AES-GCM codec of :mod:`agent_failover.codec`
+  with encoded failure attributes; the Redis response cache then stores answers encrypted too;
 * when tracing is on (``tracing=``, default: on when Temporal's replay-safe tracer provider
   is installed, e.g. by ``setup_telemetry``), adds Temporal's ``OpenTelemetryInterceptor``
   to the worker and its bulkhead workers (unless their client already traces);
@@ -72,6 +72,7 @@ from agent_failover.activities.search_attributes import SearchAttributeMode
 from agent_failover.activities.shadow import ShadowActivities
 from agent_failover.activities.tools import ToolActivities, tools_base_url
 from agent_failover.codec import with_codec
+from agent_failover.converter import FailoverPayloadConverter
 from agent_failover.providers.client import policy_http_client
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.startup import (
@@ -150,12 +151,12 @@ def with_passthrough(
 
 
 def with_pydantic(converter: DataConverter | None) -> DataConverter:
-    """The user's data converter with the pydantic payload converter (codec kept)."""
+    """The user's converter (codec kept) on :class:`FailoverPayloadConverter` unless custom."""
     if converter is None:
         converter = DataConverter.default
     if converter.payload_converter_class in (DefaultPayloadConverter, PydanticPayloadConverter):
-        return dataclasses.replace(converter, payload_converter_class=PydanticPayloadConverter)
-    return converter  # a custom payload converter: the user knows what they are doing
+        return dataclasses.replace(converter, payload_converter_class=FailoverPayloadConverter)
+    return converter  # ours, or a custom payload converter: the user knows what they are doing
 
 
 class FailoverPlugin(SimplePlugin):

@@ -56,13 +56,12 @@ def normalized_request(role: str, request: ChatRequest) -> dict[str, Any]:
     }
 
 
+#: ``json.dumps(..., sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+#: default=str)``, built once: ``json.dumps`` builds an encoder per call for these options.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def cache_key(role: str, request: ChatRequest) -> str:
     """Hex SHA-256 of ``role`` plus the normalized request (stream flag and priorities excluded)."""
-    payload = json.dumps(
-        normalized_request(role, request),
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        default=str,
-    )
+    payload = _ENCODER.encode(normalized_request(role, request))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from temporalio.api.common.v1 import Payload
 from temporalio.api.failure.v1 import Failure
-from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import (
     DataConverter,
     DefaultFailureConverter,
@@ -29,6 +29,7 @@ from agent_failover.codec import (
     parse_keys,
     with_codec,
 )
+from agent_failover.converter import FailoverPayloadConverter
 from agent_failover.plugin import FailoverPlugin
 
 SECRET = "patient 4711 has condition X"
@@ -191,7 +192,7 @@ def test_plugin_codec_from_argument_or_environment(
     assert FailoverPlugin(policy_path, stores="memory", codec=False).codec is None
     conv = plugin._data_converter(None)
     assert conv.payload_codec is plugin.codec
-    assert conv.payload_converter_class is PydanticPayloadConverter
+    assert conv.payload_converter_class is FailoverPayloadConverter
     mine = codec()
     users = plugin._data_converter(DataConverter(payload_codec=mine))
     assert users.payload_codec is mine  # the user's own codec wins

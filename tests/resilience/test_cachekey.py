@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_failover.resilience.cachekey import cache_key
+from agent_failover.resilience.cachekey import cache_key, normalized_request
 from agent_failover.resilience.models import ChatRequest, Message, Priority
 from tests.resilience.helpers import PROPERTY
 
@@ -49,3 +52,25 @@ def test_schema_key_order_does_not_matter(schema: dict[str, int]) -> None:
     """JSON is hashed with sorted keys, so dict order is irrelevant."""
     reordered = dict(reversed(list(schema.items())))
     assert cache_key("r", req(json_schema=schema)) == cache_key("r", req(json_schema=reordered))
+
+
+@PROPERTY
+@given(
+    st.text(max_size=40),
+    st.dictionaries(
+        st.text(max_size=5), st.one_of(st.integers(), st.floats(), st.text()), max_size=4
+    ),
+    st.lists(st.text(max_size=5), max_size=3),
+)
+def test_the_key_is_the_documented_hash(text: str, schema: dict, stop: list[str]) -> None:
+    """The key is SHA-256 of ``json.dumps(normalized_request, sort_keys=True, separators=(",",
+    ":"), ensure_ascii=False, default=str)``: entries written under it stay readable."""
+    request = req(text, json_schema=schema or None, stop=stop, temperature=0.25)
+    dumped = json.dumps(
+        normalized_request("r", request),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+    assert cache_key("r", request) == hashlib.sha256(dumped.encode("utf-8")).hexdigest()
