@@ -38,7 +38,7 @@ async def _cpu_per_call(
     http: Any, cfg: Any, stream: bool, calls: int, args: argparse.Namespace
 ) -> float:
     concurrency = args.concurrency
-    progress = _Progress(not args.no_progress)
+    progress = Progress(not args.no_progress)
     req = ChatRequest(
         messages=[Message(role="user", content="provider cpu")], max_tokens=64, stream=stream
     )
@@ -81,7 +81,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-class _Progress:
+class Progress:
     """What ``call_model`` passes as ``on_progress``: it keeps the newest text and estimate
     (its heartbeat loop reads them), so the benchmark pays what a worker's call pays."""
 

@@ -33,6 +33,7 @@ from agent_failover.providers.client import Budgets, build_http_client
 from agent_failover.providers.registry import complete
 from agent_failover.resilience.models import ChatRequest, Message
 from bench.overhead import PRIMARY, SimProcess
+from bench.provider_cpu import Progress
 
 BUDGETS = Budgets(connect_s=5.0, ttft_s=10.0, idle_s=10.0, total_s=30.0)
 REQUEST = ChatRequest(messages=[Message(role="user", content="pump cpu")], max_tokens=64)
@@ -81,7 +82,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     rec, cfg = await _record()
     transport = httpx.MockTransport(lambda _: _replay(200, rec.headers, rec.chunks))
     cpu: list[float] = []
-    on_progress = _Progress(not args.no_progress).callback
+    on_progress = Progress(not args.no_progress).callback
     async with build_http_client(transport=transport) as http:
         reply = await complete(http, cfg, REQUEST, BUDGETS, on_progress=on_progress)
         for _ in range(args.rounds):
@@ -101,18 +102,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_ms_per_call": round(per_call, 3),
         "cpu_us_per_chunk": round(per_call * 1000 / len(rec.chunks), 2),
     }
-
-
-class _Progress:
-    """What ``call_model`` passes as ``on_progress``: it keeps the newest text and estimate
-    (its heartbeat loop reads them), so the benchmark pays what a worker's call pays."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.text, self.tokens = "", 0
-        self.callback = self.update if enabled else None
-
-    def update(self, text: str, tokens: int) -> None:
-        self.text, self.tokens = text, tokens
 
 
 def main(argv: list[str] | None = None) -> int:
