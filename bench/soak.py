@@ -54,7 +54,7 @@ from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
 from agent_failover.resilience.windows import DEFAULT_HORIZON_S
 from agent_failover.stores.redis_keys import max_keys_per_route
-from agent_failover.testing.procs import spawn_tied, stop_process
+from agent_failover.testing.procs import spawn_tied, stop_process, worker_env
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.workflows.models import PipelineInput, PipelineOptions, PipelineResult
@@ -93,15 +93,12 @@ def start_worker(
     cmd = [sys.executable, str(ROOT / "worker.py")]
     if args.tracemalloc:
         cmd = [sys.executable, "-c", TRACE_WRAPPER, args.tracemalloc, str(args.sample_s)]
-    env = dict(os.environ)
-    env.update(
-        TEMPORAL_ADDRESS=address,
-        FAILOVER_POLICY=str(DEFAULT_POLICY_PATH),
-        SIM_URL=sim_url,
+    env = worker_env(
+        address=address,
+        sim_url=sim_url,
+        task_queue=ns,
+        log_level="INFO",
         REDIS_URL=args.redis_url,
-        FAILOVER_REDIS_NAMESPACE=ns,
-        FAILOVER_TASK_QUEUE=ns,
-        LOG_LEVEL="INFO",
         FAILOVER_SHUTDOWN_GRACE_S="2",
         PYTHONUNBUFFERED="1",
     )

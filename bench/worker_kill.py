@@ -34,8 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from agent_failover.config import DEFAULT_POLICY_PATH
-from agent_failover.testing.procs import pipeline_step_worker_pid
+from agent_failover.testing.procs import pipeline_step_worker_pid, worker_env
 from agent_failover.testing.servers import start_dev_server
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import start_simulator
@@ -53,16 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def start_worker(address: str, sim_url: str, task_queue: str, **extra: str) -> subprocess.Popen:
     """``python worker.py`` on ``task_queue`` (its own Redis namespace), quiet."""
-    env = {
-        **os.environ,
-        "TEMPORAL_ADDRESS": address,
-        "SIM_URL": sim_url,
-        "LOG_LEVEL": "WARNING",
-        "FAILOVER_POLICY": str(DEFAULT_POLICY_PATH),
-        "FAILOVER_TASK_QUEUE": task_queue,
-        "FAILOVER_REDIS_NAMESPACE": task_queue,
-        **extra,
-    }
+    env = worker_env(address=address, sim_url=sim_url, task_queue=task_queue, **extra)
     return subprocess.Popen(
         [sys.executable, "worker.py"],
         cwd=ROOT,

@@ -8,14 +8,18 @@ child SIGTERM when its parent exits (``prctl(PR_SET_PDEATHSIG)``), then ``exec``
 binary, so the PID returned is the binary's own. Elsewhere it is a plain ``Popen``: the
 signal handlers of ``failover dev`` / ``failover demo`` still stop everything.
 :func:`stop_process` is the matching graceful stop (SIGTERM, then SIGKILL).
+:func:`worker_env` is the environment of a ``python worker.py`` child in tests and
+benchmarks.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -35,6 +39,35 @@ _LAUNCHER = (
     "    sys.exit(1)\n"
     "os.execv(sys.argv[2], sys.argv[2:])\n"
 )
+
+
+def worker_env(
+    *,
+    address: str,
+    sim_url: str | None = None,
+    task_queue: str | None = None,
+    policy: str | Path | None = None,
+    log_level: str = "WARNING",
+    **extra: str,
+) -> dict[str, str]:
+    """This process's environment for a ``python worker.py`` child: the Temporal
+    ``address``, the simulator (``SIM_URL``), the policy (default the demo's: never a
+    worker's own default, so it is named), the task queue and, named after it, the Redis
+    namespace (so workers of different tests share no keys), the log level, then ``extra``
+    variables over all of it."""
+    from agent_failover.config import DEFAULT_POLICY_PATH
+
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": address,
+        "FAILOVER_POLICY": str(policy or DEFAULT_POLICY_PATH),
+        "LOG_LEVEL": log_level,
+    }
+    if sim_url is not None:
+        env["SIM_URL"] = sim_url
+    if task_queue is not None:
+        env["FAILOVER_TASK_QUEUE"] = env["FAILOVER_REDIS_NAMESPACE"] = task_queue
+    return env | extra
 
 
 def tied_command(args: Sequence[str], parent_pid: int) -> list[str]:

@@ -26,6 +26,7 @@ from agent_failover.resilience.errors import ErrorClass
 from agent_failover.stores.factory import DEFAULT_REDIS_URL
 from agent_failover.stores.health import RedisHealthStore
 from agent_failover.stores.redis_link import fail_fast_client
+from agent_failover.testing.procs import worker_env
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.sim.server import RunningSimulator
 from agent_failover.workflows.models import PipelineInput
@@ -61,15 +62,8 @@ def _policy(tmp_path: Path) -> Path:
 async def _start_worker(
     dev_env: WorkflowEnvironment, sim: RunningSimulator, tq: str, policy: Path
 ) -> asyncio.subprocess.Process:
-    env = {
-        **os.environ,
-        "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
-        "SIM_URL": sim.url,
-        "LOG_LEVEL": "WARNING",
-        "FAILOVER_POLICY": str(policy),
-        "FAILOVER_TASK_QUEUE": tq,
-        "FAILOVER_REDIS_NAMESPACE": tq,
-    }
+    address = dev_env.client.service_client.config.target_host
+    env = worker_env(address=address, sim_url=sim.url, task_queue=tq, policy=policy)
     return await asyncio.create_subprocess_exec(
         sys.executable, "worker.py", cwd=ROOT, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
