@@ -47,6 +47,10 @@ log = logging.getLogger(__name__)
 SUPERVISOR_STOP_S = 10.0
 #: A local stack's workers drain for a short while only: Ctrl-C should feel immediate.
 DEV_SHUTDOWN_GRACE_S = 5.0
+#: The longest one step of stopping a stack may take before the next starts: a step that
+#: hangs (a task deaf to cancellation, a store that does not close) must not keep the
+#: dev server and Redis, stopped by later steps, running with their ports.
+STOP_STEP_LIMIT_S = 15.0
 
 
 @dataclass
@@ -79,18 +83,15 @@ class DevStack:
     async def stop(self) -> None:
         """Stop workers, stores, Temporal and the simulator; each step runs even if an
         earlier one failed, so no process or port is left behind."""
-        steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
-            ("monitor supervisor", self._cancel_tasks),
-            ("workers", self._shutdown_workers),
-            ("stores", self.deps.close),
-            ("Temporal dev server", self.env.shutdown),
-            ("simulator", self.sim.stop),
-        ]
-        for name, step in steps:
-            try:
-                await step()
-            except Exception as exc:  # keep going: the next steps free ports
-                log.warning("stopping the %s failed: %s", name, exc)
+        await stop_in_steps(
+            [
+                ("monitor supervisor", self._cancel_tasks),
+                ("workers", self._shutdown_workers),
+                ("stores", self.deps.close),
+                ("Temporal dev server", self.env.shutdown),
+                ("simulator", self.sim.stop),
+            ]
+        )
         with contextlib.suppress(FileNotFoundError):
             stack_file().unlink()
         for restore in self._restore:
@@ -108,6 +109,22 @@ class DevStack:
     async def _shutdown_workers(self) -> None:
         await asyncio.gather(*(w.shutdown() for w in self.workers), return_exceptions=True)
         await asyncio.gather(*self._runs, return_exceptions=True)
+
+
+async def stop_in_steps(
+    steps: list[tuple[str, Callable[[], Awaitable[object]]]],
+    limit_s: float = STOP_STEP_LIMIT_S,
+) -> None:
+    """Run each named stop step in turn, each within ``limit_s``: a step that fails or
+    overruns is logged (naming it) and the next one runs anyway, so what later steps stop
+    (the dev server, Redis, the simulator) is stopped and its ports freed."""
+    for name, step in steps:
+        try:
+            await asyncio.wait_for(step(), limit_s)
+        except TimeoutError:
+            log.warning("stopping the %s took over %gs: going on to the next step", name, limit_s)
+        except Exception as exc:  # keep going: the next steps free ports
+            log.warning("stopping the %s failed: %s", name, exc)
 
 
 def _set_env(name: str, value: str | None) -> str | None:
