@@ -14,7 +14,11 @@ the difference to ``bare``); ``--png`` draws stacked bars. Needs ``py-spy`` (the
         --png bench/out/cpu_breakdown.png
 
 Sampling slows the child (figures are ~1.3x the unsampled CPU per call); compare arms
-within one run, not with ``bench/overhead.py``'s absolute figures.
+within one run, not with ``bench/overhead.py``'s absolute figures. On a busy machine with
+few cores a thread that holds the GIL while it waits for a core is sampled as busy in
+whatever frame it is in, so a single frame can read ten times its real cost: time a frame
+directly before chasing it. ``--redis URL`` runs the arms with the health store and cache
+in Redis (a production worker's path; the stores' own frames get their category).
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ from typing import Any
 #: (category, substrings of a frame's function name); a sample goes to the first category
 #: any of its frames matches, so the order runs from the specific to the general.
 CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "Redis stores (client and decoding)",
+        ("RedisHealthStore.", "RedisResponseCache.", "RedisSnapshots.", "RedisOutcomes."),
+    ),
     ("provider call (activity body)", ("ModelCallActivities.call_model", "BareActivities.call")),
     ("role_context local activity", ("RoleContextActivities.role_context", "role_context")),
     ("sandbox: per-run module imports", ("Importer._import",)),
@@ -95,9 +103,15 @@ def _overhead() -> Any:
 # --- the child: one arm, 16 in flight, counting calls between GO and end of stdin -------
 
 
+#: The child's Redis URL (``--redis``), passed in its environment.
+REDIS_ENV = "CPU_BREAKDOWN_REDIS_URL"
+
+
 async def _child(arm: str) -> dict[str, Any]:
     oh = _overhead()
-    async with oh.bench_stack(50.0, queued=False, with_litellm=False) as (arms, _):
+    redis_url = os.environ.get(REDIS_ENV) or None
+    stack = oh.bench_stack(50.0, queued=False, with_litellm=False, redis_url=redis_url)
+    async with stack as (arms, _):
         return await _drive(getattr(arms, arm))
 
 
@@ -140,13 +154,19 @@ def _py_spy() -> str:
 
 
 def _run_arm(
-    arm: str, seconds: float, rate: int, keep: str | None, native: bool = False
+    arm: str,
+    seconds: float,
+    rate: int,
+    keep: str | None,
+    native: bool = False,
+    redis_url: str | None = None,
 ) -> dict[str, Any]:
     child = subprocess.Popen(
         [sys.executable, __file__, "--child", arm],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        env={**os.environ, REDIS_ENV: redis_url or ""},
     )
     assert child.stdin is not None and child.stdout is not None
     try:
@@ -205,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--native", action="store_true", help="native frames too (pauses the child per sample)"
     )
+    ap.add_argument("--redis", default=None, metavar="URL", help="stores in Redis at URL")
     ap.add_argument("--out", default=None)
     ap.add_argument("--png", default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -212,9 +233,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(asyncio.run(_child(args.child))), flush=True)
         return 0
-    doc: dict[str, Any] = {"setup": {"seconds": args.seconds, "rate_hz": args.rate}, "arms": {}}
+    setup = {
+        "seconds": args.seconds,
+        "rate_hz": args.rate,
+        "stores": "redis" if args.redis else "memory",
+    }
+    doc: dict[str, Any] = {"setup": setup, "arms": {}}
     for arm in args.arms:
-        doc["arms"][arm] = _run_arm(arm, args.seconds, args.rate, args.keep_raw, args.native)
+        doc["arms"][arm] = _run_arm(
+            arm, args.seconds, args.rate, args.keep_raw, args.native, args.redis
+        )
     if "bare" in doc["arms"]:
         base = doc["arms"]["bare"]["ms_per_call"]
         doc["vs_bare_ms"] = {

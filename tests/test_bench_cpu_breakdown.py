@@ -41,3 +41,18 @@ def test_samples_go_to_the_first_matching_category_per_call() -> None:
 def test_no_call_in_the_window_is_an_error_that_says_what_to_do() -> None:
     with pytest.raises(ValueError, match="--seconds"):
         cb.breakdown(RAW, calls=0, rate_hz=100.0)
+
+
+def test_a_redis_store_frame_counts_as_the_stores_not_as_what_called_it() -> None:
+    raw = "\n".join(
+        [
+            f"{LOOP};RoleContextActivities.role_context (activities/role_context.py:41);"
+            "RedisHealthStore.snapshot (stores/redis_health.py:9);"
+            "Pipeline.execute (redis/asyncio/client.py:1) 3",
+            f"{LOOP};ModelCallActivities.call_model (activities/model_call.py:62);"
+            "RedisOutcomes.record (stores/redis_outcomes.py:5) 2",
+            f"{LOOP};RoleContextActivities.role_context (activities/role_context.py:41) 1",
+        ]
+    )
+    got = cb.breakdown(raw, calls=1, rate_hz=100.0)
+    assert got == {"Redis stores (client and decoding)": 50.0, "role_context local activity": 10.0}
