@@ -116,15 +116,37 @@ async def stop_in_steps(
     limit_s: float = STOP_STEP_LIMIT_S,
 ) -> None:
     """Run each named stop step in turn, each within ``limit_s``: a step that fails or
-    overruns is logged (naming it) and the next one runs anyway, so what later steps stop
-    (the dev server, Redis, the simulator) is stopped and its ports freed."""
+    overruns is logged (naming it, and for an overrun where the step and the other tasks
+    were waiting) and the next one runs anyway, so what later steps stop (the dev server,
+    Redis, the simulator) is stopped and its ports freed."""
     for name, step in steps:
-        try:
-            await asyncio.wait_for(step(), limit_s)
-        except TimeoutError:
-            log.warning("stopping the %s took over %gs: going on to the next step", name, limit_s)
-        except Exception as exc:  # keep going: the next steps free ports
+        task = asyncio.ensure_future(step())
+        done, _ = await asyncio.wait({task}, timeout=limit_s)
+        if not done:
+            log.warning(
+                "stopping the %s took over %gs: going on to the next step; waiting in: %s",
+                name,
+                limit_s,
+                waiting_in(task),
+            )
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)
+            continue
+        if not task.cancelled() and (exc := task.exception()) is not None:
             log.warning("stopping the %s failed: %s", name, exc)
+
+
+def waiting_in(step: asyncio.Future[object], most: int = 8) -> str:
+    """Where ``step`` and the loop's other pending tasks are waiting: each task's name and
+    innermost frame (file:line function), for the log line of a stop step that hung."""
+    tasks = [step, *(t for t in asyncio.all_tasks() if t is not step and not t.done())]
+    where = []
+    for t in tasks[:most]:
+        frames = t.get_stack() if isinstance(t, asyncio.Task) else []
+        f = frames[-1] if frames else None
+        at = f"{Path(f.f_code.co_filename).name}:{f.f_lineno} {f.f_code.co_name}" if f else "?"
+        where.append(f"{t.get_name() if isinstance(t, asyncio.Task) else 'step'} at {at}")
+    return "; ".join(where)
 
 
 def _set_env(name: str, value: str | None) -> str | None:

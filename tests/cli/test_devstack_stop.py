@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 
 import pytest
@@ -37,4 +38,7 @@ async def test_a_hanging_and_a_failing_step_do_not_stop_the_later_ones(
     assert time.monotonic() - t0 < 5
     messages = [r.getMessage() for r in caplog.records]
     assert any("workers took over 0.2s" in m for m in messages), messages
+    # Where it hung, for the next look: the step's own innermost frame.
+    hung = re.compile(r"workers took over .* waiting in: \S+ at test_devstack_stop\.py:\d+ hangs")
+    assert any(hung.search(m) for m in messages), messages
     assert any("stores failed: connection reset" in m for m in messages), messages
