@@ -37,13 +37,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from overhead import (  # beside this file
     _Arms,
-    _concurrent,
-    _history,
-    _ms,
+    _measure,
     _ratios,
-    _sequential,
     bench_stack,
     emit,
+    run_setup,
     save_figure,
 )
 from run_facts import ChildCPU, loadavg  # beside this file
@@ -111,53 +109,6 @@ def gap(res: dict[str, Any], width: int) -> dict[str, float]:
 CHILDREN = {"simulator": "run_simulator_blocking", "server": "start-dev"}
 
 
-async def measure(arms: _Arms, args: argparse.Namespace, probe: ChildCPU) -> dict[str, Any]:
-    """Every arm, interleaved as ``bench/overhead.py`` runs them, with the children's CPU
-    per call of each concurrent batch."""
-    ops = {n: getattr(arms, n.replace("-", "_")) for n in ARMS}
-    for op in ops.values():  # warm-up: connections, first workflow tasks
-        for _ in range(3):
-            await op()
-    arms.ids.clear()
-    lat: dict[str, list[float]] = {n: [] for n in ARMS}
-    acc: dict[tuple[str, str, int], float] = {}
-    for _ in range(args.rounds):
-        for n, op in ops.items():
-            lat[n] += (await _sequential(op, args.batch))[0]
-        for width in args.concurrency:
-            for n, op in ops.items():
-                before = probe.seconds()
-                wall, cpu = await _concurrent(op, args.concurrent, width)
-                after = probe.seconds()
-                for key, value in (("wall", wall), ("cpu", cpu)):
-                    acc[n, key, width] = acc.get((n, key, width), 0.0) + value
-                for child, b in before.items():
-                    a = after[child]
-                    if a is not None and b is not None:
-                        acc[n, child, width] = acc.get((n, child, width), 0.0) + a - b
-    return await _summarize(arms, args, lat, acc)
-
-
-async def _summarize(
-    arms: _Arms,
-    args: argparse.Namespace,
-    lat: dict[str, list[float]],
-    acc: dict[tuple[str, str, int], float],
-) -> dict[str, Any]:
-    calls = args.rounds * args.concurrent
-    out: dict[str, Any] = {}
-    for n in ARMS:
-        r: dict[str, Any] = {"p50_ms": _ms(lat[n], 50), "p99_ms": _ms(lat[n], 99)}
-        for w in args.concurrency:
-            r[f"throughput_per_s_c{w}"] = round(calls / acc[n, "wall", w], 1)
-            r[f"cpu_ms_per_call_c{w}"] = round(acc[n, "cpu", w] / calls * 1000, 2)
-            for child in CHILDREN:
-                if (n, child, w) in acc:
-                    r[f"{child}_cpu_ms_per_call_c{w}"] = round(acc[n, child, w] / calls * 1000, 2)
-        out[n] = r | await _history(arms.client, arms.ids[n][: args.history_sample])
-    return out
-
-
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Start the stack, size the context from a failover call, run the arms interleaved."""
     stack = bench_stack(args.ttft_ms, queued=False, with_litellm=False, arms_class=PartsArms)
@@ -165,18 +116,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         size = await context_bytes(arms)
         PartsArms.context_size = size
         load_before = loadavg()
-        res = await measure(arms, args, ChildCPU(CHILDREN))
+        res = await _measure(arms, ARMS, args, ChildCPU(CHILDREN))
     return {
-        "setup": {
-            "simulator_extra_ttft_ms": args.ttft_ms,
-            "rounds": args.rounds,
-            "sequential_calls_per_arm": args.rounds * args.batch,
-            "concurrent_calls_per_arm": args.rounds * args.concurrent,
-            "concurrency": args.concurrency,
-            "context_bytes": size,
-            "load_average_before": load_before,
-            "load_average_after": loadavg(),
-        },
+        "setup": run_setup(args, load_before) | {"context_bytes": size},
         "arms": res,
         "ratios": _ratios(res),
         "gap_ms": {f"c{w}": gap(res, w) for w in args.concurrency},

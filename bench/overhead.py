@@ -215,46 +215,83 @@ def _ms(values: list[float], q: float) -> float:
     return round((percentile([v * 1000 for v in values], q) or 0.0), 1)
 
 
-async def _measure(arms: _Arms, names: list[str], args: argparse.Namespace) -> dict[str, Any]:
+async def _measure(
+    arms: _Arms, names: list[str], args: argparse.Namespace, probe: Any = None
+) -> dict[str, Any]:
+    """Every arm in ``names``, interleaved; ``probe`` (a ``run_facts.ChildCPU``) adds the
+    CPU per call its child processes spent during each arm's concurrent batches."""
     ops = {n: getattr(arms, n.replace("-", "_")) for n in names}
     for op in ops.values():  # warm-up: connections, sandbox imports, first workflow tasks
         for _ in range(3):
             await op()
     arms.ids.clear()
     lat: dict[str, list[float]] = {n: [] for n in names}
-    cpu = dict.fromkeys(names, 0.0)
-    trips = dict.fromkeys(names, 0)
-    widths = args.concurrency
-    wall = {(n, c): 0.0 for n in names for c in widths}
-    ccpu = {(n, c): 0.0 for n in names for c in widths}
+    seq: dict[tuple[str, str], float] = {}
+    conc: dict[tuple[str, str, int], float] = {}
     for _ in range(args.rounds):
         for n, op in ops.items():
             got, c, t = await _sequential(op, args.batch)
             lat[n] += got
-            cpu[n] += c
-            trips[n] += t
-        for width in widths:
+            _add(seq, (n, "cpu"), c)
+            _add(seq, (n, "trips"), t)
+        for width in args.concurrency:
             for n, op in ops.items():
+                before = probe.seconds() if probe else {}
                 w, c = await _concurrent(op, args.concurrent, width)
-                wall[n, width] += w
-                ccpu[n, width] += c
+                _add(conc, (n, "wall", width), w)
+                _add(conc, (n, "cpu", width), c)
+                after = probe.seconds() if probe else {}
+                for child, b in before.items():
+                    if b is not None and after[child] is not None:
+                        _add(conc, (n, child, width), after[child] - b)
+    return {n: await _arm_figures(arms, n, args, lat[n], seq, conc) for n in names}
+
+
+def _add(acc: dict[Any, float], key: Any, value: float) -> None:
+    acc[key] = acc.get(key, 0.0) + value
+
+
+async def _arm_figures(
+    arms: _Arms,
+    n: str,
+    args: argparse.Namespace,
+    lat: list[float],
+    seq: dict[tuple[str, str], float],
+    conc: dict[tuple[str, str, int], float],
+) -> dict[str, Any]:
     calls_seq, calls_conc = args.rounds * args.batch, args.rounds * args.concurrent
-    out: dict[str, Any] = {}
-    for n in names:
-        out[n] = {
-            "p50_ms": _ms(lat[n], 50),
-            "p95_ms": _ms(lat[n], 95),
-            "p99_ms": _ms(lat[n], 99),
-            "cpu_ms_per_call_sequential": round(cpu[n] / calls_seq * 1000, 2),
-        }
-        if ROUND_TRIPS is not None:
-            out[n]["redis_round_trips_per_call"] = round(trips[n] / calls_seq, 2)
-        for width in widths:
-            out[n][f"throughput_per_s_c{width}"] = round(calls_conc / wall[n, width], 1)
-            out[n][f"cpu_ms_per_call_c{width}"] = round(ccpu[n, width] / calls_conc * 1000, 2)
-        if n != "httpx":
-            out[n] |= await _history(arms.client, arms.ids[n][: args.history_sample])
+    out: dict[str, Any] = {
+        "p50_ms": _ms(lat, 50),
+        "p95_ms": _ms(lat, 95),
+        "p99_ms": _ms(lat, 99),
+        "cpu_ms_per_call_sequential": round(seq[n, "cpu"] / calls_seq * 1000, 2),
+    }
+    if ROUND_TRIPS is not None:
+        out["redis_round_trips_per_call"] = round(seq[n, "trips"] / calls_seq, 2)
+    for (arm, kind, w), total in conc.items():
+        if arm != n:
+            continue
+        if kind == "wall":
+            out[f"throughput_per_s_c{w}"] = round(calls_conc / total, 1)
+        else:  # this process's CPU ("cpu") or a child's, named
+            prefix = "" if kind == "cpu" else f"{kind}_"
+            out[f"{prefix}cpu_ms_per_call_c{w}"] = round(total / calls_conc * 1000, 2)
+    if n != "httpx":
+        out |= await _history(arms.client, arms.ids[n][: args.history_sample])
     return out
+
+
+def run_setup(args: argparse.Namespace, load_before: str | None) -> dict[str, Any]:
+    """What every arm of a run shared: its sizes and the machine's load around it."""
+    return {
+        "simulator_extra_ttft_ms": args.ttft_ms,
+        "rounds": args.rounds,
+        "sequential_calls_per_arm": args.rounds * args.batch,
+        "concurrent_calls_per_arm": args.rounds * args.concurrent,
+        "concurrency": args.concurrency,
+        "load_average_before": load_before,
+        "load_average_after": loadavg(),
+    }
 
 
 def _ratios(res: dict[str, Any]) -> dict[str, Any]:
@@ -387,14 +424,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         load_before = loadavg()
         res = await _measure(arms, names, args)
     return {
-        "setup": {
-            "simulator_extra_ttft_ms": args.ttft_ms,
-            "rounds": args.rounds,
-            "sequential_calls_per_arm": args.rounds * args.batch,
-            "concurrent_calls_per_arm": args.rounds * args.concurrent,
-            "concurrency": args.concurrency,
-            "load_average_before": load_before,
-            "load_average_after": loadavg(),
+        "setup": run_setup(args, load_before)
+        | {
             "health_store": "redis" if args.redis else "memory",
             "simulator": "in this process" if args.sim_in_process else "child process",
             "failover_dispatch": arms.h.activities and "eager (default); failover-queue: queue",
