@@ -3,10 +3,9 @@
 A ``temporalio.plugin.SimplePlugin`` that, on the worker it is given to (or on every
 worker of a client it is given to):
 
-* sets our pydantic payload converter (:mod:`agent_failover.converter`, keeping the user's
-  codec and failure converter) and, when the payload codec is on (``codec=``, default: on
-  when ``FAILOVER_CODEC_KEYS`` is set), the AES-GCM codec of :mod:`agent_failover.codec`
-  with encoded failure attributes; the Redis response cache then stores answers encrypted too;
+* sets our payload converter (:mod:`agent_failover.converter`; codec, failure converter
+  kept) and, with ``codec=`` on (default: when ``FAILOVER_CODEC_KEYS`` is set), the AES-GCM
+  codec (:mod:`agent_failover.codec`) with encoded failure attributes, Redis cache included;
 * when tracing is on (``tracing=``, default: on when Temporal's replay-safe tracer provider
   is installed, e.g. by ``setup_telemetry``), adds Temporal's ``OpenTelemetryInterceptor``
   to the worker and its bulkhead workers (unless their client already traces);
