@@ -257,9 +257,7 @@ def _on_chunk(
 def _check_ending(call: Call, state: StreamState) -> None:
     """A stream that stopped being read fails when it was too malformed or never finished."""
     if state.too_malformed():
-        raise _stream_error(
-            call, state, StreamEnd.MALFORMED, f"{state.malformed} of {state.events} events"
-        )
+        raise _too_malformed(call, state)
     if not state.finished:
         raise _stream_error(
             call, state, StreamEnd.EOF_BEFORE_TERMINAL, f"after {len(state.text)} characters"
@@ -284,15 +282,19 @@ def _fold_events(call: Call, state: StreamState, events: list[Any]) -> bool:
     for event in events:
         state.on_event(event)
         if state.malformed and state.too_malformed():
-            raise _stream_error(
-                call, state, StreamEnd.MALFORMED, f"{state.malformed} of {state.events} events"
-            )
+            raise _too_malformed(call, state)
         if limit is not None and state.text_bytes > limit:
             # Stop reading now: an endless or runaway stream must not be buffered to the end.
             raise oversized_error(call.name, state.text_bytes, limit, state.text, streaming=True)
         if state.done:
             break
     return state.content_events > before
+
+
+def _too_malformed(call: Call, state: StreamState) -> ProviderError:
+    return _stream_error(
+        call, state, StreamEnd.MALFORMED, f"{state.malformed} of {state.events} events"
+    )
 
 
 def _stream_error(call: Call, state: StreamState, end: StreamEnd, detail: str) -> ProviderError:
