@@ -4,6 +4,7 @@ when the policy demotes on it, the verdict: rendered from the table and read
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -29,6 +30,17 @@ ROUTE = "anthropic-us-east"
 def _cells(text: str, route: str) -> list[str]:
     line = next(x for x in text.splitlines() if f" {route} " in x)
     return [c.strip() for c in line.split("│") if c.strip()]
+
+
+async def _now_inside_one_hour() -> tuple[float, float]:
+    """(now, the start of its hour), waiting out an hour's last 10 s: the baseline counts
+    completed hours only, so records and the read must fall in the same hour (a run 20 s
+    past the hour once put three of the four records in the baseline)."""
+    now = time.time()
+    if 3600 - now % 3600 < 10:
+        await asyncio.sleep(3600 - now % 3600 + 0.1)
+        now = time.time()
+    return now, now - now % 3600
 
 
 def _policy(enabled: bool):
@@ -79,16 +91,17 @@ async def test_status_from_store_shows_tokens_per_dollar(
     store = RedisHealthStore(fail_fast_client(redis_url), namespace=namespace)
     settings = BreakerSettings()
     try:
-        now = time.time()
+        now, hour = await _now_inside_one_hour()
         for i in range(3):
-            done = CallOutcome(route=ROUTE, at=now - 30 + i, ok=True, tokens=1000, cost_usd=0.002)
+            at = max(now - 30 + i, hour)
+            done = CallOutcome(route=ROUTE, at=at, ok=True, tokens=1000, cost_usd=0.002)
             await store.record(done, settings)
         bad = CallOutcome(
-            route=ROUTE, at=now - 5, ok=False, error_class=ErrorClass.INVALID_OUTPUT,
+            route=ROUTE, at=max(now - 5, hour), ok=False, error_class=ErrorClass.INVALID_OUTPUT,
             semantic_failure=True, tokens=1000, cost_usd=0.002,
         )  # fmt: skip
         await store.record(bad, settings)
-        await store.set_cost_demoted(ROUTE, True, at=now - 2)
+        await store.set_cost_demoted(ROUTE, True, at=max(now - 2, hour))
         args = ["status", "--from-store", "--redis-url", redis_url, "--namespace", namespace]
         result = await invoke([*args, "--policy", str(policy)], env={"SIM_URL": "http://sim"})
     finally:
