@@ -5,6 +5,8 @@ HTTP client, stores, task queues, bulkhead slots) once and the per-concern class
 
 * :class:`~activities.role_context.RoleContextActivities`: ``role_context``, ``pipeline_roles``
 * :class:`~activities.model_call.ModelCallActivities`: ``call_model``
+* :class:`~activities.first_call.FirstCallActivities`: ``first_call`` (a call's context and
+  plain first attempt in one activity)
 * :class:`~activities.probes.ProbeActivities`: ``probe_endpoint``
 * :class:`~activities.health.HealthActivities`: ``force_route``, ``health_table``
 * :class:`~activities.cache.CacheActivities`: ``cache_lookup``
@@ -22,6 +24,7 @@ import httpx
 
 from agent_failover.activities.cache import CacheActivities
 from agent_failover.activities.deps import ActivityDeps
+from agent_failover.activities.first_call import FirstCallActivities
 from agent_failover.activities.health import HealthActivities
 from agent_failover.activities.model_call import ModelCallActivities
 from agent_failover.activities.policy_versions import PolicyPublisher
@@ -59,6 +62,7 @@ class LLMActivitySet:
         )
         self.context = RoleContextActivities(self.deps)
         self.calls = ModelCallActivities(self.deps)
+        self.first = FirstCallActivities(self.context, self.calls)
         self.probes = ProbeActivities(self.deps)
         self.health = HealthActivities(self.deps)
         self.cache = CacheActivities(self.deps)
@@ -84,6 +88,7 @@ class LLMActivitySet:
             self.context.role_context,
             self.context.pipeline_roles,
             self.calls.call_model,
+            self.first.first_call,
             self.probes.probe_endpoint,
             self.health.force_route,
             self.health.health_table,

@@ -71,7 +71,7 @@ class ModelCallActivities:
         admission: not the route's fault), so a saturated bulkhead never holds more of the
         shared worker's slots than its own limit; on the bulkhead's queue it waits there.
         """
-        gate = self._gate_for(inp.role)
+        gate = self.gate_for(inp.role)
         if gate is None:
             return await self._call_model(inp)
         if gate.locked() and not self._on_overflow_queue(inp.role):
@@ -84,7 +84,8 @@ class ModelCallActivities:
         async with gate:
             return await self._call_model(inp)
 
-    def _gate_for(self, role: str) -> asyncio.Semaphore | None:
+    def gate_for(self, role: str) -> asyncio.Semaphore | None:
+        """The bulkhead gate of ``role``'s calls on this worker (None: no bulkhead)."""
         if not self._deps.gates or role not in self._deps.policy.roles:
             return None
         return self._deps.gates.get(self._deps.policy.role(role).bulkhead)

@@ -25,6 +25,7 @@ from pydantic import (
 from agent_failover.activities.policy_registry import POLICY_REGISTRY
 from agent_failover.activities.snapshot_history import (
     SNAPSHOT_DECIMALS,
+    UNSTATED_TIME,
     compact_snapshot,
     expand_snapshot,
 )
@@ -121,6 +122,16 @@ class RoleContext(BaseModel):
         if overflow == OWN_QUEUE:
             overflow = llm_task_queue(queue, self.role.bulkhead)
         return self.model_copy(update={"task_queue": queue, "overflow_queue": overflow})
+
+    def as_read(self, queue: str, started: float) -> RoleContext:
+        """This context as a call reads it: on the workflow's own ``queue`` where history
+        left the queue out, its snapshot dated ``started`` (the call's start, which the
+        call sent as ``now``) where the activity left the date unstated."""
+        ctx = self.on_queue(queue)
+        if ctx.snapshot.taken_at == UNSTATED_TIME:
+            snapshot = ctx.snapshot.model_copy(update={"taken_at": started})
+            ctx = ctx.model_copy(update={"snapshot": snapshot})
+        return ctx
 
     @model_validator(mode="before")
     @classmethod

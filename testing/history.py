@@ -4,7 +4,8 @@
 row per activity and local activity, in schedule order: its type, the summary the
 workflow gave it, and how it ended (``completed``, or the failure's type, e.g.
 ``overloaded``); ``format_rows(rows)`` prints them as a table. Examples and tests use it to
-show that every failover attempt is its own activity.
+show that every failover attempt is its own activity; ``context_reads(history)`` lists the
+roles whose role context the run read (a test of context reuse counts them).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
-from temporalio.api.history.v1 import HistoryEvent
+from temporalio.api.history.v1 import History, HistoryEvent
 from temporalio.client import WorkflowHandle
 from temporalio.converter import DataConverter
 
@@ -126,3 +127,27 @@ def format_rows(rows: list[ActivityRow]) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def context_reads(history: History) -> list[str]:
+    """The role of every role-context read of a run, in order: each ``role_context`` local
+    activity (runs recorded before the first attempt read it) and each ``first_call``
+    activity (the call's first attempt, which reads the context in new runs)."""
+    roles: list[str] = []
+    for event in history.events:
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            attrs = event.activity_task_scheduled_event_attributes
+            if attrs.activity_type.name == "first_call":
+                roles.append(str(json.loads(attrs.input.payloads[0].data)["role"]))
+        elif event.HasField("marker_recorded_event_attributes"):
+            marker = event.marker_recorded_event_attributes
+            row = _local_activity(event)
+            if (
+                row is not None
+                and row.activity_type == "role_context"
+                and "result" in marker.details
+            ):
+                result = json.loads(marker.details["result"].payloads[0].data)
+                role = result.get("role")
+                roles.append(str(role.get("name") if isinstance(role, dict) else role))
+    return roles

@@ -22,20 +22,16 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.failures import BULKHEAD_FULL
+    from agent_failover.activities.first_models import SAME_ROUTE_BACKOFF_S
     from agent_failover.activities.model_call import ModelCallActivities
     from agent_failover.activities.models import CacheWrite, CallModelInput, CallModelResult
     from agent_failover.resilience.config import RolePolicy
     from agent_failover.resilience.contracts import AttemptRecord, ReasonCode
+    from agent_failover.resilience.first_attempt import caches_answer, output_schema_for, prompted
     from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.outcomes import ATTEMPT_TIMEOUT
     from agent_failover.resilience.planner import PlannedAttempt
-    from agent_failover.resilience.prompts import (
-        CALLER_VARIANT,
-        StructuredPath,
-        apply_prompt,
-        choose_prompt,
-        structured_path,
-    )
+    from agent_failover.resilience.prompts import CALLER_VARIANT
     from agent_failover.resilience.triage import triage
     from agent_failover.workflows import observe
     from agent_failover.workflows.call import AttemptResult, Call, Prepared
@@ -113,9 +109,7 @@ def prepare(call: Call, attempt: PlannedAttempt) -> tuple[ChatRequest, bool]:
     )
     if use_prefill:
         request = request.model_copy(update={"prefill": call.state.prefill_text})
-    choice = None if call.own_system else choose_prompt(call.ctx.role, ep)
-    path = structured_path(ep, request.json_schema)
-    request = apply_prompt(request, choice, path)
+    request, choice, path = prompted(request, call.ctx.role, ep, call.own_system)
     if choice is not None and choice.note:
         notes.append(choice.note)
     variant = CALLER_VARIANT if choice is None else choice.variant
@@ -123,9 +117,9 @@ def prepare(call: Call, attempt: PlannedAttempt) -> tuple[ChatRequest, bool]:
     return request, use_prefill
 
 
-def start(call: Call, attempt: PlannedAttempt) -> Started:
+def start(call: Call, attempt: PlannedAttempt, tries: int = SAME_ROUTE_ATTEMPTS) -> Started:
     """Schedule the attempt's ``call_model`` activity (overflowing to the bulkhead's queue
-    under eager dispatch); collect it with :func:`collect`."""
+    under eager dispatch) with ``tries`` on its route; collect it with :func:`collect`."""
     request, used_prefill = prepare(call, attempt)
     timeout = timedelta(milliseconds=attempt.timeout_ms)
     now = workflow.now().timestamp()
@@ -161,9 +155,9 @@ def start(call: Call, attempt: PlannedAttempt) -> Started:
             schedule_to_close_timeout=overall + ACTIVITY_GRACE,
             heartbeat_timeout=CALL_HEARTBEAT_TIMEOUT,
             retry_policy=RetryPolicy(
-                initial_interval=timedelta(milliseconds=200),
+                initial_interval=timedelta(seconds=SAME_ROUTE_BACKOFF_S),
                 backoff_coefficient=2.0,
-                maximum_attempts=SAME_ROUTE_ATTEMPTS,
+                maximum_attempts=tries,
             ),
             summary=f"{call.role_name} → {attempt.route} (tier {attempt.tier}){summary}",
         )
@@ -180,9 +174,8 @@ def start(call: Call, attempt: PlannedAttempt) -> Started:
 def _output_schema(call: Call, attempt: PlannedAttempt) -> dict[str, Any] | None:
     """What the answer is validated against: the role's schema or, when the schema
     only went into the prompt, the caller's."""
-    if call.prepared[attempt.route].path is StructuredPath.PROMPT:
-        return call.ctx.role.output_schema or call.request.json_schema
-    return call.ctx.role.output_schema
+    path = call.prepared[attempt.route].path
+    return output_schema_for(call.ctx.role, path, call.request.json_schema)
 
 
 def _cache_write(call: Call, attempt: PlannedAttempt) -> CacheWrite | None:
@@ -191,22 +184,35 @@ def _cache_write(call: Call, attempt: PlannedAttempt) -> CacheWrite | None:
     Mirrors :func:`answers.success`: tiers 0 and 1 answer with full capability unless the
     context was truncated. Called after :func:`prepare`, which may truncate.
     """
-    cache = call.ctx.role.roster.cache
-    if (
-        not cache.enabled
-        or attempt.tier > 1
-        or ReasonCode.CONTEXT_TRUNCATED in call.state.reasons
-        or ReasonCode.CONTEXT_SUMMARIZED in call.state.reasons
-    ):
+    role = call.ctx.role
+    if not caches_answer(role, attempt.tier, call.state.reasons):
         return None
     # Kept until the oldest age the degraded tier may serve, not just while fresh.
-    return CacheWrite(key=call.cache_key, keep_s=cache.max_staleness_s)
+    return CacheWrite(key=call.cache_key, keep_s=role.roster.cache.max_staleness_s)
 
 
 async def collect(
     call: Call, attempt: PlannedAttempt, handle: asyncio.Task[Any], used_prefill: bool, t0: float
 ) -> AttemptResult:
     """Wait for a started attempt and record its reply or failure."""
+    try:
+        result: CallModelResult = await handle
+    except ActivityError as err:
+        r = outcome(call, attempt, err, used_prefill, t0)
+    else:
+        r = outcome(call, attempt, result, used_prefill, t0)
+    observe.attempt_finished(call, handle, r)
+    return r
+
+
+def outcome(
+    call: Call,
+    attempt: PlannedAttempt,
+    got: CallModelResult | ActivityError,
+    used_prefill: bool,
+    t0: float,
+) -> AttemptResult:
+    """An attempt's reply or failure (``got``) as the call records it."""
     prep = call.prepared.get(attempt.route)
     rec = AttemptRecord(
         route=attempt.route,
@@ -218,12 +224,9 @@ async def collect(
         structured_output=prep.path.value if prep and prep.path else None,
         note="; ".join(prep.notes) if prep else "",
     )
-    try:
-        result: CallModelResult = await handle
-    except ActivityError as err:
-        r = _failed(attempt, rec, err, used_prefill, t0)
-        observe.attempt_finished(call, handle, r)
-        return r
+    if isinstance(got, ActivityError):
+        return _failed(attempt, rec, got, used_prefill, t0)
+    result = got
     if not result.reply.endpoint:  # left out of history: it is the attempt's route
         reply = result.reply.model_copy(update={"endpoint": attempt.route})
         result = result.model_copy(update={"reply": reply})
@@ -237,9 +240,7 @@ async def collect(
         # A same-route retry inside the activity: a 500 after backoff, or a 429 whose
         # short Retry-After was waited out (the Temporal UI shows the failed attempt).
         rec.note = f"{rec.note} answered on same-route attempt {result.attempt}".strip()
-    r = AttemptResult(attempt, rec, result, None, {}, used_prefill)
-    observe.attempt_finished(call, handle, r)
-    return r
+    return AttemptResult(attempt, rec, result, None, {}, used_prefill)
 
 
 def _failed(
@@ -259,9 +260,11 @@ def _failed(
     return AttemptResult(attempt, rec, None, error_type, details, used_prefill)
 
 
-async def single(call: Call, attempt: PlannedAttempt) -> list[AttemptResult]:
-    """Run one attempt to its outcome."""
-    handle, used_prefill, t0 = start(call, attempt)
+async def single(
+    call: Call, attempt: PlannedAttempt, tries: int = SAME_ROUTE_ATTEMPTS
+) -> list[AttemptResult]:
+    """Run one attempt (``tries`` on its route) to its outcome."""
+    handle, used_prefill, t0 = start(call, attempt, tries)
     return [await collect(call, attempt, handle, used_prefill, t0)]
 
 

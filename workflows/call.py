@@ -79,6 +79,8 @@ class Call:
         self.summary_cost = 0.0
         #: The in-flight lease the role context took, until the first attempt carries it.
         self.first_lease: HeldLease | None = None
+        #: The call's trial ticket (one ``workflow.random()`` draw), once drawn.
+        self.ticket: float | None = None
 
     def hand_lease(self) -> HeldLease | None:
         """The role context's lease for the attempt being started: the call's first only

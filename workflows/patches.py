@@ -32,6 +32,9 @@ WAIT_OUT_SHARED_COOLDOWN = "wait-out-shared-cooldown"
 #: A call plans from the role context a call of the same role took less than
 #: ``context_reuse_s`` ago in the run, instead of running the role-context local activity.
 ROLE_CONTEXT_REUSE = "role-context-reuse"
+#: A call with no context to reuse reads it in its first attempt's activity
+#: (``first_call``), which runs a plain first attempt at once, instead of a local activity.
+PLAN_IN_FIRST_ATTEMPT = "plan-in-first-attempt"
 
 #: Patch id -> why the old path still exists (the behaviour that changed).
 PATCHES: dict[str, str] = {
@@ -58,5 +61,9 @@ PATCHES: dict[str, str] = {
     ROLE_CONTEXT_REUSE: (
         "runs recorded before ran the role-context local activity on every call; new runs "
         "reuse a context the same role's call took less than context_reuse_s ago"
+    ),
+    PLAN_IN_FIRST_ATTEMPT: (
+        "runs recorded before read each call's role context with a local activity before "
+        "scheduling its first attempt; new runs read it in that attempt's activity"
     ),
 }

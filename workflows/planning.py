@@ -19,11 +19,11 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.failures import POLICY_ERROR
     from agent_failover.activities.models import RoleContext, RoleContextInput
     from agent_failover.activities.role_context import RoleContextActivities
-    from agent_failover.activities.snapshot_history import UNSTATED_TIME
     from agent_failover.resilience.config import PolicyConfig, PolicyError, RolePolicy
     from agent_failover.resilience.contracts import AttemptRecord, ReasonCode
     from agent_failover.resilience.cooldown_wait import plan_waiting_out
     from agent_failover.resilience.errors import CLASSIFICATION, ErrorClass
+    from agent_failover.resilience.first_attempt import role_request
     from agent_failover.resilience.limits import MAX_REQUEST_BYTES
     from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.options import apply_call_options, override_routes
@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.triage import bound_request_bytes, minimal_input_tokens
     from agent_failover.workflows import context_reuse, observe
     from agent_failover.workflows.call import Call
+    from agent_failover.workflows.first_call import FirstRound, first_call, planned_in_activity
     from agent_failover.workflows.patches import (
         INVALID_REQUEST_PER_WIRE,
         LIVE_TIER_FLOOR,
@@ -52,25 +53,33 @@ LOCAL_ACTIVITY_RETRY = RetryPolicy(
 REQUEST_TOO_LARGE = "request_too_large"
 
 
-async def load_context(call: Call, started: datetime) -> RoleContext:
-    """The role's policy and route health (one local activity, or the context a call of
-    the same role took less than its reuse age ago in this run: :mod:`.context_reuse`),
-    with the call's options applied; also kept as ``call.ctx``."""
+async def load_context(call: Call, started: datetime) -> tuple[RoleContext, FirstRound | None]:
+    """The role's policy and route health, with the call's options applied (also kept as
+    ``call.ctx``): the context a call of the same role took less than its reuse age ago in
+    this run (:mod:`.context_reuse`), else the one the first attempt's activity read (with
+    that attempt's outcome when it ran it: :mod:`.first_call`), else one local activity's."""
     routes = override_routes(call.options)
     key = context_reuse.key_for(call.role_name, routes)
     ctx = context_reuse.reusable(key, call.options)
+    first = None
     if ctx is None:
-        ctx = await _read_context(call, started, routes)
+        if planned_in_activity(call):
+            first = await first_call(call, started, routes)
+        if first is None:
+            ctx = await _read_context(call, started, routes)
+        else:
+            ctx = first.ctx.as_read(workflow.info().task_queue, started.timestamp())
         context_reuse.keep(key, ctx, started.timestamp())
         # Only a context read for this call brings its first attempt a lease (a reused
-        # one's went with the call that read it: that attempt takes its own).
-        call.first_lease = ctx.lease
+        # one's went with the call that read it: that attempt takes its own), and only
+        # when no attempt carried it already.
+        call.first_lease = ctx.lease if first is None or first.route is None else None
     try:
         role = apply_call_options(ctx.role, ctx.policy, call.options)
     except PolicyError as exc:
         raise ApplicationError(str(exc), type=POLICY_ERROR, non_retryable=True) from exc
     call.ctx = ctx = ctx.model_copy(update={"role": role})
-    return ctx
+    return ctx, first
 
 
 async def _read_context(call: Call, started: datetime, routes: list[str] | None) -> RoleContext:
@@ -96,23 +105,14 @@ async def _read_context(call: Call, started: datetime, routes: list[str] | None)
         # the attempts' summaries (ROLE → ROUTE (tier N)) show what was substituted.
         # `failover report` finds the call's start by the marker's activity type.
     )
-    ctx = ctx.on_queue(workflow.info().task_queue)
-    if ctx.snapshot.taken_at == UNSTATED_TIME:  # it is the `now` this call sent
-        snapshot = ctx.snapshot.model_copy(update={"taken_at": started.timestamp()})
-        ctx = ctx.model_copy(update={"snapshot": snapshot})
-    return ctx
+    return ctx.as_read(workflow.info().task_queue, started.timestamp())
 
 
 def prepare_request(call: Call, role: RolePolicy) -> ChatRequest:
     """The request with the role's default prompt and schema, bounded for history."""
-    request = call.request
     # A caller's own system prompt is kept on every route (call.own_system); otherwise
     # each attempt gets the role's variant for its route (attempts.prepare), the default here.
-    if request.system is None and role.system_prompt:
-        request = request.model_copy(update={"system": role.system_prompt})
-    if role.output_schema is not None and request.json_schema is None:
-        request = request.model_copy(update={"json_schema": role.output_schema})
-    call.request = request = _bounded(call, request)
+    call.request = request = _bounded(call, role_request(call.request, role))
     return request
 
 
@@ -137,15 +137,18 @@ def _bounded(call: Call, request: ChatRequest) -> ChatRequest:
     return bounded.request
 
 
-def decision_rules(request: ChatRequest) -> tuple[int, float]:
+def decision_rules(call: Call, request: ChatRequest) -> tuple[int, float]:
     """(triage floor, trial ticket): what the planner needs of the request beyond its
     size, fixed once per call."""
     # What triage could at best shrink the request to: a route whose window cannot
     # hold even that is skipped (CONTEXT_TOO_SMALL), not sent a request it rejects.
     floor = minimal_input_tokens(request)
     # One draw per call decides whether it may be a half-open route's real-call
-    # trial (breaker.half_open_call_fraction); workflow.random() replays exactly.
-    return floor, workflow.random().random()
+    # trial (breaker.half_open_call_fraction); workflow.random() replays exactly. A call
+    # whose first attempt was planned in its activity drew it before scheduling that.
+    if call.ticket is None:
+        call.ticket = workflow.random().random()
+    return floor, call.ticket
 
 
 def routes_by_family(policy: PolicyConfig) -> dict[str, list[str]]:
@@ -186,13 +189,17 @@ def tiers_tried(call: Call) -> list[int]:
     return sorted({a.tier for a in call.attempts if a.outcome != "skipped" and a.tier <= 2})
 
 
-def plan_round(call: Call, role: RolePolicy, facts: RequestFacts) -> FailoverPlan:
+def plan_round(
+    call: Call, role: RolePolicy, facts: RequestFacts, at: float | None = None
+) -> FailoverPlan:
     """The plan for the next round, with the live-tier floor (each untried tier keeps one
     attempt past the budget) unless the run was recorded before it (patch
     ``LIVE_TIER_FLOOR``, asked only when the attempt about to run is a floor one), and a
     short shared cool-down of its first route waited out (patch
-    ``WAIT_OUT_SHARED_COOLDOWN``, asked only when the plan waits: resilience.cooldown_wait)."""
-    ctx, now = call.ctx, workflow.now().timestamp()
+    ``WAIT_OUT_SHARED_COOLDOWN``, asked only when the plan waits: resilience.cooldown_wait).
+    ``at``: plan at that time instead of now (the round its first attempt's activity
+    planned at the call's start)."""
+    ctx, now = call.ctx, workflow.now().timestamp() if at is None else at
     facts = facts.model_copy(update={"tiers_tried": tiers_tried(call)})
     p = plan_waiting_out(role, ctx.policy, ctx.snapshot, facts, now)
     if p.attempts and p.attempts[0].wait_ms and not workflow.patched(WAIT_OUT_SHARED_COOLDOWN):

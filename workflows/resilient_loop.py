@@ -19,10 +19,11 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.config import RolePolicy
     from agent_failover.resilience.contracts import AgentOutput, ReasonCode
     from agent_failover.resilience.estimate import estimate_request_tokens
+    from agent_failover.resilience.first_attempt import round_facts
     from agent_failover.resilience.models import ChatRequest
     from agent_failover.resilience.options import CallOptions, OnExhausted
     from agent_failover.resilience.outcomes import apply_failure
-    from agent_failover.resilience.planner import FailoverPlan, RequestFacts
+    from agent_failover.resilience.planner import FailoverPlan
     from agent_failover.workflows import context_reuse, observe
     from agent_failover.workflows.answers import refusal, success
     from agent_failover.workflows.attempts import single, summarize_before_triage
@@ -30,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.workflows.degraded import degraded
     from agent_failover.workflows.errors import FailoverExhausted
     from agent_failover.workflows.escalate import note_role
+    from agent_failover.workflows.first_call import FirstRound, first_ran
     from agent_failover.workflows.hedge import hedge_for, hedged
     from agent_failover.workflows.planning import (
         decision_rules,
@@ -72,36 +74,38 @@ class ResilientCall:
         call = self.call
         started = workflow.now()
         call.started_at = started.timestamp()
-        ctx = await load_context(call, started)
+        ctx, first = await load_context(call, started)
         role = ctx.role
         note_role(role)  # escalate()'s default floor for this role's answers
         request = prepare_request(call, role)
         key = cache_key(call.role_name, request)
         call.cache_key = key
         by_family = routes_by_family(ctx.policy)
-        floor, ticket = decision_rules(request)
+        floor, ticket = decision_rules(call, request)
         input_tokens = estimate_request_tokens(request)
         first_plan: FailoverPlan | None = None
         while not call.state.stop_live:
-            facts = RequestFacts(
+            # The round its first attempt's activity ran was planned at the call's start.
+            ran = first is not None and first.route is not None
+            elapsed_ms = 0.0 if ran else (workflow.now() - started).total_seconds() * 1000
+            facts = round_facts(
+                call.state,
+                request,
                 input_tokens=input_tokens,
-                max_output_tokens=request.max_tokens,
-                elapsed_ms=(workflow.now() - started).total_seconds() * 1000,
-                exclude_routes=list(call.state.excluded),
-                min_context_window=call.state.min_context_window,
-                cooldowns=dict(call.state.cooldowns),
-                min_input_tokens=floor,
-                trial_ticket=ticket,
+                floor=floor,
+                ticket=ticket,
+                elapsed_ms=elapsed_ms,
             )
-            p = plan_round(call, role, facts)
+            p = plan_round(call, role, facts, call.started_at if ran else None)
             if first_plan is None:
                 first_plan = p
                 record_skipped(call, p)
             if not p.attempts:
                 break
-            done = await self._round(p, role, key, started, by_family)
+            done = await self._round(p, role, key, started, by_family, first)
             if done is not None:
                 return done
+            first = None
         assert first_plan is not None
         if call.options is not None and call.options.on_exhausted is OnExhausted.RAISE:
             raise FailoverExhausted(call.role_name, call.attempts, list(call.state.reasons))
@@ -114,21 +118,17 @@ class ResilientCall:
         key: str,
         started: datetime,
         by_family: dict[str, list[str]],
+        first_round: FirstRound | None = None,
     ) -> AgentOutput | None:
         """One planned attempt (hedged when the plan says so): the answer, a refusal that
-        ends the call, or None to plan again."""
+        ends the call, or None to plan again. ``first_round``: what the first attempt's
+        activity brought (its attempt already run when it names a route)."""
         call = self.call
         first = p.attempts[0]
-        if first.wait_ms > 0:
-            # What is left of a short Retry-After a probe (or another call) met: a durable
-            # timer, then the attempt on the route (resilience.ratelimit).
-            await workflow.sleep(
-                first.wait_ms / 1000,
-                summary=f"Retry-After of {first.route}: {first.wait_ms:.0f} ms",
-            )
-        hedge = hedge_for(call, p, role)
-        await summarize_before_triage(call, role, first, hedge, started)
-        results = await (hedged(call, first, hedge) if hedge else single(call, first))
+        if first_round is not None and first_round.route:
+            results = await first_ran(call, first, first_round)
+        else:
+            results = await self._attempt(p, role, started, first_round)
         winner = next((r for r in results if r.result is not None), None)
         for r in results:
             if r.error_type == POLICY_ERROR:
@@ -143,6 +143,27 @@ class ResilientCall:
         if winner is not None:
             return success(call, winner, role)
         return refusal(call, results, role, started)
+
+    async def _attempt(
+        self, p: FailoverPlan, role: RolePolicy, started: datetime, first_round: FirstRound | None
+    ) -> list[AttemptResult]:
+        """Run the plan's first attempt (after its wait, hedged when planned)."""
+        call = self.call
+        first = p.attempts[0]
+        if first.wait_ms > 0:
+            # What is left of a short Retry-After a probe (or another call) met: a durable
+            # timer, then the attempt on the route (resilience.ratelimit).
+            await workflow.sleep(
+                first.wait_ms / 1000,
+                summary=f"Retry-After of {first.route}: {first.wait_ms:.0f} ms",
+            )
+        hedge = hedge_for(call, p, role)
+        await summarize_before_triage(call, role, first, hedge, started)
+        results = await (hedged(call, first, hedge) if hedge else single(call, first))
+        if first_round is not None and first_round.tries > 1:
+            note = "after a first try planned in its activity was retried (see the Temporal UI)"
+            results[0].record.note = f"{results[0].record.note} {note}".strip()
+        return results
 
     def _fold_failure(self, r: AttemptResult, by_family: dict[str, list[str]]) -> None:
         """Fold a failed attempt into the call's failover state (exclusions, cool-downs,

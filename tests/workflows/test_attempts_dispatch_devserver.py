@@ -21,6 +21,7 @@ from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.options import CallOptions, RosterOverride
 from agent_failover.testing.sim.admin import SimAdmin
 from tests.workflows.conftest import Harness, make_harness, running
+from tests.workflows.helpers import attempt_activities
 
 pytestmark = pytest.mark.devserver
 
@@ -38,14 +39,9 @@ async def _call(h: Harness, role: str, wf_id: str, options: CallOptions | None =
 
 
 async def _queues(h: Harness, wf_id: str) -> list[str]:
-    """Task queue of every call_model the run scheduled, in order."""
+    """Task queue of every activity that ran a model attempt, in order."""
     history = await h.client.get_workflow_handle(wf_id).fetch_history()
-    return [
-        e.activity_task_scheduled_event_attributes.task_queue.name
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-        and e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
-    ]
+    return [queue for _, queue in attempt_activities(history)]
 
 
 def _max_in_flight(attempts: list[dict]) -> int:

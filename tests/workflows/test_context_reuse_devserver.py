@@ -1,6 +1,7 @@
 """Role contexts reused within a run, on the dev server: a role's second call within its
-reuse age plans from the first call's context (one ``role_context`` local activity in
-history), and reads its own once reuse is off, for another role, or after a failure."""
+reuse age plans from the first call's context (one context read in history: the first
+call's ``first_call`` activity), and reads its own once reuse is off, for another role, or
+after a failure."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from temporalio.client import WorkflowHandle
 from agent_failover.resilience.contracts import AgentOutput, Capability
 from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.options import CallOptions
-from agent_failover.testing.history import activity_rows
+from agent_failover.testing.history import context_reads as history_context_reads
 from agent_failover.testing.sim.admin import SimAdmin
 from agent_failover.testing.workflows import RepeatedCallInput, RepeatedCallWorkflow
 from tests.workflows.conftest import Harness
@@ -42,15 +43,9 @@ async def _run(
 
 
 async def context_reads(handle: WorkflowHandle) -> list[str]:
-    """The roles of the run's ``role_context`` local activities, in order (from each
-    marker's result: a call's local activity has no summary)."""
-    rows = {r.event_id for r in await activity_rows(handle) if r.activity_type == "role_context"}
-    history = await handle.fetch_history()
-    return [
-        json.loads(e.marker_recorded_event_attributes.details["result"].payloads[0].data)["role"]
-        for e in history.events
-        if e.event_id in rows
-    ]
+    """The roles of the run's role-context reads, in order (``first_call`` activities, or
+    ``role_context`` local activities where a call read its context that way)."""
+    return history_context_reads(await handle.fetch_history())
 
 
 async def test_two_calls_of_a_role_share_one_context(harness: Harness) -> None:
@@ -133,12 +128,19 @@ async def test_only_the_call_that_read_the_context_carries_its_lease(harness: Ha
     call that read it: the call reusing the context hands its attempt none (that attempt
     takes its own), so no attempt ever counts on a lease already given back."""
     _, handle = await _run(harness, ["plain", "plain"], CallOptions(context_reuse_s=LONG_S))
-    inputs = []
+    inputs, firsts = [], []
     async for e in handle.fetch_history_events():
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             a = e.activity_task_scheduled_event_attributes
             if a.activity_type.name == "call_model":
                 inputs.append(json.loads(a.input.payloads[0].data))
-    assert len(inputs) == 2
-    assert inputs[0]["route"] == PRIMARY and "lease" in inputs[0]
-    assert "lease" not in inputs[1]
+        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            result = json.loads(e.activity_task_completed_event_attributes.result.payloads[0].data)
+            if "context" in result:
+                firsts.append(result)
+    # The first call's attempt ran in the activity that read the context, on the lease it
+    # took; the second call's (its own activity) got none handed.
+    (first,) = firsts
+    assert first["route"] == PRIMARY and first["context"]["lease"]["route"] == PRIMARY
+    assert len(inputs) == 1 and inputs[0]["route"] == PRIMARY
+    assert "lease" not in inputs[0]

@@ -68,8 +68,9 @@ async def test_healthy_call_is_served_by_primary(harness: Harness, sim_admin: Si
 
 
 async def test_healthy_call_caches_without_a_second_activity(harness: Harness) -> None:
-    """A full answer is cached by call_model itself: the history schedules exactly one
-    activity (call_model), no cache_store, and the cache holds the answer."""
+    """A full answer is cached by the attempt itself: the history schedules exactly one
+    activity (the first attempt's, which read the role context and ran the attempt), no
+    cache_store, and the cache holds the answer."""
     req = _request("cache me from inside the attempt")
     wf_id = f"call-{uuid.uuid4().hex[:10]}"
     out: AgentOutput = await harness.client.execute_workflow(
@@ -86,7 +87,7 @@ async def test_healthy_call_caches_without_a_second_activity(harness: Harness) -
         for e in history.events
         if e.HasField("activity_task_scheduled_event_attributes")
     ]
-    assert scheduled == ["call_model"]
+    assert scheduled == ["first_call"]
     system = harness.policy.role("plain").system_prompt
     keyed = req.model_copy(update={"system": system})  # the workflow adds the role's prompt
     hit = await harness.cache.get(cache_key("plain", keyed), now=time.time() + 1)

@@ -1,8 +1,9 @@
 """What one resilient call writes to history (a small one), on the dev server.
 
-A call's history holds one role-context marker (with the in-flight lease it took for the
-first attempt), one ``call_model`` (scheduled, started, completed, carrying that lease) and
-no patch markers or ``TemporalChangeVersion`` upserts. No role context carries
+A healthy call's history holds one ``first_call`` activity (scheduled, started, completed:
+its input the caller's request, its result the role context with the first attempt's
+answer), the one patch marker that says the run plans in its first attempt, no local
+activity marker and no ``TemporalChangeVersion`` upserts. No role context carries
 a policy, only its ref (the worker's policy store holds the version); the snapshot holds
 only what planning reads; an attempt derives its cache key from its request.
 """
@@ -16,6 +17,7 @@ import pytest
 
 from agent_failover.activities.snapshot_history import UNPLANNED_FIELDS, UNPLANNED_STATS
 from agent_failover.workflows.models import PipelineInput, PipelineOptions, PipelineResult
+from agent_failover.workflows.patches import PLAN_IN_FIRST_ATTEMPT
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from tests.workflows.conftest import Harness
 from tests.workflows.helpers import CallInput, ResilientCallWorkflow
@@ -25,15 +27,25 @@ pytestmark = pytest.mark.devserver
 
 
 def _role_contexts(history) -> list[dict]:
-    """The decoded JSON result of every role_context local activity, in order."""
-    out = []
+    """The decoded JSON role context of every ``role_context`` local activity and every
+    ``first_call`` activity (completed, or failed with the context attached), in order."""
+    out, first_calls = [], set()
     for e in history.events:
-        if not e.HasField("marker_recorded_event_attributes"):
-            continue
-        m = e.marker_recorded_event_attributes
-        data = json.loads(m.details["data"].payloads[0].data) if "data" in m.details else {}
-        if m.marker_name == "core_local_activity" and data.get("activity_type") == "role_context":
-            out.append(json.loads(m.details["result"].payloads[0].data))
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            if e.activity_task_scheduled_event_attributes.activity_type.name == "first_call":
+                first_calls.add(e.event_id)
+        elif e.HasField("activity_task_completed_event_attributes"):
+            done = e.activity_task_completed_event_attributes
+            if done.scheduled_event_id in first_calls:
+                out.append(json.loads(done.result.payloads[0].data)["context"])
+        elif e.HasField("marker_recorded_event_attributes"):
+            m = e.marker_recorded_event_attributes
+            data = json.loads(m.details["data"].payloads[0].data) if "data" in m.details else {}
+            if (
+                m.marker_name == "core_local_activity"
+                and data.get("activity_type") == "role_context"
+            ):
+                out.append(json.loads(m.details["result"].payloads[0].data))
     return out
 
 
@@ -46,14 +58,28 @@ async def test_one_call_writes_no_patch_markers_and_a_compact_context(harness: H
         task_queue=harness.task_queue,
     )
     history = await harness.client.get_workflow_handle(wf_id).fetch_history()
-    kinds = [e.WhichOneof("attributes") for e in history.events]
-    assert "upsert_workflow_search_attributes_event_attributes" not in kinds
+    upserts = [
+        e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+        for e in history.events
+        if e.HasField("upsert_workflow_search_attributes_event_attributes")
+    ]
+    # The patch's own (Temporal's core upserts TemporalChangeVersion on every new patch id).
+    assert [list(u) for u in upserts] == [["TemporalChangeVersion"]]
     markers = [
-        e.marker_recorded_event_attributes.marker_name
+        e.marker_recorded_event_attributes
         for e in history.events
         if e.HasField("marker_recorded_event_attributes")
     ]
-    assert markers == ["core_local_activity"]
+    assert [m.marker_name for m in markers] == ["core_patch"]
+    assert PLAN_IN_FIRST_ATTEMPT.encode() in markers[0].SerializeToString()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert [s.activity_type.name for s in scheduled] == ["first_call"]
+    inp = json.loads(scheduled[0].input.payloads[0].data)
+    assert inp["role"] == "plain" and "system" not in inp["request"]  # the caller's request
     (ctx,) = _role_contexts(history)
     assert ctx["policy_ref"] and "policy" not in ctx and ctx["role"] == "plain"
     # Eager dispatch: the attempt runs on the workflow's own queue, which the workflow knows.
@@ -63,17 +89,17 @@ async def test_one_call_writes_no_patch_markers_and_a_compact_context(harness: H
     # Warmed by earlier tests or not, no route carries what planning never reads.
     assert not any(UNPLANNED_FIELDS & set(r) for r in routes.values())
     assert not any(UNPLANNED_STATS & set(r.get("stats", {})) for r in routes.values())
-    scheduled = next(
-        e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")
+    done = next(
+        e.activity_task_completed_event_attributes
+        for e in history.events
+        if e.HasField("activity_task_completed_event_attributes")
     )
-    inp = json.loads(scheduled.activity_task_scheduled_event_attributes.input.payloads[0].data)
-    assert "tool_calls" not in inp["request"]["messages"][0] and "output_schema" not in inp
-    assert inp["cache"] == {"keep_s": harness.policy.roles["plain"].roster.cache.max_staleness_s}
-    # The in-flight lease the role context took on the role's first route (in its snapshot's
-    # round trip, issue 24), carried by the first attempt there (its route left out).
-    lease = ctx["lease"]
-    assert lease.pop("route") == harness.policy.routes_for("plain")[0] == inp["route"]
-    assert inp["lease"] == lease
+    result = json.loads(done.result.payloads[0].data)
+    # The attempt ran on the role's first route with the lease the context took there
+    # (issue 24): the lease went with it, so the context in history keeps its record.
+    assert result["route"] == harness.policy.routes_for("plain")[0]
+    assert result["context"]["lease"]["route"] == result["route"]
+    assert "endpoint" not in result["result"]["reply"]  # it is the route
 
 
 async def test_a_pipeline_names_every_policy_by_ref_from_the_store(harness: Harness) -> None:

@@ -1,0 +1,90 @@
+"""What a call's first attempt's activity (``first_call``) takes and returns: pydantic
+models, no IO imports (workflows import them directly, like :mod:`activities.models`).
+
+The activity reads the call's role context and, when the first attempt is plain
+(:mod:`resilience.first_attempt`), runs it: its result is the context plus that attempt's
+route, tier and answer; a failed attempt raises the ``call_model`` error with a
+:class:`FirstCallResult` (the context, route and tier, no answer) as its second detail.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, field_serializer, model_serializer
+
+from agent_failover.activities.models import CallModelResult, RoleContext
+from agent_failover.resilience.models import ChatRequest
+from agent_failover.resilience.options import CallOptions
+
+__all__ = ["SAME_ROUTE_BACKOFF_S", "FirstCallInput", "FirstCallResult", "context_detail"]
+
+#: Backoff before the same-route retry of a RETRY-class failure (a 500): Temporal's
+#: ``initial_interval`` for ``call_model``, and the workflow's timer after ``first_call``.
+SAME_ROUTE_BACKOFF_S = 0.2
+
+
+class FirstCallInput(BaseModel):
+    """A call with no role context yet: what its first attempt's activity plans from."""
+
+    role: str
+    #: The caller's request (before the role's prompt and schema), bounded for history.
+    request: ChatRequest
+    options: CallOptions | None = None
+    #: A per-call roster override's routes (``CallOptions.roster``); None: the role's roster.
+    routes: list[str] | None = None
+    #: The call's trial ticket (``workflow.random()``, drawn before scheduling).
+    ticket: float = Field(ge=0.0, le=1.0)
+    #: Workflow time when the call started (and scheduled this activity).
+    now: float
+    #: The calling workflow's task queue: the attempt runs here only when the role's
+    #: attempts go to it (eager dispatch).
+    workflow_queue: str
+
+    @field_serializer("request", when_used="json")
+    def _request_without_defaults(self, request: ChatRequest) -> Any:
+        return request.model_dump(mode="json", exclude_defaults=True)
+
+    @model_serializer(mode="wrap", when_used="json")
+    def _compact(self, handler: Any) -> Any:
+        out = handler(self)
+        for key in ("options", "routes"):
+            if out.get(key) is None:
+                out.pop(key, None)
+        return out
+
+
+class FirstCallResult(BaseModel):
+    """The role context the activity read; with the first attempt's route, tier and answer
+    when it ran one (``route`` None: the workflow plans and schedules the attempt)."""
+
+    context: RoleContext
+    route: str | None = None
+    tier: int = Field(default=0, ge=0, le=2)
+    result: CallModelResult | None = None
+    #: Temporal's try that returned: 2 when the first was retried (a retried try returns
+    #: the context only; the Temporal UI shows the first).
+    tries: int = Field(default=1, ge=1)
+    #: A failed attempt Temporal would retry on its route (a 500, a short Retry-After):
+    #: after this many seconds. ``first_call`` fails for good (the workflow runs that retry
+    #: as a ``call_model`` with the one try left, after a timer); None: no retry.
+    retry_in_s: float | None = Field(default=None, ge=0.0)
+
+    @model_serializer(mode="wrap", when_used="json")
+    def _compact(self, handler: Any) -> Any:
+        out = handler(self)
+        for key in ("route", "result", "retry_in_s"):
+            if out.get(key) is None:
+                out.pop(key, None)
+        for key, usual in (("tier", 0), ("tries", 1)):
+            if out.get(key) == usual:
+                del out[key]
+        return out
+
+
+def context_detail(details: list[Any] | tuple[Any, ...]) -> FirstCallResult | None:
+    """The :class:`FirstCallResult` a failed ``first_call`` carries as its second detail
+    (None when it carries none: a timeout, or a failure before the context was read)."""
+    if len(details) < 2 or not isinstance(details[1], dict) or "context" not in details[1]:
+        return None
+    return FirstCallResult.model_validate(details[1])
