@@ -1,9 +1,13 @@
 """What ``failover report`` reads of a run that is not a completed pipeline: its history.
 
 Every ``resilient_complete`` call leaves the same records in its workflow's history,
-whatever the workflow: a ``role_context`` local activity when the call starts (no summary;
-``ROLE: route health`` in older runs), one ``call_model`` activity per attempt (its input
-names the role and the route, its summary ``ROLE → ROUTE (tier N)``; it completes with the
+whatever the workflow: a ``first_call`` activity when the call starts (its input names the
+role; it completes with the role context and, when it ran the call's first attempt, that
+attempt's route, tier and reply, or fails typed by that attempt's error class with the
+route and tier in its details), or, in runs recorded before it or calls that reuse a
+context, a ``role_context`` local activity (no summary; ``ROLE: route health`` in older
+runs) or nothing; then one ``call_model`` activity per further attempt (its input names
+the role and the route, its summary ``ROLE → ROUTE (tier N)``; it completes with the
 reply, latency and time to first token included, or fails typed by its error class, e.g.
 ``overloaded``) and, once the live tiers are exhausted, a ``cache_lookup`` activity. From
 those, :func:`calls_from_history` rebuilds each call: its role, its attempts, and what
@@ -111,6 +115,8 @@ class _Calls:
         self.open: dict[str, list[CallFacts]] = defaultdict(list)
         self.attempts: dict[int, tuple[CallFacts, AttemptFacts]] = {}
         self.lookups: dict[int, CallFacts] = {}
+        #: ``first_call`` activities by scheduled event id: the call each starts.
+        self.firsts: dict[int, CallFacts] = {}
 
     def start(self, role: str) -> CallFacts:
         call = CallFacts(role)
@@ -160,6 +166,10 @@ async def _fold(client: Client, event: HistoryEvent, state: _Calls) -> None:
     elif kind == _E.EVENT_TYPE_ACTIVITY_TASK_FAILED:
         attrs = event.activity_task_failed_event_attributes
         info = attrs.failure.application_failure_info
+        if attrs.scheduled_event_id in state.firsts:
+            details = await _values(client, info.details)
+            ran = details[1] if len(details) > 1 and isinstance(details[1], dict) else {}
+            _first_attempt(state.firsts[attrs.scheduled_event_id], ran, info.type or "failed")
         _ended(attrs.scheduled_event_id, info.type or "failed", state)
     elif kind == _E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
         _ended(event.activity_task_timed_out_event_attributes.scheduled_event_id, "timeout", state)
@@ -179,14 +189,37 @@ async def _scheduled(client: Client, event: HistoryEvent, state: _Calls) -> None
         call = state.current(role)
         call.attempts.append(attempt)
         state.attempts[event.event_id] = (call, attempt)
+    elif name == "first_call":
+        values = await _values(client, attrs.input)
+        inp = values[0] if values and isinstance(values[0], dict) else {}
+        state.firsts[event.event_id] = state.start(str(inp.get("role", "?")))
     elif name == "cache_lookup":
         summary = await _summary(client, event)
         role = summary.split(": ", 1)[0] if ": " in summary else "?"
         state.lookups[event.event_id] = state.current(role)
 
 
+def _first_attempt(call: CallFacts, ran: dict[str, Any], outcome: str) -> AttemptFacts | None:
+    """The attempt a ``first_call`` ran (its result or failure details name the route),
+    added to its call; None when it returned the role context only."""
+    if not ran.get("route"):
+        return None
+    attempt = AttemptFacts(str(ran["route"]), int(ran.get("tier", 0)), outcome)
+    call.attempts.append(attempt)
+    return attempt
+
+
 async def _completed(client: Client, sched: int, result: Any, state: _Calls) -> None:
-    if sched in state.attempts:
+    if sched in state.firsts:
+        call = state.firsts[sched]
+        values = await _values(client, result)
+        ran = values[0] if values and isinstance(values[0], dict) else {}
+        attempt = _first_attempt(call, ran, "ok")
+        if attempt is not None:
+            reply = (ran.get("result") or {}).get("reply", {})
+            attempt.latency_ms, attempt.ttft_ms = reply.get("latency_ms"), reply.get("ttft_ms")
+            state.answered(call, attempt.tier, _capability(attempt.tier))
+    elif sched in state.attempts:
         call, attempt = state.attempts[sched]
         values = await _values(client, result)
         reply = (values[0] or {}).get("reply", {}) if values and isinstance(values[0], dict) else {}

@@ -89,13 +89,24 @@ class FirstRound:
         return attempt.model_copy(update={"route": self.route, "tier": self.tier})
 
 
+def plan_in_first_attempt() -> bool:
+    """Whether this run reads its calls' contexts in their first attempts (patch
+    ``PLAN_IN_FIRST_ATTEMPT``; the answer is the run's, asked once).
+
+    Ask it before any local activity where a run starts with one: on replay, a local
+    activity's result is read from its marker in the workflow task that scheduled it,
+    so code after it can run a task earlier than it did, and a patch asked there is not
+    yet known (Temporal fails the replay as non-deterministic). The pipeline asks at its
+    start; a call asks on its first use otherwise."""
+    return workflow.patched(PLAN_IN_FIRST_ATTEMPT)
+
+
 def planned_in_activity(call: Call) -> bool:
     """Whether this call's first attempt goes to ``first_call``: its request fits one
-    activity input uncut, and the run is not one recorded before (the patch is asked only
-    here, so a run with every context reused records no marker)."""
+    activity input uncut, and the run is not one recorded before."""
     if not bound_request_bytes(call.request, MAX_REQUEST_BYTES).fits:
         return False
-    return workflow.patched(PLAN_IN_FIRST_ATTEMPT)
+    return plan_in_first_attempt()
 
 
 async def first_call(call: Call, started: datetime, routes: list[str] | None) -> FirstRound | None:

@@ -44,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.resilience.saga import CompensationEntry
     from agent_failover.resilience.shadow import StepRevision
     from agent_failover.workflows.escalate import EscalationHandlers
+    from agent_failover.workflows.first_call import plan_in_first_attempt
     from agent_failover.workflows.inputs import workflow_input
     from agent_failover.workflows.models import (
         ActionResult,
@@ -92,6 +93,9 @@ class AgentPipelineWorkflow(EscalationHandlers):
         self._state.opts = inp.options
         context = [(c.content, c.priority, c.pinned) for c in inp.context]
         stages = self._stages
+        # Before the roles' local activity: a patch asked right after one can be asked a
+        # workflow task earlier on replay than it ran (first_call.plan_in_first_attempt).
+        plan_in_first_attempt()
         roles = await stages.load_roles()
         subtasks = await stages.plan(inp, context, roles.specialists)
         sections = await stages.specialists(inp.task, subtasks, context)

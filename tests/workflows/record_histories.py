@@ -124,15 +124,38 @@ async def _write(h: Harness, run: Recorded, force: bool) -> None:
 
 
 def policy_refs_of(history: Any) -> list[str]:
-    """The policy refs the run's role contexts name (in order, once each)."""
+    """The policy refs the run's role contexts name (in order, once each): local activity
+    results (``role_context``), and ``first_call`` results and failure details."""
     refs: dict[str, None] = {}
-    for e in history.events:
-        m = e.marker_recorded_event_attributes
-        if e.HasField("marker_recorded_event_attributes") and "result" in m.details:
-            data = json.loads(m.details["result"].payloads[0].data)
-            if isinstance(data, dict) and data.get("policy_ref"):
-                refs[data["policy_ref"]] = None
+    for data in _payload_dicts(history):
+        ctx = data.get("context") if isinstance(data.get("context"), dict) else data
+        if ctx.get("policy_ref"):
+            refs[ctx["policy_ref"]] = None
     return list(refs)
+
+
+def _payload_dicts(history: Any) -> list[dict[str, Any]]:
+    """The JSON objects of every marker result, activity result and failure detail."""
+    payloads = []
+    for e in history.events:
+        if e.HasField("marker_recorded_event_attributes"):
+            m = e.marker_recorded_event_attributes
+            if "result" in m.details:
+                payloads.extend(m.details["result"].payloads)
+        elif e.HasField("activity_task_completed_event_attributes"):
+            payloads.extend(e.activity_task_completed_event_attributes.result.payloads)
+        elif e.HasField("activity_task_failed_event_attributes"):
+            failure = e.activity_task_failed_event_attributes.failure
+            payloads.extend(failure.application_failure_info.details.payloads)
+    out = []
+    for p in payloads:
+        try:
+            data = json.loads(p.data)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            out.append(data)
+    return out
 
 
 async def _write_policy_version(ref: str) -> None:
