@@ -72,7 +72,7 @@ class FirstCallActivities:
                 lease=not retry,
             )
         )
-        out = FirstCallResult(context=ctx, tries=tries)
+        out = FirstCallResult(context=ctx, planned_at=inp.now, tries=tries)
         seen = as_the_workflow_sees(ctx, inp)
         planned = None if retry else self._plain(seen, inp)
         if planned is None:

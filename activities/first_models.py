@@ -59,6 +59,11 @@ class FirstCallResult(BaseModel):
     when it ran one (``route`` None: the workflow plans and schedules the attempt)."""
 
     context: RoleContext
+    #: The workflow time the activity planned at (its input's ``now``), as recorded: the
+    #: workflow plans its first round and dates that attempt by it. Read back from history,
+    #: it stays what it was on replay, where the workflow's clock right after a local
+    #: activity can read a workflow task earlier than it ran.
+    planned_at: float
     route: str | None = None
     tier: int = Field(default=0, ge=0, le=2)
     result: CallModelResult | None = None

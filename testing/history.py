@@ -2,7 +2,8 @@
 
 ``await activity_rows(handle)`` reads the run's history (``fetch_history``) and returns one
 row per activity and local activity, in schedule order: its type, the summary the
-workflow gave it, and how it ended (``completed``, or the failure's type, e.g.
+workflow gave it (a ``first_call`` that ran its call's first attempt: ``ROLE → ROUTE (tier
+N)``, as ``call_model``'s), and how it ended (``completed``, or the failure's type, e.g.
 ``overloaded``); ``format_rows(rows)`` prints them as a table. Examples and tests use it to
 show that every failover attempt is its own activity; ``context_reads(history)`` lists the
 roles whose role context the run read (a test of context reuse counts them).
@@ -108,9 +109,28 @@ def _finish(event: HistoryEvent, rows: dict[int, ActivityRow], attempts: dict[in
     sched = int(getattr(attrs, "scheduled_event_id"))  # noqa: B009 - every kind above has it
     row = rows.get(sched)
     if row is not None:
+        summary = row.summary
+        if row.activity_type == "first_call":
+            summary = _first_attempt_summary(row.summary, attrs)
         rows[sched] = ActivityRow(
-            row.event_id, row.kind, row.activity_type, row.summary, outcome, attempts.get(sched)
+            row.event_id, row.kind, row.activity_type, summary, outcome, attempts.get(sched)
         )
+
+
+def _first_attempt_summary(summary: str, attrs: object) -> str:
+    """A ``first_call`` row's summary once it ended: ``ROLE → ROUTE (tier N)`` when it ran
+    the call's first attempt (its result, or its failure's second detail, names the route;
+    the summary given at schedule could not), else as given (it returned the context only)."""
+    result = getattr(attrs, "result", None)
+    failure = getattr(attrs, "failure", None)
+    payloads = list(result.payloads) if result is not None else []
+    if failure is not None:
+        payloads = list(failure.application_failure_info.details.payloads)[1:2]
+    ran = json.loads(payloads[0].data) if payloads else {}
+    if not isinstance(ran, dict) or not ran.get("route"):
+        return summary
+    role = summary.split(" → ", 1)[0]
+    return f"{role} → {ran['route']} (tier {ran.get('tier', 0)})"
 
 
 def format_rows(rows: list[ActivityRow]) -> str:

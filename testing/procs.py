@@ -103,7 +103,8 @@ def stop_process(
 
 
 async def pipeline_step_worker_pid(handle: WorkflowHandle, phase: str) -> int | None:
-    """The pid of the worker process running a pipeline's ``call_model`` while the run is
+    """The pid of the worker process running a pipeline's model call (``call_model``, or
+    ``first_call`` for a call's first attempt) while the run is
     in ``phase`` (read from the SDK's default worker identity, ``pid@host``), else None:
     not in that phase, not picked up yet, or between tasks."""
     from temporalio.api.enums.v1 import PendingActivityState
@@ -118,6 +119,7 @@ async def pipeline_step_worker_pid(handle: WorkflowHandle, phase: str) -> int | 
         desc = await handle.describe()
         for a in desc.raw_description.pending_activities:
             started = a.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
-            if a.activity_type.name == "call_model" and started and a.last_worker_identity:
+            model_call = a.activity_type.name in ("call_model", "first_call")
+            if model_call and started and a.last_worker_identity:
                 return int(a.last_worker_identity.split("@", 1)[0])
     return None

@@ -170,11 +170,13 @@ async def test_worker_serves_pipelines_and_drains_on_sigterm(
 
 
 async def _call_model_started(handle) -> bool:
+    """Whether a model call is running: a ``call_model``, or the ``first_call`` that runs
+    a call's first attempt."""
     from temporalio.api.enums.v1 import PendingActivityState
 
     desc = await handle.describe()
     return any(
-        a.activity_type.name == "call_model"
+        a.activity_type.name in ("call_model", "first_call")
         and a.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
         for a in desc.raw_description.pending_activities
     )

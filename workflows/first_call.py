@@ -67,7 +67,7 @@ class FirstRound:
     tier: int = 0
     result: CallModelResult | None = None
     error: ActivityError | None = None
-    #: Workflow time the activity was scheduled (the attempt's start in its record).
+    #: Workflow time the activity planned at (the attempt's start in its record).
     at: float = 0.0
     #: Temporal's try that returned (2: the first was retried; the UI shows it).
     tries: int = 1
@@ -122,7 +122,6 @@ async def first_call(call: Call, started: datetime, routes: list[str] | None) ->
         now=started.timestamp(),
         workflow_queue=queue,
     )
-    at = workflow.now().timestamp()
     try:
         out: FirstCallResult = await workflow.execute_activity_method(
             FirstCallActivities.first_call,
@@ -144,9 +143,9 @@ async def first_call(call: Call, started: datetime, routes: list[str] | None) ->
         if got is None:
             return None
         return FirstRound(
-            got.context, got.route, got.tier, None, err, at, got.tries, got.retry_in_s
+            got.context, got.route, got.tier, None, err, got.planned_at, got.tries, got.retry_in_s
         )
-    return FirstRound(out.context, out.route, out.tier, out.result, None, at, out.tries)
+    return FirstRound(out.context, out.route, out.tier, out.result, None, out.planned_at, out.tries)
 
 
 async def first_ran(call: Call, planned: PlannedAttempt, first: FirstRound) -> list[AttemptResult]:

@@ -96,7 +96,7 @@ class ResilientCall:
                 ticket=ticket,
                 elapsed_ms=elapsed_ms,
             )
-            p = plan_round(call, role, facts, call.started_at if ran else None)
+            p = plan_round(call, role, facts, first.at if first is not None and ran else None)
             if first_plan is None:
                 first_plan = p
                 record_skipped(call, p)
