@@ -1,0 +1,166 @@
+"""A call's first attempt planned and run in the activity that reads its role context
+(``first_call``, issue 24), on the dev server against the simulator: a failure carries
+the context back so the call fails over as before, a failure ``call_model`` would retry
+on its route gets that one retry from the workflow, a first attempt that is not plain is
+left to the workflow, and a ``first_call`` that fails without a context leaves the call
+to read it with the local activity, as before."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from agent_failover.resilience.contracts import AgentOutput, Capability
+from agent_failover.service import workflow_runner
+from agent_failover.testing.history import activity_rows, context_reads
+from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.workflows.models import PipelineInput, PipelineResult
+from agent_failover.workflows.pipeline import AgentPipelineWorkflow
+from tests.workflows.conftest import Harness
+from tests.workflows.helpers import CallInput, ResilientCallWorkflow, attempt_activities
+from tests.workflows.test_patches_replay import REPLAY_WORKFLOWS
+from tests.workflows.test_resilient_failover_devserver import _request
+
+pytestmark = pytest.mark.devserver
+
+PRIMARY = "anthropic-us-east"
+
+
+async def _call(h: Harness, role: str = "plain") -> tuple[AgentOutput, WorkflowHistory]:
+    wf_id = f"first-{uuid.uuid4().hex[:10]}"
+    out: AgentOutput = await h.client.execute_workflow(
+        ResilientCallWorkflow.run,
+        CallInput(role=role, request=_request(f"task {uuid.uuid4().hex[:6]}")),
+        id=wf_id,
+        task_queue=h.task_queue,
+        result_type=AgentOutput,
+    )
+    return out, await h.client.get_workflow_handle(wf_id).fetch_history()
+
+
+def _scheduled(history: WorkflowHistory) -> list[dict]:
+    """Every scheduled activity: type, retry policy's maximum attempts, decoded input."""
+    return [
+        {
+            "type": a.activity_type.name,
+            "max_attempts": a.retry_policy.maximum_attempts,
+            "input": json.loads(a.input.payloads[0].data),
+        }
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        for a in [e.activity_task_scheduled_event_attributes]
+    ]
+
+
+async def _per_route(admin: SimAdmin) -> Counter[str]:
+    return Counter(a["endpoint"] for a in await admin.attempts())
+
+
+async def test_a_failed_first_attempt_brings_its_context_and_the_call_fails_over(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """The primary is overloaded: ``first_call`` fails with the context attached, the
+    workflow folds the failure as any attempt's and the standby answers; no local
+    activity reads the context a second time."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "overloaded"}])
+    out, history = await _call(harness)
+    assert out.route != PRIMARY and out.capability is Capability.FULL
+    assert [(a.route, a.outcome) for a in out.attempts] == [
+        (PRIMARY, "overloaded"),
+        (out.route, "ok"),
+    ]
+    assert [kind for kind, _ in attempt_activities(history)] == ["first_call", "call_model"]
+    assert context_reads(history) == ["plain"]  # the first_call's; no role_context after
+    assert await _per_route(sim_admin) == Counter({PRIMARY: 1, out.route: 1})
+
+
+async def test_a_failure_call_model_would_retry_gets_its_one_same_route_retry(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """A 500 on the primary: ``call_model`` would be retried once on its route by
+    Temporal; ``first_call`` is not (a retry would plan afresh), so the workflow runs that
+    retry, a ``call_model`` with one try, and the primary sees two attempts, as before."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "server_error"}])
+    out, history = await _call(harness)
+    assert out.route != PRIMARY and out.capability is not Capability.STATIC
+    scheduled = _scheduled(history)
+    assert [s["type"] for s in scheduled[:2]] == ["first_call", "call_model"]
+    assert scheduled[1]["input"]["route"] == PRIMARY and scheduled[1]["max_attempts"] == 1
+    assert any(e.HasField("timer_started_event_attributes") for e in history.events)
+    assert (await _per_route(sim_admin))[PRIMARY] == 2
+
+
+async def test_a_hedged_first_attempt_is_left_to_the_workflow(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """A role whose plan hedges: ``first_call`` returns the context only (it cannot start
+    a hedge beside its attempt) and the workflow runs the attempt, hedged as planned."""
+    out, history = await _call(harness, role="hedged")
+    assert out.capability is Capability.FULL
+    scheduled = _scheduled(history)
+    assert scheduled[0]["type"] == "first_call"
+    assert next(kind for kind, _ in attempt_activities(history)) == "call_model"
+    done = next(
+        json.loads(e.activity_task_completed_event_attributes.result.payloads[0].data)
+        for e in history.events
+        if e.HasField("activity_task_completed_event_attributes")
+    )
+    assert "route" not in done and "result" not in done and done["context"]["role"] == "hedged"
+    # The lease the context took goes to the workflow's first attempt (on its route).
+    lease = done["context"]["lease"]
+    first_attempt = next(s for s in scheduled if s["type"] == "call_model")
+    assert lease["route"] == first_attempt["input"]["route"]
+    assert first_attempt["input"]["lease"]["id"] == lease["id"]
+
+
+async def test_a_first_call_without_a_context_leaves_the_call_to_the_local_activity(
+    harness: Harness, sim_admin: SimAdmin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both tries of ``first_call`` fail before reading the context (a store fault): the
+    call reads it with the ``role_context`` local activity and is answered as before."""
+
+    class Failing:
+        async def role_context(self, inp: object) -> None:
+            raise RuntimeError("health store unreachable")
+
+    monkeypatch.setattr(harness.activities.first, "_contexts", Failing())
+    out, history = await _call(harness)
+    assert out.route == PRIMARY and out.capability is Capability.FULL
+    rows = [(r.activity_type, r.outcome) for r in await _rows(harness, history)]
+    assert rows[0][0] == "first_call" and rows[0][1] != "completed"
+    assert ("role_context", "completed") in rows and rows[-1] == ("call_model", "completed")
+
+
+async def _rows(h: Harness, history: WorkflowHistory) -> list:
+    return await activity_rows(h.client.get_workflow_handle(history.workflow_id))
+
+
+async def test_a_new_pipeline_history_replays(harness: Harness, sim_admin: SimAdmin) -> None:
+    """A pipeline whose calls planned in their first attempts (one failing over) replays
+    without a non-determinism error: the patch is asked before the roles' local activity,
+    whose result a replay reads a workflow task earlier than the run did."""
+    await sim_admin.set_faults(PRIMARY, [{"kind": "overloaded"}])
+    handle = await harness.client.start_workflow(
+        AgentPipelineWorkflow.run,
+        PipelineInput(task="Compare two queue designs"),
+        id=f"first-pipe-{uuid.uuid4().hex[:8]}",
+        task_queue=harness.task_queue,
+        result_type=PipelineResult,
+    )
+    result = await handle.result()
+    assert result.steps and all(s.output.capability is not Capability.STATIC for s in result.steps)
+    replayer = Replayer(
+        workflows=REPLAY_WORKFLOWS,
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
+    )
+    replayed = await replayer.replay_workflow(
+        await handle.fetch_history(), raise_on_replay_failure=False
+    )
+    assert replayed.replay_failure is None
