@@ -577,6 +577,21 @@ async def _context_reuse_run(h: Harness, admin: SimAdmin) -> list[Recorded]:
     return [Recorded("call_role_context_reused", wid)]
 
 
+async def _first_attempt_runs(h: Harness, admin: SimAdmin) -> list[Recorded]:
+    """Calls whose role context is read in their first attempt's activity (issue 24,
+    patch ``plan-in-first-attempt``): a healthy one (the attempt ran there), one whose
+    primary returned a 500 (the workflow's same-route retry after a timer, then the
+    standby), and a pipeline with its primary overloaded (each step fails over)."""
+    await admin.reset()
+    runs = [Recorded("call_first_attempt", await _call(h, "plain", "first attempt"))]
+    await admin.set_faults("anthropic-us-east", [{"kind": "server_error"}])
+    runs.append(Recorded("call_first_attempt_retried", await _call(h, "plain", "a 500")))
+    await admin.set_faults("anthropic-us-east", [{"kind": "overloaded"}])
+    runs.append(Recorded("pipeline_first_attempt_failover", await _pipeline(h, "first")))
+    await admin.reset()
+    return runs
+
+
 async def _pipeline(h: Harness, prefix: str, inp: PipelineInput | None = None) -> str:
     """Run one pipeline (by default the healthy demo task) to its end; its workflow id."""
     wid = f"{prefix}-{uuid.uuid4().hex[:6]}"
@@ -623,6 +638,10 @@ RECORDERS: list[tuple[tuple[str, ...], Recorder]] = [
     (("call_invalid_request_other_wire", "call_live_tier_floor"), _failover_rule_runs),
     (("call_lease_with_snapshot",), _lease_run),
     (("call_role_context_reused",), _context_reuse_run),
+    (
+        ("call_first_attempt", "call_first_attempt_retried", "pipeline_first_attempt_failover"),
+        _first_attempt_runs,
+    ),
 ]
 #: Every history the recorders produce (the replay test expects exactly these).
 HISTORY_NAMES = frozenset(name for names, _ in RECORDERS for name in names)

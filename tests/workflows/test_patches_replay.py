@@ -96,6 +96,11 @@ EXPECTED_HISTORIES = {
     "call_lease_with_snapshot",
     # Two calls of one role in one run, the second reusing the first's role context.
     "call_role_context_reused",
+    # Role contexts read in the first attempt's activity (patch plan-in-first-attempt):
+    # a healthy call, a 500 retried on its route by the workflow, a pipeline failing over.
+    "call_first_attempt",
+    "call_first_attempt_retried",
+    "pipeline_first_attempt_failover",
 }
 
 
