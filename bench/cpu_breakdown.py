@@ -45,7 +45,8 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("RedisHealthStore.", "RedisResponseCache.", "RedisSnapshots.", "RedisOutcomes."),
     ),
     ("provider call (activity body)", ("ModelCallActivities.call_model", "BareActivities.call")),
-    ("role_context local activity", ("RoleContextActivities.role_context", "role_context")),
+    ("role context read", ("RoleContextActivities.role_context", "role_context")),
+    ("first_call: planning in the activity", ("FirstCallActivities.",)),
     ("sandbox: per-run module imports", ("Importer._import",)),
     ("workflow code", ("InSandbox.activate",)),
     (

@@ -7,8 +7,9 @@ same stack (simulator primary in its own process, +50 ms to first token, one dev
 
 * ``bare``: the floor (:class:`agent_failover.testing.bare.BareCallWorkflow`);
 * ``bare-context``: the same, after one local activity whose result is as many bytes of
-  JSON as the failover arm's ``role_context`` result in this run (read from its history):
-  what a read recorded in history before the call costs, with no work in its body;
+  JSON as the failover arm's role context in this run (read from its history): what a
+  read recorded in history before the call costs, with no work in its body (the
+  resilient call's shape before its context moved into its first attempt's activity);
 * ``bare-stream``: the activity reads the reply as server-sent events (``aiter_lines``,
   as a user's own streaming activity would), not one JSON body;
 * ``bare-context-stream``: both;
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -54,16 +56,22 @@ DEFAULT_CONTEXT_BYTES = 200
 
 
 async def context_bytes(arms: _Arms) -> int:
-    """The size of the ``role_context`` result in one failover call's history."""
+    """The size of the role context in one failover call's history: the ``context`` of its
+    ``first_call`` result (or, in a run that read it with the ``role_context`` local
+    activity, that marker's result)."""
     await arms.failover()
     wf_id = arms.ids["failover"][-1]
     hist = await arms.client.get_workflow_handle(wf_id).fetch_history()
     for e in hist.events:
-        if not e.HasField("marker_recorded_event_attributes"):
-            continue
-        result = e.marker_recorded_event_attributes.details.get("result")
-        if result is not None and result.payloads:
-            return max(len(p.data) for p in result.payloads)
+        if e.HasField("activity_task_completed_event_attributes"):
+            for p in e.activity_task_completed_event_attributes.result.payloads:
+                data = json.loads(p.data)
+                if isinstance(data, dict) and "context" in data:
+                    return len(json.dumps(data["context"], separators=(",", ":")))
+        if e.HasField("marker_recorded_event_attributes"):
+            result = e.marker_recorded_event_attributes.details.get("result")
+            if result is not None and result.payloads:
+                return max(len(p.data) for p in result.payloads)
     return DEFAULT_CONTEXT_BYTES
 
 

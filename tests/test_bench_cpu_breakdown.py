@@ -34,7 +34,7 @@ def test_samples_go_to_the_first_matching_category_per_call() -> None:
         cb.OTHER: 50.0,
         "Temporal activity worker": 25.0,
         "workflow code": 20.0,
-        "role_context local activity": 5.0,
+        "role context read": 5.0,
     }
 
 
@@ -55,4 +55,24 @@ def test_a_redis_store_frame_counts_as_the_stores_not_as_what_called_it() -> Non
         ]
     )
     got = cb.breakdown(raw, calls=1, rate_hz=100.0)
-    assert got == {"Redis stores (client and decoding)": 50.0, "role_context local activity": 10.0}
+    assert got == {"Redis stores (client and decoding)": 50.0, "role context read": 10.0}
+
+
+def test_planning_in_first_call_is_its_own_category_beside_the_attempt_it_runs() -> None:
+    """``first_call``'s own frames (the plan made in the activity) are counted apart from
+    the context read and the provider call it runs."""
+    raw = "\n".join(
+        [
+            f"{LOOP};FirstCallActivities.first_call (activities/first_call.py:60);"
+            "ModelCallActivities.call_model (activities/model_call.py:62) 4",
+            f"{LOOP};FirstCallActivities.first_call (activities/first_call.py:60);"
+            "RoleContextActivities.role_context (activities/role_context.py:41) 2",
+            f"{LOOP};FirstCallActivities._plain (activities/first_call.py:90) 1",
+        ]
+    )
+    got = cb.breakdown(raw, calls=1, rate_hz=100.0)
+    assert got == {
+        "provider call (activity body)": 40.0,
+        "role context read": 20.0,
+        "first_call: planning in the activity": 10.0,
+    }
