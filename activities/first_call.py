@@ -2,8 +2,11 @@
 activity (issue 24: no local activity before a healthy call's attempt).
 
 The context is read as ``role_context`` reads it (with the in-flight lease on the role's
-first route), then planned from exactly as the workflow will see it (its history form
-decoded again, on the workflow's queue). A plain first attempt
+first route) and planned from as the workflow will plan from it. (History keeps the
+snapshot's floats to :data:`~activities.snapshot_history.SNAPSHOT_DECIMALS` digits: a plan
+that a rounding tips the other way, a latency within a microsecond of a threshold, would
+differ there, and the workflow then takes the route that ran, with a warning.) A plain
+first attempt
 (:func:`resilience.first_attempt.plain_first`) runs through ``call_model``'s own path (the
 bulkhead's gate, admission, budgets, streaming, validation, records); its answer returns
 with the context, its failure raises ``call_model``'s error with the context as a second
@@ -73,8 +76,7 @@ class FirstCallActivities:
             )
         )
         out = FirstCallResult(context=ctx, planned_at=inp.now, tries=tries)
-        seen = as_the_workflow_sees(ctx, inp)
-        planned = None if retry else self._plain(seen, inp)
+        planned = None if retry else self._plain(ctx, inp)
         if planned is None:
             return out
         first, call = planned
@@ -89,35 +91,28 @@ class FirstCallActivities:
         )
 
     def _plain(
-        self, seen: RoleContext, inp: FirstCallInput
+        self, ctx: RoleContext, inp: FirstCallInput
     ) -> tuple[PlainFirst, CallModelInput] | None:
         """The plain first attempt to run here and its input, or None (the workflow's)."""
-        if seen.task_queue != inp.workflow_queue:
+        if ctx.task_queue != inp.workflow_queue:
             return None  # the role's attempts go to another queue
         try:
-            role = apply_call_options(seen.role, seen.policy, inp.options)
+            role = apply_call_options(ctx.role, ctx.policy, inp.options)
         except PolicyError:
             return None  # the workflow fails the call with this error's words
         gate = self._calls.gate_for(inp.role)
         if gate is not None and gate.locked():
             return None  # the workflow sends it to the bulkhead's queue
         first = plain_first(
-            role, seen.policy, seen.snapshot, inp.request, ticket=inp.ticket, now=inp.now
+            role, ctx.policy, ctx.snapshot, inp.request, ticket=inp.ticket, now=inp.now
         )
         if first is None or not _time_for(first.attempt.timeout_ms):
             return None
-        return first, _call_input(inp, role, seen, first)
-
-
-def as_the_workflow_sees(ctx: RoleContext, inp: FirstCallInput) -> RoleContext:
-    """``ctx`` as the workflow decodes it from history (the snapshot compacted, floats
-    rounded) on its own queue, so the plan here is the plan there."""
-    again = RoleContext.model_validate_json(ctx.model_dump_json())
-    return again.as_read(inp.workflow_queue, inp.now)
+        return first, _call_input(inp, role, ctx, first)
 
 
 def _call_input(
-    inp: FirstCallInput, role: RolePolicy, seen: RoleContext, first: PlainFirst
+    inp: FirstCallInput, role: RolePolicy, ctx: RoleContext, first: PlainFirst
 ) -> CallModelInput:
     """``call_model``'s input for the plain first attempt, as the workflow builds it."""
     attempt = first.attempt
@@ -137,7 +132,7 @@ def _call_input(
         deadline_at=inp.now + role.total_budget_ms / 1000,
         max_reply_bytes=role.max_reply_bytes,
         cache=cache,
-        lease=seen.lease,
+        lease=ctx.lease,
     )
 
 
