@@ -49,7 +49,7 @@ def _role_contexts(history) -> list[dict]:
     return out
 
 
-async def test_one_call_writes_one_activity_one_patch_marker_and_a_compact_context(harness: Harness) -> None:
+async def test_one_call_writes_one_activity_and_a_compact_context(harness: Harness) -> None:
     wf_id = f"hist-{uuid.uuid4().hex[:10]}"
     await harness.client.execute_workflow(
         ResilientCallWorkflow.run,
