@@ -104,6 +104,9 @@ async def litellm_call(inp: BareCallInput) -> str:
 
 
 class _Arms:
+    #: The failover arm's role (``--role``): ``plain`` never hedges; ``hedged`` plans a
+    #: hedge, so its first attempt is the workflow's, not ``first_call``'s.
+    role = "plain"
     """The callables of each arm and the workflow ids they started (for history sizes)."""
 
     def __init__(
@@ -122,7 +125,7 @@ class _Arms:
     def _input(self, activity_name: str = "bare_llm_call") -> BareCallInput:
         prompt = f"overhead {uuid.uuid4().hex[:8]}"
         # The failover role's system prompt: every arm sends the same request.
-        system = self.h.policy.roles["plain"].system_prompt
+        system = self.h.policy.roles[self.role].system_prompt
         return BareCallInput(
             base_url=self.base, model=MODEL, prompt=prompt, system=system, activity=activity_name
         )
@@ -151,7 +154,7 @@ class _Arms:
         )
         await self.client.execute_workflow(
             ResilientTextWorkflow.run,
-            CallInput(role="plain", request=req),
+            CallInput(role=self.role, request=req),
             id=self._id(arm),
             task_queue=(harness or self.h).task_queue,
             result_type=str,
@@ -289,6 +292,7 @@ def run_setup(args: argparse.Namespace, load_before: str | None) -> dict[str, An
         "sequential_calls_per_arm": args.rounds * args.batch,
         "concurrent_calls_per_arm": args.rounds * args.concurrent,
         "concurrency": args.concurrency,
+        "failover_role": getattr(args, "role", "plain"),
         "load_average_before": load_before,
         "load_average_after": loadavg(),
     }
@@ -419,6 +423,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     async with bench_stack(
         args.ttft_ms, sim_in_process=args.sim_in_process, redis_url=redis_url
     ) as (arms, names):
+        arms.role = args.role
         if args.arms:
             names = [n for n in names if n in {"bare", *args.arms}]
         load_before = loadavg()
@@ -495,6 +500,11 @@ def main(argv: list[str] | None = None) -> int:
         help="only these arms, comma-separated (bare is always kept: the ratios need it)",
     )
     ap.add_argument("--ttft-ms", type=float, default=50.0)
+    ap.add_argument(
+        "--role",
+        default="plain",
+        help="the failover arm's role: plain (never hedges) or hedged (its plan hedges)",
+    )
     ap.add_argument("--history-sample", type=int, default=20)
     ap.add_argument("--redis", action="store_true", help="health store and cache in Redis")
     ap.add_argument(
