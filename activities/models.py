@@ -442,6 +442,9 @@ class PipelineRoles(BaseModel):
     min_confidence: dict[str, float] = Field(default_factory=dict)
     #: Roles whose degraded steps are re-run once their primary is back (``rerun``).
     rerun: dict[str, RerunSettings] = Field(default_factory=dict)
+    #: Roles whose plans hedge: their calls read the role context with the local activity
+    #: (their first attempt is the workflow's to run). Absent in runs recorded before.
+    hedged: list[str] = Field(default_factory=list)
 
 
 class ToolCallInput(BaseModel):

@@ -31,6 +31,7 @@ from agent_failover.resilience.budget import scopes_for
 from agent_failover.resilience.config import PolicyConfig, PolicyError, RolePolicy
 from agent_failover.resilience.contracts import HealthSnapshot
 from agent_failover.resilience.cost_efficiency import evaluate_cost_efficiency
+from agent_failover.resilience.first_attempt import plans_hedge
 from agent_failover.resilience.pipeline import PIPELINE_STAGE_ROLES, pipeline_policy_errors
 from agent_failover.resilience.sla import evaluate_sla
 from agent_failover.stores.in_flight import LeaseTake
@@ -213,4 +214,5 @@ class RoleContextActivities:
                 n: r.min_confidence for n, r in roles.items() if r.critical and r.min_confidence > 0
             },
             rerun={n: r.rerun for n, r in roles.items() if r.rerun and r.rerun.enabled},
+            hedged=[n for n, r in roles.items() if plans_hedge(r)],
         )

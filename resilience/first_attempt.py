@@ -48,6 +48,7 @@ __all__ = [
     "output_schema_for",
     "plain_first",
     "plain_start",
+    "plans_hedge",
     "prompted",
     "role_request",
     "round_facts",
@@ -115,6 +116,12 @@ def caches_answer(role: RolePolicy, tier: int, reasons: list[ReasonCode]) -> boo
         and ReasonCode.CONTEXT_TRUNCATED not in reasons
         and ReasonCode.CONTEXT_SUMMARIZED not in reasons
     )
+
+
+def plans_hedge(role: RolePolicy) -> bool:
+    """Whether ``role``'s plans can hedge (the planner's own condition, with more than one
+    route): its first attempt is then the workflow's to run, never the activity's."""
+    return role.stateless and role.hedging.enabled and role.hedging.max_hedges > 0
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,11 @@ A failed attempt drops every entry whose policy names its route (:func:`forget_r
 later call plans from a snapshot taken after the failure, not from one that predates it.
 Runs recorded before reuse read a context per call (patch ``ROLE_CONTEXT_REUSE``, asked
 only when an entry is fresh).
+
+The run also remembers which roles hedge (:func:`hedging_known`: a kept context of the
+role, however old, or the pipeline's roles): their first attempt is the workflow's to run,
+so a call of such a role reads its context with the local activity instead of sending it
+to ``first_call`` for nothing (one workflow task fewer).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import TYPE_CHECKING
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from agent_failover.resilience.first_attempt import plans_hedge
     from agent_failover.workflows.patches import ROLE_CONTEXT_REUSE
 
 if TYPE_CHECKING:
@@ -52,6 +58,8 @@ class ContextCache:
 
     def __init__(self) -> None:
         self._by_key: dict[Key, Taken] = {}
+        #: Roles the run learnt hedge before reading their context (the pipeline's roles).
+        self.hedging: set[str] = set()
 
     def fresh(self, key: Key, now: float, reuse_s: float | None) -> RoleContext | None:
         """The context kept under ``key`` if taken less than its reuse age ago: ``reuse_s``
@@ -65,6 +73,11 @@ class ContextCache:
     def keep(self, key: Key, ctx: RoleContext, at: float) -> None:
         """Keep ``ctx``, read by a call that started at ``at``, under ``key``."""
         self._by_key[key] = Taken(ctx, at)
+
+    def known(self, key: Key) -> RoleContext | None:
+        """The context last kept under ``key``, however old (None: none kept)."""
+        taken = self._by_key.get(key)
+        return taken.ctx if taken is not None else None
 
     def forget_route(self, route: str) -> None:
         """Drop every context whose policy names ``route`` (an attempt on it failed)."""
@@ -119,3 +132,23 @@ def forget_route(route: str) -> None:
     cache = run_cache()
     if cache is not None:
         cache.forget_route(route)
+
+
+def note_hedging(roles: list[str]) -> None:
+    """Remember that ``roles`` hedge (a recorded input: the pipeline's roles), so their
+    calls read the role context with the local activity, not in their first attempt's."""
+    cache = run_cache()
+    if cache is not None:
+        cache.hedging |= set(roles)
+
+
+def hedging_known(key: Key) -> bool:
+    """Whether this run already knows the role behind ``key`` hedges: noted by the
+    pipeline, or said by a context of it the run kept (however old)."""
+    cache = run_cache()
+    if cache is None:
+        return False
+    if key[0] in cache.hedging:
+        return True
+    kept = cache.known(key)
+    return kept is not None and plans_hedge(kept.role)

@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         synthesis_request,
     )
     from agent_failover.resilience.saga import CompensationLog
+    from agent_failover.workflows import context_reuse
     from agent_failover.workflows.agent_loop import run_agent_loop
     from agent_failover.workflows.models import PipelineInput
     from agent_failover.workflows.pipeline_escalation import Escalations
@@ -79,6 +80,7 @@ class Stages:
         self.state.critical = set(roles.critical)
         self.state.min_confidence = dict(roles.min_confidence)
         self.state.reruns.settings = dict(roles.rerun)
+        context_reuse.note_hedging(roles.hedged)
         return roles
 
     async def plan(

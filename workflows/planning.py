@@ -63,7 +63,8 @@ async def load_context(call: Call, started: datetime) -> tuple[RoleContext, Firs
     ctx = context_reuse.reusable(key, call.options)
     first = None
     if ctx is None:
-        if planned_in_activity(call):
+        # A role known to hedge runs its first attempt in the workflow: no first_call.
+        if not context_reuse.hedging_known(key) and planned_in_activity(call):
             first = await first_call(call, started, routes)
         if first is None:
             ctx = await _read_context(call, started, routes)

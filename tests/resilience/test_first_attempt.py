@@ -14,6 +14,7 @@ from agent_failover.resilience.first_attempt import (
     output_schema_for,
     plain_first,
     plain_start,
+    plans_hedge,
     prompted,
     role_request,
     round_facts,
@@ -139,3 +140,17 @@ def test_a_schema_only_in_the_prompt_validates_against_the_callers_when_the_role
     no_schema = CRITIC.model_copy(update={"output_schema": None})
     assert output_schema_for(no_schema, StructuredPath.PROMPT, theirs) == theirs
     assert output_schema_for(no_schema, StructuredPath.NATIVE, theirs) is None
+
+
+def test_plans_hedge_is_the_planners_own_condition() -> None:
+    """Stateless, hedging on, a hedge to spend: the role's plans can hedge; any one of the
+    three off, never (and a call of such a role runs its first attempt in the workflow)."""
+    analyst = POLICY.role("analyst")
+    assert analyst.stateless and analyst.hedging.enabled and plans_hedge(analyst)
+    hedging = analyst.hedging
+    assert not plans_hedge(analyst.model_copy(update={"stateless": False}))
+    off = hedging.model_copy(update={"enabled": False})
+    assert not plans_hedge(analyst.model_copy(update={"hedging": off}))
+    spent = hedging.model_copy(update={"max_hedges": 0})
+    assert not plans_hedge(analyst.model_copy(update={"hedging": spent}))
+    assert not plans_hedge(CRITIC)

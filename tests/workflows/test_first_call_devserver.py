@@ -17,9 +17,12 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from agent_failover.resilience.contracts import AgentOutput, Capability
+from agent_failover.resilience.first_attempt import plans_hedge
+from agent_failover.resilience.options import CallOptions
 from agent_failover.service import workflow_runner
 from agent_failover.testing.history import activity_rows, context_reads
 from agent_failover.testing.sim.admin import SimAdmin
+from agent_failover.testing.workflows import RepeatedCallInput, RepeatedCallWorkflow
 from agent_failover.workflows.models import PipelineInput, PipelineResult
 from agent_failover.workflows.pipeline import AgentPipelineWorkflow
 from tests.workflows.conftest import Harness
@@ -164,3 +167,49 @@ async def test_a_new_pipeline_history_replays(harness: Harness, sim_admin: SimAd
         await handle.fetch_history(), raise_on_replay_failure=False
     )
     assert replayed.replay_failure is None
+
+
+async def test_a_role_the_run_knows_hedges_reads_its_context_locally(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """The second call of a hedged role (no context reuse) knows from the first call's
+    context that the role hedges: it reads its context with the local activity instead of
+    a ``first_call`` that would hand the attempt back (one workflow task fewer)."""
+    request = _request(f"twice {uuid.uuid4().hex[:6]}")
+    wf_id = f"first-hedged-{uuid.uuid4().hex[:8]}"
+    outs = await harness.client.execute_workflow(
+        RepeatedCallWorkflow.run,
+        RepeatedCallInput(
+            roles=["hedged", "hedged"], request=request, options=CallOptions(context_reuse_s=0)
+        ),
+        id=wf_id,
+        task_queue=harness.task_queue,
+        result_type=list[AgentOutput],
+    )
+    assert [o.capability for o in outs] == [Capability.FULL, Capability.FULL]
+    handle = harness.client.get_workflow_handle(wf_id)
+    reads = [r.activity_type for r in await activity_rows(handle)]
+    reads = [r for r in reads if r in ("first_call", "role_context")]
+    assert reads == ["first_call", "role_context"]
+
+
+async def test_a_pipeline_reads_its_hedging_roles_contexts_locally(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """The pipeline's roles say which hedge (``pipeline_roles``, recorded): those roles'
+    calls read their context with the local activity, the others in ``first_call``."""
+    hedging = {n for n, r in harness.policy.roles.items() if plans_hedge(r)}
+    handle = await harness.client.start_workflow(
+        AgentPipelineWorkflow.run,
+        PipelineInput(task="Compare two queue designs"),
+        id=f"first-pipe-h-{uuid.uuid4().hex[:8]}",
+        task_queue=harness.task_queue,
+        result_type=PipelineResult,
+    )
+    result = await handle.result()
+    history = await handle.fetch_history()
+    by_first_call = {s["input"]["role"] for s in _scheduled(history) if s["type"] == "first_call"}
+    called = {s.output.role for s in result.steps}
+    assert called & hedging and called - hedging  # both kinds ran
+    assert by_first_call == called - hedging
+    assert set(context_reads(history)) == called
