@@ -22,6 +22,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from agent_failover.config import DEFAULT_POLICY_PATH
 from agent_failover.config.loader import load_policy
+from agent_failover.logs import BENIGN_MESSAGES
 from agent_failover.resilience.config import PolicyConfig
 from agent_failover.resilience.contracts import AgentOutput, BreakerState
 from agent_failover.resilience.models import ChatRequest, Message
@@ -277,5 +278,9 @@ async def _race_and_check_the_loser(harness: Harness, caplog: pytest.LogCaptureF
         if r.levelno >= logging.WARNING
         and r.name.startswith(("temporalio", "agent_failover"))
         and "breaker" not in r.getMessage()
+        # The core's "Activity not found on completion" (a loser that completed after its
+        # run closed) reaches here only when an earlier test in this process forwarded the
+        # core's logs; the worker's logging demotes it to DEBUG (agent_failover.logs).
+        and not any(m in r.getMessage() for m in BENIGN_MESSAGES)
     ]
     assert loud == [], [(r.name, r.levelname, r.getMessage()[:120]) for r in loud]
