@@ -12,7 +12,7 @@ import uuid
 from collections import Counter
 
 import pytest
-from temporalio.client import WorkflowHistory
+from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
@@ -144,19 +144,24 @@ async def _rows(h: Harness, history: WorkflowHistory) -> list:
     return await activity_rows(h.client.get_workflow_handle(history.workflow_id))
 
 
+async def _pipeline(h: Harness) -> tuple[WorkflowHandle, PipelineResult]:
+    """Run the demo task's pipeline to its end: its handle and result."""
+    handle = await h.client.start_workflow(
+        AgentPipelineWorkflow.run,
+        PipelineInput(task="Compare two queue designs"),
+        id=f"first-pipe-{uuid.uuid4().hex[:8]}",
+        task_queue=h.task_queue,
+        result_type=PipelineResult,
+    )
+    return handle, await handle.result()
+
+
 async def test_a_new_pipeline_history_replays(harness: Harness, sim_admin: SimAdmin) -> None:
     """A pipeline whose calls planned in their first attempts (one failing over) replays
     without a non-determinism error: the patch is asked before the roles' local activity,
     whose result a replay reads a workflow task earlier than the run did."""
     await sim_admin.set_faults(PRIMARY, [{"kind": "overloaded"}])
-    handle = await harness.client.start_workflow(
-        AgentPipelineWorkflow.run,
-        PipelineInput(task="Compare two queue designs"),
-        id=f"first-pipe-{uuid.uuid4().hex[:8]}",
-        task_queue=harness.task_queue,
-        result_type=PipelineResult,
-    )
-    result = await handle.result()
+    handle, result = await _pipeline(harness)
     assert result.steps and all(s.output.capability is not Capability.STATIC for s in result.steps)
     replayer = Replayer(
         workflows=REPLAY_WORKFLOWS,
@@ -199,14 +204,7 @@ async def test_a_pipeline_reads_its_hedging_roles_contexts_locally(
     """The pipeline's roles say which hedge (``pipeline_roles``, recorded): those roles'
     calls read their context with the local activity, the others in ``first_call``."""
     hedging = {n for n, r in harness.policy.roles.items() if plans_hedge(r)}
-    handle = await harness.client.start_workflow(
-        AgentPipelineWorkflow.run,
-        PipelineInput(task="Compare two queue designs"),
-        id=f"first-pipe-h-{uuid.uuid4().hex[:8]}",
-        task_queue=harness.task_queue,
-        result_type=PipelineResult,
-    )
-    result = await handle.result()
+    handle, result = await _pipeline(harness)
     history = await handle.fetch_history()
     by_first_call = {s["input"]["role"] for s in _scheduled(history) if s["type"] == "first_call"}
     called = {s.output.role for s in result.steps}
