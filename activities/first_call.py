@@ -30,11 +30,12 @@ from temporalio.exceptions import ApplicationError
 
 from agent_failover.activities.failures import BULKHEAD_FULL
 from agent_failover.activities.first_models import (
+    ATTEMPT_GRACE,
     SAME_ROUTE_BACKOFF_S,
     FirstCallInput,
     FirstCallResult,
 )
-from agent_failover.activities.model_call import ModelCallActivities
+from agent_failover.activities.model_call import ModelCallActivities, attempt_number
 from agent_failover.activities.models import (
     CacheWrite,
     CallModelInput,
@@ -46,9 +47,6 @@ from agent_failover.resilience.cachekey import cache_key
 from agent_failover.resilience.config import PolicyError, RolePolicy
 from agent_failover.resilience.first_attempt import PlainFirst, plain_first, role_request
 from agent_failover.resilience.options import apply_call_options
-
-#: Time the activity keeps beyond its attempt's timeout (Temporal's grace on attempts).
-GRACE = timedelta(seconds=2)
 
 
 class FirstCallActivities:
@@ -62,7 +60,7 @@ class FirstCallActivities:
     async def first_call(self, inp: FirstCallInput) -> FirstCallResult:
         """The call's role context, with its first attempt's answer when that attempt is
         plain (see the module doc); a failed attempt raises with the context attached."""
-        tries = _attempt_number()
+        tries = attempt_number()
         retry = tries > 1
         ctx = await self._contexts.role_context(
             RoleContextInput(
@@ -84,7 +82,7 @@ class FirstCallActivities:
             result = await self._calls.call_model(call)
         except ApplicationError as err:
             if err.type == BULKHEAD_FULL:
-                return out  # filled since the look: the workflow uses the bulkhead's queue
+                return out  # refused before the provider: the workflow uses the bulkhead's queue
             raise _with_context(err, out, first) from err
         return out.model_copy(
             update={"route": first.attempt.route, "tier": first.attempt.tier, "result": result}
@@ -100,9 +98,6 @@ class FirstCallActivities:
             role = apply_call_options(ctx.role, ctx.policy, inp.options)
         except PolicyError:
             return None  # the workflow fails the call with this error's words
-        gate = self._calls.gate_for(inp.role)
-        if gate is not None and gate.locked():
-            return None  # the workflow sends it to the bulkhead's queue
         first = plain_first(
             role, ctx.policy, ctx.snapshot, inp.request, ticket=inp.ticket, now=inp.now
         )
@@ -161,12 +156,5 @@ def _time_for(timeout_ms: float) -> bool:
         limit = activity.info().start_to_close_timeout
     except RuntimeError:
         return True  # called directly (tests)
-    need = timedelta(milliseconds=timeout_ms) + GRACE
+    need = timedelta(milliseconds=timeout_ms) + ATTEMPT_GRACE
     return limit is None or limit >= need
-
-
-def _attempt_number() -> int:
-    try:
-        return activity.info().attempt
-    except RuntimeError:
-        return 1

@@ -9,19 +9,33 @@ route, tier and answer; a failed attempt raises the ``call_model`` error with a
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field, field_serializer, model_serializer
 
-from agent_failover.activities.models import CallModelResult, RoleContext
+from agent_failover.activities.models import (
+    CallModelResult,
+    RoleContext,
+    without_default_fields,
+)
 from agent_failover.resilience.models import ChatRequest
 from agent_failover.resilience.options import CallOptions
 
-__all__ = ["SAME_ROUTE_BACKOFF_S", "FirstCallInput", "FirstCallResult", "context_detail"]
+__all__ = [
+    "ATTEMPT_GRACE",
+    "SAME_ROUTE_BACKOFF_S",
+    "FirstCallInput",
+    "FirstCallResult",
+    "context_detail",
+]
 
 #: Backoff before the same-route retry of a RETRY-class failure (a 500): Temporal's
 #: ``initial_interval`` for ``call_model``, and the workflow's timer after ``first_call``.
 SAME_ROUTE_BACKOFF_S = 0.2
+#: Time Temporal allows an attempt's activity beyond the attempt's own timeout (its
+#: start-to-close); ``first_call`` runs an attempt only when its timeout leaves this much.
+ATTEMPT_GRACE = timedelta(seconds=2)
 
 
 class FirstCallInput(BaseModel):
@@ -47,11 +61,7 @@ class FirstCallInput(BaseModel):
 
     @model_serializer(mode="wrap", when_used="json")
     def _compact(self, handler: Any) -> Any:
-        out = handler(self)
-        for key in ("options", "routes"):
-            if out.get(key) is None:
-                out.pop(key, None)
-        return out
+        return without_default_fields(self, handler(self))
 
 
 class FirstCallResult(BaseModel):
@@ -77,14 +87,7 @@ class FirstCallResult(BaseModel):
 
     @model_serializer(mode="wrap", when_used="json")
     def _compact(self, handler: Any) -> Any:
-        out = handler(self)
-        for key in ("route", "result", "retry_in_s"):
-            if out.get(key) is None:
-                out.pop(key, None)
-        for key, usual in (("tier", 0), ("tries", 1)):
-            if out.get(key) == usual:
-                del out[key]
-        return out
+        return without_default_fields(self, handler(self))
 
 
 def context_detail(details: list[Any] | tuple[Any, ...]) -> FirstCallResult | None:

@@ -71,7 +71,7 @@ class ModelCallActivities:
         admission: not the route's fault), so a saturated bulkhead never holds more of the
         shared worker's slots than its own limit; on the bulkhead's queue it waits there.
         """
-        gate = self.gate_for(inp.role)
+        gate = self._gate_for(inp.role)
         if gate is None:
             return await self._call_model(inp)
         if gate.locked() and not self._on_overflow_queue(inp.role):
@@ -84,8 +84,7 @@ class ModelCallActivities:
         async with gate:
             return await self._call_model(inp)
 
-    def gate_for(self, role: str) -> asyncio.Semaphore | None:
-        """The bulkhead gate of ``role``'s calls on this worker (None: no bulkhead)."""
+    def _gate_for(self, role: str) -> asyncio.Semaphore | None:
         if not self._deps.gates or role not in self._deps.policy.roles:
             return None
         return self._deps.gates.get(self._deps.policy.role(role).bulkhead)
@@ -146,13 +145,13 @@ class ModelCallActivities:
         outcome = _answered(inp.route, reply, workflow_now(base, started), admission, inp.role)
         await self._on_answer(inp, endpoint, (reply, data), outcome, grant, settings, leases)
         return CallModelResult(
-            reply=reply, data=data, trial=admission.trial, attempt=_attempt_number()
+            reply=reply, data=data, trial=admission.trial, attempt=attempt_number()
         ).for_route(inp.route)
 
     def _leases(self, inp: CallModelInput) -> AttemptLeases:
         """The attempt's in-flight leases: its own, taken beside the provider call (no added
         round trip) or held since its role context, and the role context's otherwise."""
-        first_try = _attempt_number() == 1
+        first_try = attempt_number() == 1
         return AttemptLeases(self._deps.health.in_flight, inp.route, inp.lease, first_try=first_try)
 
     async def _admitted(
@@ -466,8 +465,8 @@ def _attempt_base(scheduled_now: float) -> float:
     )
 
 
-def _attempt_number() -> int:
-    """Temporal's attempt number of this activity (1 outside an activity)."""
+def attempt_number() -> int:
+    """Temporal's attempt number of this activity (1 outside an activity: tests)."""
     try:
         return activity.info().attempt
     except RuntimeError:

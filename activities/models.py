@@ -250,7 +250,7 @@ class CacheWrite(BaseModel):
     )
 
 
-def _without_default_fields(model: BaseModel, out: dict[str, Any]) -> dict[str, Any]:
+def without_default_fields(model: BaseModel, out: dict[str, Any]) -> dict[str, Any]:
     """``out`` (the model's JSON) without the top-level fields left at their defaults."""
     for name, default in _field_defaults(type(model)):
         if name in out and getattr(model, name) == default:
@@ -303,7 +303,7 @@ class CallModelInput(BaseModel):
 
     @model_serializer(mode="wrap", when_used="json")
     def _compact(self, handler: Any) -> Any:
-        out = _without_default_fields(self, handler(self))
+        out = without_default_fields(self, handler(self))
         if self.cache is not None and self.cache.key == cache_key(self.role, self.request):
             # The usual case (the attempt's request is the call's): the activity derives
             # the same key from the same request, so history holds only the keep time.
@@ -375,7 +375,7 @@ class CallModelResult(BaseModel):
 
     @model_serializer(mode="wrap", when_used="json")
     def _compact(self, handler: Any) -> Any:
-        return _without_default_fields(self, handler(self))
+        return without_default_fields(self, handler(self))
 
 
 class AttemptFailure(BaseModel):

@@ -22,7 +22,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.failures import BULKHEAD_FULL
-    from agent_failover.activities.first_models import SAME_ROUTE_BACKOFF_S
+    from agent_failover.activities.first_models import ATTEMPT_GRACE, SAME_ROUTE_BACKOFF_S
     from agent_failover.activities.model_call import ModelCallActivities
     from agent_failover.activities.models import CacheWrite, CallModelInput, CallModelResult
     from agent_failover.resilience.config import RolePolicy
@@ -38,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.workflows.summarize import summarize_context
 
 #: Extra time Temporal allows beyond the activity's own budget before it times it out.
-ACTIVITY_GRACE = timedelta(seconds=2)
+ACTIVITY_GRACE = ATTEMPT_GRACE
 #: Attempts Temporal may make on one route: the first, plus one same-route retry for a
 #: RETRY-class error (a 500, after backoff) or a 429 whose Retry-After is short enough to
 #: wait out (after exactly Retry-After: ``next_retry_delay``, a durable server timer).
@@ -154,11 +154,7 @@ def start(call: Call, attempt: PlannedAttempt, tries: int = SAME_ROUTE_ATTEMPTS)
             start_to_close_timeout=timeout + ACTIVITY_GRACE,
             schedule_to_close_timeout=overall + ACTIVITY_GRACE,
             heartbeat_timeout=CALL_HEARTBEAT_TIMEOUT,
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(seconds=SAME_ROUTE_BACKOFF_S),
-                backoff_coefficient=2.0,
-                maximum_attempts=tries,
-            ),
+            retry_policy=same_route_retry(tries),
             summary=f"{call.role_name} → {attempt.route} (tier {attempt.tier}){summary}",
         )
 
@@ -169,6 +165,16 @@ def start(call: Call, attempt: PlannedAttempt, tries: int = SAME_ROUTE_ATTEMPTS)
         handle.add_done_callback(_retrieved)
     observe.attempt_scheduled(call, handle, token)
     return handle, used_prefill, now
+
+
+def same_route_retry(tries: int) -> RetryPolicy:
+    """Temporal's retry of a model call on its route: ``tries`` in all, the second after
+    :data:`SAME_ROUTE_BACKOFF_S` (a RETRY-class error) or exactly a short Retry-After."""
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=SAME_ROUTE_BACKOFF_S),
+        backoff_coefficient=2.0,
+        maximum_attempts=tries,
+    )
 
 
 def _output_schema(call: Call, attempt: PlannedAttempt) -> dict[str, Any] | None:

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -35,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
         FirstCallResult,
         context_detail,
     )
-    from agent_failover.activities.models import CallModelResult, RoleContext
+    from agent_failover.activities.models import RoleContext
     from agent_failover.resilience.limits import MAX_REQUEST_BYTES
     from agent_failover.resilience.planner import PlannedAttempt
     from agent_failover.resilience.triage import bound_request_bytes
@@ -45,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
         SAME_ROUTE_ATTEMPTS,
         outcome,
         prepare,
+        same_route_retry,
         single,
     )
     from agent_failover.workflows.call import AttemptResult, Call
@@ -59,34 +59,41 @@ FIRST_CALL_START_TO_CLOSE = timedelta(minutes=5)
 
 @dataclass(eq=False)
 class FirstRound:
-    """What ``first_call`` brought: the context and, when it ran the first attempt, that
-    attempt's route and tier and its answer or failure."""
+    """What ``first_call`` brought (its result, or the one its failure carries, with that
+    failure): the context and, when it ran the first attempt, that attempt's route and
+    tier and its answer or failure."""
 
-    ctx: RoleContext
-    route: str | None = None
-    tier: int = 0
-    result: CallModelResult | None = None
+    out: FirstCallResult
     error: ActivityError | None = None
-    #: Workflow time the activity planned at (the attempt's start in its record).
-    at: float = 0.0
-    #: Temporal's try that returned (2: the first was retried; the UI shows it).
-    tries: int = 1
-    #: The failed attempt's same-route retry, due after this many seconds (None: none).
-    retry_in_s: float | None = None
+
+    @property
+    def ran(self) -> bool:
+        """Whether the activity ran the call's first attempt (else: the context only)."""
+        return self.out.route is not None
+
+    @property
+    def ctx(self) -> RoleContext:
+        return self.out.context
+
+    @property
+    def at(self) -> float:
+        """Workflow time the activity planned at (the attempt's start in its record)."""
+        return self.out.planned_at
 
     def planned(self, attempt: PlannedAttempt) -> PlannedAttempt:
         """The plan's first attempt as the one that ran (the same, unless the worker's
         plan differed: then the route and tier that ran, logged)."""
-        if attempt.route == self.route and attempt.tier == self.tier:
+        route, tier = self.out.route, self.out.tier
+        if attempt.route == route and attempt.tier == tier:
             return attempt
         workflow.logger.warning(
             "first_call ran %s (tier %s) where the workflow planned %s (tier %s)",
-            self.route,
-            self.tier,
+            route,
+            tier,
             attempt.route,
             attempt.tier,
         )
-        return attempt.model_copy(update={"route": self.route, "tier": self.tier})
+        return attempt.model_copy(update={"route": route, "tier": tier})
 
 
 def plan_in_first_attempt() -> bool:
@@ -130,33 +137,24 @@ async def first_call(call: Call, started: datetime, routes: list[str] | None) ->
             schedule_to_start_timeout=FIRST_CALL_SCHEDULE_TO_START,
             start_to_close_timeout=FIRST_CALL_START_TO_CLOSE,
             heartbeat_timeout=CALL_HEARTBEAT_TIMEOUT,
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(milliseconds=200),
-                backoff_coefficient=2.0,
-                maximum_attempts=SAME_ROUTE_ATTEMPTS,
-            ),
+            retry_policy=same_route_retry(SAME_ROUTE_ATTEMPTS),
             summary=f"{call.role_name} → its first attempt",
         )
     except ActivityError as err:
         cause = err.cause
         got = context_detail(cause.details) if isinstance(cause, ApplicationError) else None
-        if got is None:
-            return None
-        return FirstRound(
-            got.context, got.route, got.tier, None, err, got.planned_at, got.tries, got.retry_in_s
-        )
-    return FirstRound(out.context, out.route, out.tier, out.result, None, out.planned_at, out.tries)
+        return None if got is None else FirstRound(got, err)
+    return FirstRound(out)
 
 
 async def first_ran(call: Call, planned: PlannedAttempt, first: FirstRound) -> list[AttemptResult]:
     """The outcome of the first attempt ``first_call`` ran (planned as ``planned``): its
     answer or failure, or, for a failure with a same-route retry due, that retry's."""
     attempt = first.planned(planned)
-    if first.retry_in_s is None:
+    delay_s = first.out.retry_in_s
+    if delay_s is None:
         return [adopt(call, attempt, first)]
-    await workflow.sleep(
-        first.retry_in_s, summary=f"same-route retry of {attempt.route}: {first.retry_in_s:g} s"
-    )
+    await workflow.sleep(delay_s, summary=f"same-route retry of {attempt.route}: {delay_s:g} s")
     results = await single(call, attempt, tries=SAME_ROUTE_ATTEMPTS - 1)
     for r in results:
         if r.result is not None:
@@ -171,7 +169,7 @@ def adopt(call: Call, attempt: PlannedAttempt, first: FirstRound) -> AttemptResu
     request, used_prefill = prepare(call, attempt)
     token = observe.attempt_started(call, attempt, request.max_tokens)
     observe.attempt_scheduled(call, first, token)
-    got = first.result if first.error is None else first.error
+    got = first.out.result if first.error is None else first.error
     assert got is not None
     r = outcome(call, attempt, got, used_prefill, first.at)
     observe.attempt_finished(call, first, r)

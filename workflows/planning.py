@@ -74,7 +74,7 @@ async def load_context(call: Call, started: datetime) -> tuple[RoleContext, Firs
         # Only a context read for this call brings its first attempt a lease (a reused
         # one's went with the call that read it: that attempt takes its own), and only
         # when no attempt carried it already.
-        call.first_lease = ctx.lease if first is None or first.route is None else None
+        call.first_lease = ctx.lease if first is None or not first.ran else None
     try:
         role = apply_call_options(ctx.role, ctx.policy, call.options)
     except PolicyError as exc:

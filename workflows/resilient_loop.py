@@ -86,8 +86,10 @@ class ResilientCall:
         first_plan: FailoverPlan | None = None
         while not call.state.stop_live:
             # The round its first attempt's activity ran was planned at the call's start.
-            ran = first is not None and first.route is not None
-            elapsed_ms = 0.0 if ran else (workflow.now() - started).total_seconds() * 1000
+            at = first.at if first is not None and first.ran else None
+            elapsed_ms = (
+                0.0 if at is not None else (workflow.now() - started).total_seconds() * 1000
+            )
             facts = round_facts(
                 call.state,
                 request,
@@ -96,7 +98,7 @@ class ResilientCall:
                 ticket=ticket,
                 elapsed_ms=elapsed_ms,
             )
-            p = plan_round(call, role, facts, first.at if first is not None and ran else None)
+            p = plan_round(call, role, facts, at)
             if first_plan is None:
                 first_plan = p
                 record_skipped(call, p)
@@ -125,7 +127,7 @@ class ResilientCall:
         activity brought (its attempt already run when it names a route)."""
         call = self.call
         first = p.attempts[0]
-        if first_round is not None and first_round.route:
+        if first_round is not None and first_round.ran:
             results = await first_ran(call, first, first_round)
         else:
             results = await self._attempt(p, role, started, first_round)
@@ -160,7 +162,7 @@ class ResilientCall:
         hedge = hedge_for(call, p, role)
         await summarize_before_triage(call, role, first, hedge, started)
         results = await (hedged(call, first, hedge) if hedge else single(call, first))
-        if first_round is not None and first_round.tries > 1:
+        if first_round is not None and first_round.out.tries > 1:
             note = "after a first try planned in its activity was retried (see the Temporal UI)"
             results[0].record.note = f"{results[0].record.note} {note}".strip()
         return results
