@@ -34,17 +34,17 @@ from agent_failover.activities.first_models import (
     SAME_ROUTE_BACKOFF_S,
     FirstCallInput,
     FirstCallResult,
+    attempt_input,
 )
 from agent_failover.activities.model_call import ModelCallActivities, attempt_number
 from agent_failover.activities.models import (
-    CacheWrite,
     CallModelInput,
     RoleContext,
     RoleContextInput,
 )
 from agent_failover.activities.role_context import RoleContextActivities
 from agent_failover.resilience.cachekey import cache_key
-from agent_failover.resilience.config import PolicyError, RolePolicy
+from agent_failover.resilience.config import PolicyError
 from agent_failover.resilience.first_attempt import PlainFirst, plain_first, role_request
 from agent_failover.resilience.options import apply_call_options
 
@@ -103,32 +103,19 @@ class FirstCallActivities:
         )
         if first is None or not _time_for(first.attempt.timeout_ms):
             return None
-        return first, _call_input(inp, role, ctx, first)
-
-
-def _call_input(
-    inp: FirstCallInput, role: RolePolicy, ctx: RoleContext, first: PlainFirst
-) -> CallModelInput:
-    """``call_model``'s input for the plain first attempt, as the workflow builds it."""
-    attempt = first.attempt
-    cache = None
-    if first.cache:
-        key = cache_key(inp.role, role_request(inp.request, role))
-        cache = CacheWrite(key=key, keep_s=role.roster.cache.max_staleness_s)
-    return CallModelInput(
-        role=inp.role,
-        route=attempt.route,
-        request=first.request,
-        output_schema=first.output_schema,
-        ttft_budget_ms=attempt.ttft_budget_ms,
-        idle_budget_ms=attempt.idle_budget_ms,
-        timeout_ms=attempt.timeout_ms,
-        now=inp.now,
-        deadline_at=inp.now + role.total_budget_ms / 1000,
-        max_reply_bytes=role.max_reply_bytes,
-        cache=cache,
-        lease=ctx.lease,
-    )
+        key = cache_key(inp.role, role_request(inp.request, role)) if first.cache else None
+        call = attempt_input(
+            inp.role,
+            role,
+            first.attempt,
+            first.request,
+            output_schema=first.output_schema,
+            now=inp.now,
+            started_at=inp.now,
+            cache_key=key,
+            lease=ctx.lease,
+        )
+        return first, call
 
 
 def _with_context(

@@ -15,18 +15,24 @@ from typing import Any
 from pydantic import BaseModel, Field, field_serializer, model_serializer
 
 from agent_failover.activities.models import (
+    CacheWrite,
+    CallModelInput,
     CallModelResult,
+    HeldLease,
     RoleContext,
     without_default_fields,
 )
+from agent_failover.resilience.config import RolePolicy
 from agent_failover.resilience.models import ChatRequest
 from agent_failover.resilience.options import CallOptions
+from agent_failover.resilience.plan import PlannedAttempt
 
 __all__ = [
     "ATTEMPT_GRACE",
     "SAME_ROUTE_BACKOFF_S",
     "FirstCallInput",
     "FirstCallResult",
+    "attempt_input",
     "context_detail",
 ]
 
@@ -88,6 +94,42 @@ class FirstCallResult(BaseModel):
     @model_serializer(mode="wrap", when_used="json")
     def _compact(self, handler: Any) -> Any:
         return without_default_fields(self, handler(self))
+
+
+def attempt_input(
+    role_name: str,
+    role: RolePolicy,
+    attempt: PlannedAttempt,
+    request: ChatRequest,
+    *,
+    output_schema: dict[str, Any] | None,
+    now: float,
+    started_at: float,
+    cache_key: str | None,
+    lease: HeldLease | None,
+) -> CallModelInput:
+    """``call_model``'s input for ``attempt`` of a call of ``role`` (its options applied)
+    that started at ``started_at``, scheduled at ``now``: the attempt's budgets, the role's
+    deadline and reply bound, and a cache write under ``cache_key`` (None: none). The
+    workflow's attempts and ``first_call``'s are built here alike."""
+    cache = None
+    if cache_key is not None:
+        # Kept until the oldest age the degraded tier may serve, not just while fresh.
+        cache = CacheWrite(key=cache_key, keep_s=role.roster.cache.max_staleness_s)
+    return CallModelInput(
+        role=role_name,
+        route=attempt.route,
+        request=request,
+        output_schema=output_schema,
+        ttft_budget_ms=attempt.ttft_budget_ms,
+        idle_budget_ms=attempt.idle_budget_ms,
+        timeout_ms=attempt.timeout_ms,
+        now=now,
+        deadline_at=started_at + role.total_budget_ms / 1000,
+        max_reply_bytes=role.max_reply_bytes,
+        cache=cache,
+        lease=lease,
+    )
 
 
 def context_detail(details: list[Any] | tuple[Any, ...]) -> FirstCallResult | None:

@@ -22,9 +22,13 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.failures import BULKHEAD_FULL
-    from agent_failover.activities.first_models import ATTEMPT_GRACE, SAME_ROUTE_BACKOFF_S
+    from agent_failover.activities.first_models import (
+        ATTEMPT_GRACE,
+        SAME_ROUTE_BACKOFF_S,
+        attempt_input,
+    )
     from agent_failover.activities.model_call import ModelCallActivities
-    from agent_failover.activities.models import CacheWrite, CallModelInput, CallModelResult
+    from agent_failover.activities.models import CallModelResult
     from agent_failover.resilience.config import RolePolicy
     from agent_failover.resilience.contracts import AttemptRecord, ReasonCode
     from agent_failover.resilience.first_attempt import caches_answer, output_schema_for, prompted
@@ -127,18 +131,15 @@ def start(call: Call, attempt: PlannedAttempt, tries: int = SAME_ROUTE_ATTEMPTS)
     left_ms = call.ctx.role.total_budget_ms - (now - call.started_at) * 1000
     overall = max(timeout, timedelta(milliseconds=left_ms))
     token = observe.attempt_started(call, attempt, request.max_tokens)
-    inp = CallModelInput(
-        role=call.role_name,
-        route=attempt.route,
-        request=request,
+    inp = attempt_input(
+        call.role_name,
+        call.ctx.role,
+        attempt,
+        request,
         output_schema=_output_schema(call, attempt),
-        ttft_budget_ms=attempt.ttft_budget_ms,
-        idle_budget_ms=attempt.idle_budget_ms,
-        timeout_ms=attempt.timeout_ms,
         now=now,
-        deadline_at=call.started_at + call.ctx.role.total_budget_ms / 1000,
-        max_reply_bytes=call.ctx.role.max_reply_bytes,
-        cache=_cache_write(call, attempt),
+        started_at=call.started_at,
+        cache_key=_cache_key(call, attempt),
         lease=call.hand_lease(),
     )
 
@@ -184,17 +185,15 @@ def _output_schema(call: Call, attempt: PlannedAttempt) -> dict[str, Any] | None
     return output_schema_for(call.ctx.role, path, call.request.json_schema)
 
 
-def _cache_write(call: Call, attempt: PlannedAttempt) -> CacheWrite | None:
-    """Ask the attempt to cache its answer when that answer would be a full one.
+def _cache_key(call: Call, attempt: PlannedAttempt) -> str | None:
+    """The key to cache the attempt's answer under when that answer would be a full one.
 
     Mirrors :func:`answers.success`: tiers 0 and 1 answer with full capability unless the
     context was truncated. Called after :func:`prepare`, which may truncate.
     """
-    role = call.ctx.role
-    if not caches_answer(role, attempt.tier, call.state.reasons):
-        return None
-    # Kept until the oldest age the degraded tier may serve, not just while fresh.
-    return CacheWrite(key=call.cache_key, keep_s=role.roster.cache.max_staleness_s)
+    return (
+        call.cache_key if caches_answer(call.ctx.role, attempt.tier, call.state.reasons) else None
+    )
 
 
 async def collect(
