@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from agent_failover.activities.models import RoleContext
     from agent_failover.resilience.limits import MAX_REQUEST_BYTES
     from agent_failover.resilience.planner import PlannedAttempt
-    from agent_failover.resilience.triage import bound_request_bytes
+    from agent_failover.resilience.triage import request_bytes
     from agent_failover.workflows import observe
     from agent_failover.workflows.attempts import (
         CALL_HEARTBEAT_TIMEOUT,
@@ -110,8 +110,9 @@ def plan_in_first_attempt() -> bool:
 
 def planned_in_activity(call: Call) -> bool:
     """Whether this call's first attempt goes to ``first_call``: its request fits one
-    activity input uncut, and the run is not one recorded before."""
-    if not bound_request_bytes(call.request, MAX_REQUEST_BYTES).fits:
+    activity input uncut (one that must be cut is bounded by the workflow first, then
+    sent), and the run is not one recorded before."""
+    if request_bytes(call.request) > MAX_REQUEST_BYTES:
         return False
     return plan_in_first_attempt()
 

@@ -16,9 +16,12 @@ from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from agent_failover.resilience.contracts import AgentOutput, Capability
+from agent_failover.resilience.contracts import AgentOutput, Capability, ReasonCode
 from agent_failover.resilience.first_attempt import plans_hedge
+from agent_failover.resilience.limits import MAX_REQUEST_BYTES
+from agent_failover.resilience.models import ChatRequest, Message
 from agent_failover.resilience.options import CallOptions
+from agent_failover.resilience.triage import request_bytes
 from agent_failover.service import workflow_runner
 from agent_failover.testing.history import activity_rows, context_reads
 from agent_failover.testing.sim.admin import SimAdmin
@@ -211,3 +214,36 @@ async def test_a_pipeline_reads_its_hedging_roles_contexts_locally(
     assert called & hedging and called - hedging  # both kinds ran
     assert by_first_call == called - hedging
     assert set(context_reads(history)) == called
+
+
+async def test_a_request_over_one_activity_input_is_bounded_before_it_is_sent(
+    harness: Harness, sim_admin: SimAdmin
+) -> None:
+    """A request larger than one activity input (earlier turns of ~0.4 MB each) is never
+    sent to ``first_call`` uncut: the call reads its context with the local activity, the
+    workflow cuts the request (CONTEXT_TRUNCATED), and no activity input in history is
+    over the bound."""
+    turn = "lorem ipsum " * (400_000 // 12)
+    messages = [
+        Message(role="user" if i % 2 == 0 else "assistant", content=f"{i} {turn}") for i in range(3)
+    ]
+    request = ChatRequest(messages=[*messages, Message(role="user", content="and now?")])
+    assert request_bytes(request) > MAX_REQUEST_BYTES
+    wf_id = f"first-big-{uuid.uuid4().hex[:8]}"
+    out: AgentOutput = await harness.client.execute_workflow(
+        ResilientCallWorkflow.run,
+        CallInput(role="plain", request=request),
+        id=wf_id,
+        task_queue=harness.task_queue,
+        result_type=AgentOutput,
+    )
+    assert ReasonCode.CONTEXT_TRUNCATED in out.reason_codes
+    history = await harness.client.get_workflow_handle(wf_id).fetch_history()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert "first_call" not in [a.activity_type.name for a in scheduled]
+    assert context_reads(history) == ["plain"]  # the local activity's
+    assert all(len(a.input.payloads[0].data) <= MAX_REQUEST_BYTES + 4096 for a in scheduled)
